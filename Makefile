@@ -1,0 +1,89 @@
+# headlab: a small graph-based autodiff framework for training small transformers.
+#
+#   make            the library (build/libheadlab.a) and the example programs
+#   make demo       installs missing packages, builds, runs the main example
+#   make test       the Check suite: float and double builds, 1 and 2 OpenMP threads
+#   make asan       the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make deps       installs missing Debian packages (apt-get; sudo when not root)
+#   make clean
+#
+# Options: REAL=double (double-precision build, in build/double), NO_OMP=1 (no OpenMP).
+
+REAL   ?= float
+CC     ?= gcc
+PKGS   := libpng libcjson check
+
+ifeq ($(REAL),double)
+  BUILD    ?= build/double
+  REALFLAG := -DHL_REAL_DOUBLE
+else ifeq ($(REAL),float)
+  BUILD    ?= build
+  REALFLAG :=
+else
+  $(error REAL must be float or double, not '$(REAL)')
+endif
+
+OPT     ?= -O3 -march=native
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+ifeq ($(NO_OMP),1)
+  OMPFLAG := -Wno-unknown-pragmas
+else
+  OMPFLAG := -fopenmp
+endif
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs libpng libcjson 2>/dev/null)
+CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
+CFLAGS  += -std=c11 $(OPT) $(WARN) $(OMPFLAG) $(REALFLAG) -D_POSIX_C_SOURCE=200809L -I. $(PKG_CFLAGS) $(SAN)
+LDLIBS  := $(PKG_LIBS) -lm
+
+LIB_SRC  := $(wildcard core/*.c ops/*.c models/*.c)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+LIB      := $(BUILD)/libheadlab.a
+EXAMPLES := $(patsubst examples/%.c,$(BUILD)/%,$(wildcard examples/*.c))
+TEST_SRC := $(wildcard tests/*.c)
+TEST_BIN := $(BUILD)/test_headlab
+
+.PHONY: all lib examples demo test test-one asan deps clean
+all: lib examples
+lib: $(LIB)
+examples: $(EXAMPLES)
+
+$(BUILD)/obj/%.o: %.c $(wildcard core/*.h ops/*.h models/*.h) headlab.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/%: examples/%.c $(LIB)
+	$(CC) $(CFLAGS) $< $(LIB) $(LDLIBS) -o $@
+
+$(TEST_BIN): $(TEST_SRC) $(wildcard tests/*.h) $(LIB)
+	$(CC) $(CFLAGS) $(TEST_SRC) $(LIB) $(CHECK_LIBS) $(LDLIBS) -o $@
+
+deps:
+	@tools/deps.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory $(BUILD)/demo_engine
+	$(BUILD)/demo_engine
+
+# Runs one build's suite with 1 and 2 threads (used by test and asan).
+test-one: $(TEST_BIN)
+	cd tests && OMP_NUM_THREADS=1 ../$(TEST_BIN)
+	cd tests && OMP_NUM_THREADS=2 ../$(TEST_BIN)
+
+test: deps
+	@$(MAKE) --no-print-directory test-one REAL=float
+	@$(MAKE) --no-print-directory test-one REAL=double
+
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+asan: deps
+	@$(MAKE) --no-print-directory test-one REAL=float BUILD=build/asan OPT="-O1 -g" SAN="$(SAN_FLAGS)" CK_FORK=no
+	@$(MAKE) --no-print-directory test-one REAL=double BUILD=build/asan-double OPT="-O1 -g" SAN="$(SAN_FLAGS)"
+
+clean:
+	rm -rf build
+
+-include $(LIB_OBJ:.o=.d)

@@ -1,0 +1,111 @@
+#include "arena.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct hl_arena_chunk {
+    struct hl_arena_chunk *next;
+    size_t size; /* bytes of data */
+    size_t used;
+    unsigned char *data;
+} hl_arena_chunk;
+
+static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+static hl_arena_chunk *chunk_new(size_t size)
+{
+    hl_arena_chunk *c = malloc(sizeof *c);
+    if (!c)
+        return NULL;
+    c->data = aligned_alloc(HL_ARENA_ALIGN, size);
+    if (!c->data) {
+        free(c);
+        return NULL;
+    }
+    c->next = NULL;
+    c->size = size;
+    c->used = 0;
+    return c;
+}
+
+static void chunks_free(hl_arena_chunk *c)
+{
+    while (c) {
+        hl_arena_chunk *next = c->next;
+        free(c->data);
+        free(c);
+        c = next;
+    }
+}
+
+void hl_arena_init(hl_arena *a, size_t initial_bytes)
+{
+    memset(a, 0, sizeof *a);
+    a->min_chunk = round_up(initial_bytes ? initial_bytes : 1 << 20, HL_ARENA_ALIGN);
+}
+
+void *hl_arena_alloc(hl_arena *a, size_t bytes)
+{
+    if (bytes > SIZE_MAX / 2)
+        return NULL;
+    bytes = round_up(bytes ? bytes : 1, HL_ARENA_ALIGN);
+    hl_arena_chunk *c = a->chunks;
+    if (!c || c->size - c->used < bytes) {
+        /* Grow geometrically so a step with many small allocations needs few chunks. */
+        size_t size = a->min_chunk;
+        if (c && size < 2 * c->size)
+            size = 2 * c->size;
+        if (size < bytes)
+            size = bytes;
+        hl_arena_chunk *fresh = chunk_new(size);
+        if (!fresh)
+            return NULL;
+        a->n_mallocs++;
+        fresh->next = c;
+        a->chunks = c = fresh;
+    }
+    void *p = c->data + c->used;
+    c->used += bytes;
+    a->used += bytes;
+    if (a->used > a->high_water)
+        a->high_water = a->used;
+    return p;
+}
+
+void *hl_arena_calloc(hl_arena *a, size_t bytes)
+{
+    void *p = hl_arena_alloc(a, bytes);
+    if (p)
+        memset(p, 0, bytes);
+    return p;
+}
+
+void hl_arena_reset(hl_arena *a)
+{
+    if (a->chunks && a->chunks->next) {
+        /* One chunk big enough for the whole step: the next step allocates nothing. */
+        chunks_free(a->chunks);
+        a->chunks = chunk_new(round_up(a->high_water, HL_ARENA_ALIGN));
+        if (a->chunks)
+            a->n_mallocs++;
+    }
+    if (a->chunks)
+        a->chunks->used = 0;
+    a->used = 0;
+}
+
+void hl_arena_free(hl_arena *a)
+{
+    chunks_free(a->chunks);
+    a->chunks = NULL;
+    a->used = 0;
+}
+
+size_t hl_arena_capacity(const hl_arena *a)
+{
+    size_t n = 0;
+    for (const hl_arena_chunk *c = a->chunks; c; c = c->next)
+        n += c->size;
+    return n;
+}

@@ -1,0 +1,131 @@
+#include "graph.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+hl_graph *hl_graph_new(size_t arena_bytes)
+{
+    hl_graph *g = calloc(1, sizeof *g);
+    if (!g)
+        return NULL;
+    hl_arena_init(&g->arena, arena_bytes);
+    g->grad_enabled = true;
+    g->training = true;
+    hl_rng_seed(&g->rng, 0);
+    hl_tensor_set_name(&g->poison, "poisoned");
+    return g;
+}
+
+void hl_graph_free(hl_graph *g)
+{
+    if (!g)
+        return;
+    hl_arena_free(&g->arena);
+    free(g);
+}
+
+void hl_graph_reset(hl_graph *g)
+{
+    hl_arena_reset(&g->arena);
+    g->tail = NULL;
+    g->n_nodes = 0;
+    hl_error_clear(&g->error);
+}
+
+bool hl_graph_set_grad_enabled(hl_graph *g, bool enabled)
+{
+    bool previous = g->grad_enabled;
+    g->grad_enabled = enabled;
+    return previous;
+}
+
+bool hl_graph_set_training(hl_graph *g, bool training)
+{
+    bool previous = g->training;
+    g->training = training;
+    return previous;
+}
+
+void hl_graph_seed(hl_graph *g, uint64_t seed) { hl_rng_seed(&g->rng, seed); }
+
+void *hl_graph_alloc(hl_graph *g, size_t bytes)
+{
+    void *p = hl_arena_alloc(&g->arena, bytes);
+    if (!p)
+        hl_error_set(&g->error, HL_ERR_NOMEM,
+                     "arena: out of memory allocating %zu bytes (%zu in use this step)", bytes,
+                     g->arena.used);
+    return p;
+}
+
+void *hl_graph_calloc(hl_graph *g, size_t bytes)
+{
+    void *p = hl_graph_alloc(g, bytes);
+    if (p)
+        memset(p, 0, bytes);
+    return p;
+}
+
+hl_tensor *hl_graph_tensor(hl_graph *g, const char *name, int rank, const int *shape)
+{
+    if (hl_graph_failed(g))
+        return &g->poison;
+    hl_tensor *t = hl_graph_calloc(g, sizeof *t);
+    if (!t)
+        return &g->poison;
+    hl_tensor_set_name(t, name);
+    if (!hl_tensor_set_shape(t, rank, shape)) {
+        hl_error_set(&g->error, HL_ERR_SHAPE, "%s: bad shape (rank %d, dims must be >= 1)",
+                     t->name, rank);
+        return &g->poison;
+    }
+    t->data = hl_graph_calloc(g, t->numel * sizeof(hl_real));
+    return t->data ? t : &g->poison;
+}
+
+static hl_status run_backward(hl_graph *g)
+{
+    for (hl_node *n = g->tail; n && !hl_graph_failed(g); n = n->prev) {
+        if (!n->out->grad)
+            continue; /* not on a path from the loss */
+        hl_op_get(n->op)->backward(g, n);
+    }
+    return hl_graph_status(g);
+}
+
+hl_status hl_graph_backward_from(hl_graph *g, hl_tensor *out, const hl_real *grad_out)
+{
+    if (hl_graph_failed(g))
+        return hl_graph_status(g);
+    if (hl_tensor_is_poison(out) || !grad_out)
+        return hl_error_set(&g->error, HL_ERR_ARG, "backward: NULL or poisoned tensor");
+    if (!out->requires_grad)
+        return hl_error_set(&g->error, HL_ERR_ARG,
+                            "backward: %s does not require grad (no recorded op leads to it)",
+                            out->name);
+    if (!out->grad) {
+        out->grad = hl_graph_calloc(g, out->numel * sizeof(hl_real));
+        if (!out->grad)
+            return hl_graph_status(g);
+    }
+    for (size_t i = 0; i < out->numel; i++)
+        out->grad[i] += grad_out[i];
+    return run_backward(g);
+}
+
+hl_status hl_graph_backward(hl_graph *g, hl_tensor *loss)
+{
+    if (hl_graph_failed(g))
+        return hl_graph_status(g);
+    if (hl_tensor_is_poison(loss))
+        return hl_error_set(&g->error, HL_ERR_ARG, "backward: NULL or poisoned loss");
+    if (loss->numel != 1) {
+        char s[HL_SHAPE_STR_MAX];
+        return hl_error_set(&g->error, HL_ERR_SHAPE,
+                            "backward: loss %s has shape %s; it must have one element "
+                            "(use hl_graph_backward_from for others)",
+                            loss->name, hl_shape_str(loss, s));
+    }
+    const hl_real one = 1;
+    return hl_graph_backward_from(g, loss, &one);
+}

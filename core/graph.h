@@ -1,0 +1,100 @@
+/*
+ * graph.h: the autograd graph (tape) and the step context every op runs in.
+ *
+ * A graph owns a step arena. Calling an op computes its result into the arena
+ * and, when gradients are wanted, appends a node (op, inputs, saved state) to
+ * the tape. The tape is in creation order, so walking it backwards is a valid
+ * reverse topological order: hl_graph_backward() runs each node's backward
+ * kernel, which adds into its inputs' gradients, so a tensor used several times
+ * receives the sum of its uses.
+ *
+ * Errors are sticky. The first op that fails (bad shapes, NULL input, out of
+ * memory) records a message naming the op and the shapes; it and every later op
+ * return the graph's poisoned tensor (rank 0, no data) instead of computing.
+ * Check once, at the end:
+ *
+ *     hl_graph *g = hl_graph_new(0);
+ *     for (int step = 0; step < n; step++) {
+ *         hl_tensor *y = hl_linear(g, x, w, b);
+ *         hl_tensor *loss = hl_mean(g, hl_mul(g, y, y));
+ *         if (hl_graph_backward(g, loss) != HL_OK) {
+ *             fprintf(stderr, "%s\n", hl_graph_message(g));
+ *             break;
+ *         }
+ *         ...optimizer step...
+ *         hl_graph_reset(g);       // frees nothing: the arena is reused
+ *     }
+ *     hl_graph_free(g);
+ */
+#ifndef HL_GRAPH_H
+#define HL_GRAPH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "error.h"
+#include "op.h"
+#include "rng.h"
+#include "tensor.h"
+
+#define HL_NODE_MAX_INPUTS 3
+#define HL_NODE_MAX_INTS 8
+#define HL_NODE_MAX_REALS 2
+
+typedef struct hl_node {
+    hl_op op;
+    int n_inputs;
+    hl_tensor *inputs[HL_NODE_MAX_INPUTS];
+    hl_tensor *out;
+    void *saved;                        /* op-specific state in the arena */
+    int ints[HL_NODE_MAX_INTS];         /* op-specific integer parameters */
+    hl_real reals[HL_NODE_MAX_REALS];   /* op-specific scalar parameters */
+    struct hl_node *prev;               /* the node recorded before this one */
+} hl_node;
+
+typedef struct hl_graph {
+    hl_arena arena;
+    hl_node *tail;      /* the last recorded node */
+    size_t n_nodes;
+    hl_error error;
+    bool grad_enabled;  /* false: record nothing (evaluation) */
+    bool training;      /* false: dropout is the identity */
+    hl_rng rng;         /* dropout masks */
+    hl_tensor poison;   /* what ops return after an error */
+} hl_graph;
+
+/* A graph whose arena starts with arena_bytes (0: 1 MiB) and grows as needed.
+ * NULL only when the system is out of memory. */
+hl_graph *hl_graph_new(size_t arena_bytes);
+void hl_graph_free(hl_graph *g);
+
+/* Forgets the tape, every arena tensor and any error; keeps the arena's memory. */
+void hl_graph_reset(hl_graph *g);
+
+static inline bool hl_graph_failed(const hl_graph *g) { return g->error.status != HL_OK; }
+static inline hl_status hl_graph_status(const hl_graph *g) { return g->error.status; }
+static inline const char *hl_graph_message(const hl_graph *g) { return g->error.message; }
+
+/* Returns the previous setting. */
+bool hl_graph_set_grad_enabled(hl_graph *g, bool enabled);
+bool hl_graph_set_training(hl_graph *g, bool training);
+void hl_graph_seed(hl_graph *g, uint64_t seed);
+
+/* Backward from a one-element loss (its gradient seeded with 1). */
+hl_status hl_graph_backward(hl_graph *g, hl_tensor *loss);
+/* Backward from any tensor, its gradient seeded with grad_out (out->numel values). */
+hl_status hl_graph_backward_from(hl_graph *g, hl_tensor *out, const hl_real *grad_out);
+
+/* An arena tensor, zero-filled, without gradient: for constants and masks built
+ * during a step. Returns the poisoned tensor on error. */
+hl_tensor *hl_graph_tensor(hl_graph *g, const char *name, int rank, const int *shape);
+
+/* Arena memory; records an error and returns NULL when out of memory. */
+void *hl_graph_alloc(hl_graph *g, size_t bytes);
+void *hl_graph_calloc(hl_graph *g, size_t bytes);
+
+/* True when t is the poisoned tensor (of any graph). */
+static inline bool hl_tensor_is_poison(const hl_tensor *t) { return !t || t->rank == 0; }
+
+#endif

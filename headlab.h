@@ -1,0 +1,29 @@
+/*
+ * headlab.h: the one public header of headlab, a small graph-based autodiff
+ * framework in C11 for training small transformers and studying attention.
+ *
+ *     #include "headlab.h"
+ *
+ *     hl_graph *g = hl_graph_new(0);
+ *     hl_tensor *y = hl_softmax(g, hl_linear(g, x, w, b));
+ *     hl_tensor *loss = hl_cross_entropy(g, y, targets, -1);
+ *     if (hl_graph_backward(g, loss) != HL_OK)
+ *         fprintf(stderr, "%s\n", hl_graph_message(g));
+ *
+ * Modules: core/ (tensors, arena, graph, params, RNG, gradient check, I/O),
+ * ops/ (differentiable ops), models/ (attention and transformers).
+ */
+#ifndef HEADLAB_H
+#define HEADLAB_H
+
+#include "core/arena.h"
+#include "core/error.h"
+#include "core/gradcheck.h"
+#include "core/graph.h"
+#include "core/params.h"
+#include "core/real.h"
+#include "core/rng.h"
+#include "core/tensor.h"
+#include "ops/ops.h"
+
+#endif

@@ -1,0 +1,83 @@
+/*
+ * internal.h: what op implementations share (not part of the public API).
+ *
+ * The shape of every op:
+ *
+ *     hl_tensor *hl_scale(hl_graph *g, hl_tensor *x, hl_real factor)
+ *     {
+ *         if (!hl_op_inputs_ok(g, HL_OP_SCALE, 1, &x))
+ *             return &g->poison;                      // sticky error
+ *         hl_tensor *out = hl_op_output(g, HL_OP_SCALE, x->rank, x->shape);
+ *         if (hl_graph_failed(g))
+ *             return &g->poison;
+ *         ...forward kernel into out->data...
+ *         hl_node *n = hl_op_record(g, HL_OP_SCALE, out, 1, &x);
+ *         if (n) n->reals[0] = factor;                // what backward needs
+ *         return hl_graph_failed(g) ? &g->poison : out;
+ *     }
+ *
+ *     void hl_scale_backward(hl_graph *g, hl_node *n)
+ *     {
+ *         hl_real *dx = hl_op_grad(g, n->inputs[0]);  // NULL: input needs no grad
+ *         if (dx) ...dx[i] += factor * n->out->grad[i]...   // always accumulate
+ *     }
+ *
+ * Kernels parallelise their outermost independent loop with
+ * `#pragma omp parallel for if (work >= HL_PARALLEL_MIN_WORK)` and never let a
+ * thread's share of the work change the order in which any one output element
+ * is summed, so 1 and N threads give bitwise identical results.
+ */
+#ifndef HL_OPS_INTERNAL_H
+#define HL_OPS_INTERNAL_H
+
+#include <stdbool.h>
+
+#include "core/graph.h"
+#include "ops/ops.h"
+
+/* Below this many multiply-adds a kernel runs on one thread: starting a team
+ * would cost more than it saves. */
+#define HL_PARALLEL_MIN_WORK 32768
+
+/* False (with an error recorded) when the graph has already failed or an input
+ * is NULL or poisoned. */
+bool hl_op_inputs_ok(hl_graph *g, hl_op op, int n, hl_tensor *const *inputs);
+
+/* A zeroed arena tensor named after the op. */
+hl_tensor *hl_op_output(hl_graph *g, hl_op op, int rank, const int *shape);
+
+/* Records an error "<op>: <message>" and returns the poisoned tensor. */
+hl_tensor *hl_op_fail(hl_graph *g, hl_op op, hl_status status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Appends a node when an input requires grad and grad mode is on, and marks
+ * out as requiring grad. Returns the node, or NULL when none was needed (or on
+ * error: an op without backward on a path that needs gradients). */
+hl_node *hl_op_record(hl_graph *g, hl_op op, hl_tensor *out, int n, hl_tensor *const *inputs);
+
+/* t's gradient buffer (zeroed arena memory on first use), or NULL when t does
+ * not require grad. */
+hl_real *hl_op_grad(hl_graph *g, hl_tensor *t);
+
+/* Copies n int32 values into the arena (NULL on error). */
+int32_t *hl_op_save_ints(hl_graph *g, const int32_t *values, size_t n);
+
+/* The backward kernels, one per op (see ops/op_table.c). */
+void hl_linear_backward(hl_graph *g, hl_node *n);
+void hl_matmul_backward(hl_graph *g, hl_node *n);
+void hl_reshape_backward(hl_graph *g, hl_node *n);
+void hl_permute_backward(hl_graph *g, hl_node *n);
+void hl_scale_backward(hl_graph *g, hl_node *n);
+void hl_add_backward(hl_graph *g, hl_node *n);
+void hl_mul_backward(hl_graph *g, hl_node *n);
+void hl_sum_backward(hl_graph *g, hl_node *n);
+void hl_mean_backward(hl_graph *g, hl_node *n);
+void hl_softmax_backward(hl_graph *g, hl_node *n);
+void hl_mask_backward(hl_graph *g, hl_node *n);
+void hl_embedding_backward(hl_graph *g, hl_node *n);
+void hl_layernorm_backward(hl_graph *g, hl_node *n);
+void hl_gelu_backward(hl_graph *g, hl_node *n);
+void hl_dropout_backward(hl_graph *g, hl_node *n);
+void hl_cross_entropy_backward(hl_graph *g, hl_node *n);
+
+#endif

@@ -1,0 +1,88 @@
+/* Helpers every op uses: input checks, outputs, node recording, gradients. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ops/internal.h"
+
+hl_tensor *hl_op_fail(hl_graph *g, hl_op op, hl_status status, const char *fmt, ...)
+{
+    char message[HL_ERROR_MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    hl_error_set(&g->error, status, "%s: %s", hl_op_get(op)->name, message);
+    return &g->poison;
+}
+
+bool hl_op_inputs_ok(hl_graph *g, hl_op op, int n, hl_tensor *const *inputs)
+{
+    if (hl_graph_failed(g))
+        return false;
+    for (int i = 0; i < n; i++) {
+        if (!inputs[i]) {
+            hl_op_fail(g, op, HL_ERR_ARG, "input %d is NULL", i);
+            return false;
+        }
+        if (hl_tensor_is_poison(inputs[i])) {
+            hl_op_fail(g, op, HL_ERR_ARG, "input %d is a poisoned tensor", i);
+            return false;
+        }
+    }
+    return true;
+}
+
+hl_tensor *hl_op_output(hl_graph *g, hl_op op, int rank, const int *shape)
+{
+    return hl_graph_tensor(g, hl_op_get(op)->name, rank, shape);
+}
+
+hl_node *hl_op_record(hl_graph *g, hl_op op, hl_tensor *out, int n, hl_tensor *const *inputs)
+{
+    if (hl_graph_failed(g) || !g->grad_enabled)
+        return NULL;
+    bool needs_grad = false;
+    for (int i = 0; i < n; i++)
+        needs_grad |= inputs[i] && inputs[i]->requires_grad;
+    if (!needs_grad)
+        return NULL;
+    if (!hl_op_get(op)->backward) {
+        hl_op_fail(g, op, HL_ERR_STATE,
+                   "has no backward, but its input %s requires grad; call it with grad "
+                   "disabled (hl_graph_set_grad_enabled) or on a tensor without grad",
+                   inputs[0]->name);
+        return NULL;
+    }
+    hl_node *node = hl_graph_calloc(g, sizeof *node);
+    if (!node)
+        return NULL;
+    node->op = op;
+    node->n_inputs = n;
+    for (int i = 0; i < n; i++)
+        node->inputs[i] = inputs[i];
+    node->out = out;
+    node->prev = g->tail;
+    g->tail = node;
+    g->n_nodes++;
+    out->requires_grad = true;
+    out->node = node;
+    return node;
+}
+
+hl_real *hl_op_grad(hl_graph *g, hl_tensor *t)
+{
+    if (!t || !t->requires_grad)
+        return NULL;
+    if (!t->grad)
+        t->grad = hl_graph_calloc(g, t->numel * sizeof(hl_real));
+    return t->grad;
+}
+
+int32_t *hl_op_save_ints(hl_graph *g, const int32_t *values, size_t n)
+{
+    int32_t *copy = hl_graph_alloc(g, n * sizeof *copy);
+    if (copy)
+        memcpy(copy, values, n * sizeof *copy);
+    return copy;
+}

@@ -1,0 +1,101 @@
+/*
+ * ops.h: the differentiable ops. Each takes the graph first, computes its
+ * result into the graph's arena and records a node for the backward pass when
+ * an input requires grad (and grad mode is on).
+ *
+ * Shapes are row-major; "(...,K)" means any leading dims. On bad input an op
+ * records an error naming itself and the shapes, e.g.
+ *     linear: input (8,16,63) does not match weight (64,64)
+ * and returns the graph's poisoned tensor; so does every op after it.
+ *
+ * Index arguments (token ids, targets) are int32 arrays copied into the arena,
+ * so the caller's array may change as soon as the op returns.
+ *
+ *     hl_tensor *h  = hl_linear(g, x, w, b);              // (B,T,E)·(F,E)ᵀ + (F) -> (B,T,F)
+ *     hl_tensor *s  = hl_matmul(g, q, k, HL_TRANS_B);     // (B,H,T,D)·(B,H,S,D)ᵀ -> (B,H,T,S)
+ *     hl_tensor *p  = hl_softmax(g, hl_mask_causal(g, hl_scale(g, s, 0.25f)));
+ */
+#ifndef HL_OPS_H
+#define HL_OPS_H
+
+#include <stdint.h>
+
+#include "core/graph.h"
+
+/* ---- linear algebra (ops/linear.c, ops/matmul.c) ---- */
+
+enum { HL_TRANS_A = 1, HL_TRANS_B = 2 };
+
+/* x (...,K) · w(N,K)ᵀ + b(N) -> (...,N); b may be NULL. */
+hl_tensor *hl_linear(hl_graph *g, hl_tensor *x, hl_tensor *w, hl_tensor *b);
+/* a (...,M,K) · b (...,K,N) -> (...,M,N), batched over equal leading dims; b may
+ * also be rank 2 and shared by every batch. flags: HL_TRANS_A reads a as
+ * (...,K,M), HL_TRANS_B reads b as (...,N,K); no transpose is materialised. */
+hl_tensor *hl_matmul(hl_graph *g, hl_tensor *a, hl_tensor *b, int flags);
+
+/* ---- shape (ops/shape.c) ---- */
+
+/* A view: shares x's data. One dim may be -1 (inferred). */
+hl_tensor *hl_reshape(hl_graph *g, hl_tensor *x, int rank, const int *shape);
+/* Output dim i is input dim perm[i]; a contiguous copy. */
+hl_tensor *hl_permute(hl_graph *g, hl_tensor *x, const int *perm);
+/* Swaps two dims; a contiguous copy. */
+hl_tensor *hl_transpose(hl_graph *g, hl_tensor *x, int dim0, int dim1);
+
+/* ---- elementwise and reductions (ops/elementwise.c, ops/reduce.c) ---- */
+
+hl_tensor *hl_scale(hl_graph *g, hl_tensor *x, hl_real factor);
+/* a + b and a * b, where b broadcasts into a's shape: b's dims, aligned to
+ * the right, each equal a's or 1 (a bias (N) on (...,N); a gate (H,1,1) on
+ * (B,H,T,D)). The result has a's shape. */
+hl_tensor *hl_add(hl_graph *g, hl_tensor *a, hl_tensor *b);
+hl_tensor *hl_mul(hl_graph *g, hl_tensor *a, hl_tensor *b);
+/* Sum and mean of all elements -> (1). */
+hl_tensor *hl_sum(hl_graph *g, hl_tensor *x);
+hl_tensor *hl_mean(hl_graph *g, hl_tensor *x);
+
+/* ---- softmax and attention masks (ops/softmax.c, ops/mask.c) ---- */
+
+/* Softmax over the last dim, numerically stable. A row that is all -inf
+ * (fully masked) gives zeros and passes zero gradient. */
+hl_tensor *hl_softmax(hl_graph *g, hl_tensor *x);
+
+/* Masks take attention scores (B,H,T,S) or (B,T,S) and return a copy with the
+ * masked entries set to -inf; gradients flow only through the kept entries. */
+/* Blocks key s for query t when s > t (queries may not look ahead). */
+hl_tensor *hl_mask_causal(hl_graph *g, hl_tensor *scores);
+/* key_is_padding (B,S): nonzero = that key is padding, no query attends to it. */
+hl_tensor *hl_mask_key_padding(hl_graph *g, hl_tensor *scores, const hl_tensor *key_is_padding);
+/* is_blocked (T,S) or (B,T,S): nonzero = query t may not attend to key s
+ * (the polarity of PyTorch's boolean attn_mask). */
+hl_tensor *hl_mask_blocked(hl_graph *g, hl_tensor *scores, const hl_tensor *is_blocked);
+/* bias (T,S) or (B,T,S) is added to the scores (-inf entries block); the bias
+ * is a constant: it receives no gradient. */
+hl_tensor *hl_mask_additive(hl_graph *g, hl_tensor *scores, const hl_tensor *bias);
+
+/* ---- transformer ops (ops/embedding.c, ops/layernorm.c, ops/gelu.c,
+ *      ops/dropout.c, ops/cross_entropy.c) ---- */
+
+/* weight (V,E) gathered at ids (shape given by rank/shape) -> (shape...,E). */
+hl_tensor *hl_embedding(hl_graph *g, hl_tensor *weight, const int32_t *ids, int rank,
+                        const int *shape);
+/* Normalises over the last dim: (x - mean) / sqrt(var + eps) * gamma + beta,
+ * var the biased variance (as PyTorch). gamma and beta (N) may be NULL. */
+hl_tensor *hl_layernorm(hl_graph *g, hl_tensor *x, hl_tensor *gamma, hl_tensor *beta,
+                        hl_real eps);
+/* The exact GELU, x·Φ(x), as torch.nn.GELU() by default. */
+hl_tensor *hl_gelu(hl_graph *g, hl_tensor *x);
+/* In training mode, zeroes each element with probability p (drawn from the
+ * graph's seeded RNG) and scales the rest by 1/(1-p); the identity otherwise. */
+hl_tensor *hl_dropout(hl_graph *g, hl_tensor *x, hl_real p);
+/* Mean cross-entropy of logits (...,V) against targets (one per row, numel/V
+ * of them) over the rows whose target is not ignore_index -> (1). With every
+ * row ignored the loss is 0 and the gradient zero. */
+hl_tensor *hl_cross_entropy(hl_graph *g, hl_tensor *logits, const int32_t *targets,
+                            int32_t ignore_index);
+/* Index of the largest value over the last dim, (...,N) -> (...) as hl_real
+ * (rank-1 input -> (1)). Not differentiable: use it under no-grad or on a
+ * tensor that does not require grad. */
+hl_tensor *hl_argmax(hl_graph *g, hl_tensor *x);
+
+#endif

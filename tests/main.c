@@ -1,0 +1,61 @@
+/* Runs every Check suite, or only those named on the command line:
+ *     build/test_headlab            all suites
+ *     build/test_headlab softmax    one suite
+ * Exit status 0 only when every test passed. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/real.h"
+#include "tests/suites.h"
+
+/* A developer may build with -D'HL_DEV_SUITES(X)=X(softmax)' to link only some suites. */
+#ifdef HL_DEV_SUITES
+#undef HL_TEST_SUITES
+#define HL_TEST_SUITES HL_DEV_SUITES
+#endif
+
+#define DECLARE(name) Suite *name##_suite(void);
+HL_TEST_SUITES(DECLARE)
+
+typedef struct {
+    const char *name;
+    Suite *(*make)(void);
+} suite_entry;
+
+#define ENTRY(name) {#name, name##_suite},
+static const suite_entry suites[] = {HL_TEST_SUITES(ENTRY)};
+
+static int wanted(const char *name, int argc, char **argv)
+{
+    if (argc < 2)
+        return 1;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    SRunner *runner = NULL;
+    for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
+        if (!wanted(suites[i].name, argc, argv))
+            continue;
+        if (!runner)
+            runner = srunner_create(suites[i].make());
+        else
+            srunner_add_suite(runner, suites[i].make());
+    }
+    if (!runner) {
+        fprintf(stderr, "test_headlab: no suite matches the names given\n");
+        return 2;
+    }
+    const char *threads = getenv("OMP_NUM_THREADS");
+    printf("headlab tests: %s build, OMP_NUM_THREADS=%s\n", HL_REAL_NAME, threads ? threads : "(unset)");
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

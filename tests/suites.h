@@ -1,0 +1,29 @@
+/* The Check suites, one per source file under test: HL_SUITE(name) declares
+ * Suite *name##_suite(void), defined in tests/test_<name>.c. */
+#ifndef HL_TEST_SUITES_H
+#define HL_TEST_SUITES_H
+
+#define HL_TEST_SUITES(X) \
+    X(tensor)             \
+    X(arena)              \
+    X(params)             \
+    X(rng)                \
+    X(graph)              \
+    X(gradcheck)          \
+    X(shape)              \
+    X(elementwise)        \
+    X(reduce)             \
+    X(gemm)               \
+    X(linear)             \
+    X(matmul)             \
+    X(softmax)            \
+    X(mask)               \
+    X(layernorm)          \
+    X(gelu)               \
+    X(dropout)            \
+    X(embedding)          \
+    X(cross_entropy)      \
+    X(argmax)             \
+    X(safetensors)
+
+#endif

@@ -1,0 +1,135 @@
+#include "testutil.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+hl_tensor *tu_random(const char *name, int rank, const int *shape, bool requires_grad,
+                     uint64_t seed, double lo, double hi)
+{
+    hl_tensor *t = hl_tensor_new(name, rank, shape, requires_grad);
+    ck_assert_ptr_nonnull(t);
+    hl_rng rng;
+    hl_rng_seed(&rng, seed);
+    hl_init_uniform(t, &rng, lo, hi);
+    return t;
+}
+
+static void log_report(const char *what, const hl_gradcheck_report *r)
+{
+    const char *path = getenv("HL_GRADCHECK_LOG");
+    FILE *f = path ? fopen(path, "a") : NULL;
+    if (!f)
+        return;
+    for (int k = 0; k < r->n_inputs; k++)
+        if (r->inputs[k].checked)
+            fprintf(f, "%s %s %s %s %.3e %.3e\n", HL_REAL_NAME, what, r->inputs[k].name,
+                    r->inputs[k].shape, r->inputs[k].max_abs_err, r->inputs[k].max_rel_err);
+    fclose(f);
+}
+
+void tu_gradcheck(const char *what, hl_gradcheck_fn fn, void *ctx, hl_tensor *const *inputs,
+                  int n_inputs)
+{
+    hl_graph *g = hl_graph_new(0);
+    ck_assert_ptr_nonnull(g);
+    hl_gradcheck_report r;
+    hl_status s = hl_gradcheck(g, fn, ctx, inputs, n_inputs, NULL, &r);
+    ck_assert_msg(s == HL_OK, "%s: gradcheck could not run: %s", what, hl_graph_message(g));
+    log_report(what, &r);
+    for (int k = 0; k < r.n_inputs; k++) {
+        const hl_gradcheck_input_report *in = &r.inputs[k];
+        ck_assert_msg(in->passed || !in->checked,
+                      "%s: gradient of %s %s wrong at element %zu: analytic %.8g, numeric %.8g "
+                      "(max abs err %.3g, max rel err %.3g)",
+                      what, in->name, in->shape, in->worst_index, in->worst_analytic,
+                      in->worst_numeric, in->max_abs_err, in->max_rel_err);
+    }
+    ck_assert(r.passed);
+    hl_graph_free(g);
+}
+
+/* Forward + backward with `threads` threads; returns a heap copy of the output
+ * followed by every input's gradient. */
+static hl_real *run_with_threads(int threads, hl_gradcheck_fn fn, void *ctx,
+                                 hl_tensor *const *inputs, int n_inputs, size_t *n_values)
+{
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#else
+    (void)threads;
+#endif
+    hl_graph *g = hl_graph_new(0);
+    ck_assert_ptr_nonnull(g);
+    for (int k = 0; k < n_inputs; k++)
+        hl_tensor_zero_grad(inputs[k]);
+    hl_tensor *y = fn(g, inputs, ctx);
+    ck_assert_msg(!hl_graph_failed(g), "%s", hl_graph_message(g));
+    hl_real *grad_out = malloc(y->numel * sizeof *grad_out);
+    hl_rng rng;
+    hl_rng_seed(&rng, 99);
+    for (size_t i = 0; i < y->numel; i++)
+        grad_out[i] = (hl_real)hl_rng_normal(&rng);
+    if (y->requires_grad)
+        ck_assert_int_eq(hl_graph_backward_from(g, y, grad_out), HL_OK);
+    size_t n = y->numel;
+    for (int k = 0; k < n_inputs; k++)
+        if (inputs[k]->grad)
+            n += inputs[k]->numel;
+    hl_real *all = malloc(n * sizeof *all);
+    memcpy(all, y->data, y->numel * sizeof *all);
+    size_t at = y->numel;
+    for (int k = 0; k < n_inputs; k++)
+        if (inputs[k]->grad) {
+            memcpy(all + at, inputs[k]->grad, inputs[k]->numel * sizeof *all);
+            at += inputs[k]->numel;
+        }
+    free(grad_out);
+    hl_graph_free(g);
+    *n_values = n;
+    return all;
+}
+
+void tu_check_threads_bitwise(const char *what, hl_gradcheck_fn fn, void *ctx,
+                              hl_tensor *const *inputs, int n_inputs)
+{
+#ifdef _OPENMP
+    int saved = omp_get_max_threads();
+    size_t n1, n2;
+    hl_real *one = run_with_threads(1, fn, ctx, inputs, n_inputs, &n1);
+    hl_real *two = run_with_threads(2, fn, ctx, inputs, n_inputs, &n2);
+    omp_set_num_threads(saved);
+    ck_assert_uint_eq(n1, n2);
+    ck_assert_msg(memcmp(one, two, n1 * sizeof *one) == 0,
+                  "%s: results differ between 1 and 2 threads", what);
+    free(one);
+    free(two);
+#else
+    (void)what, (void)fn, (void)ctx, (void)inputs, (void)n_inputs;
+#endif
+}
+
+void tu_expect_error(hl_graph *g, const hl_tensor *result, ...)
+{
+    ck_assert_msg(hl_graph_failed(g), "expected an error, got none");
+    ck_assert_msg(hl_tensor_is_poison(result), "expected the poisoned tensor after an error");
+    va_list ap;
+    va_start(ap, result);
+    for (const char *frag = va_arg(ap, const char *); frag; frag = va_arg(ap, const char *))
+        ck_assert_msg(strstr(hl_graph_message(g), frag), "message \"%s\" lacks \"%s\"",
+                      hl_graph_message(g), frag);
+    va_end(ap);
+}
+
+void tu_assert_close(const char *what, const hl_real *a, const hl_real *b, size_t n, double tol)
+{
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(fabs((double)a[i] - (double)b[i]) <= tol,
+                      "%s: element %zu: %.9g vs %.9g (tolerance %.3g)", what, i, (double)a[i],
+                      (double)b[i], tol);
+}

@@ -1,0 +1,40 @@
+/* Shared test helpers: random inputs, gradient checks, thread-count checks and
+ * error-path checks, each failing the current Check test with a message. */
+#ifndef HL_TESTUTIL_H
+#define HL_TESTUTIL_H
+
+#include <check.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "headlab.h"
+#include "tests/suites.h"
+
+#define HL_DECLARE_SUITE(name) Suite *name##_suite(void);
+HL_TEST_SUITES(HL_DECLARE_SUITE)
+
+/* A heap tensor with values uniform in [lo, hi), from a fixed seed. */
+hl_tensor *tu_random(const char *name, int rank, const int *shape, bool requires_grad,
+                     uint64_t seed, double lo, double hi);
+
+/* Gradient check of fn with the build's default tolerances (see
+ * hl_gradcheck_defaults); fails the test with the worst element on failure.
+ * When HL_GRADCHECK_LOG names a file, appends one line per input:
+ * "<real> <what> <input> <shape> <max_abs> <max_rel>". */
+void tu_gradcheck(const char *what, hl_gradcheck_fn fn, void *ctx, hl_tensor *const *inputs,
+                  int n_inputs);
+
+/* Runs fn forward and backward (with fixed random output gradients) with 1 and
+ * with 2 OpenMP threads, and fails unless the output and every input gradient
+ * are bitwise identical. */
+void tu_check_threads_bitwise(const char *what, hl_gradcheck_fn fn, void *ctx,
+                              hl_tensor *const *inputs, int n_inputs);
+
+/* Fails unless result is poisoned and the graph's message contains every
+ * given fragment (a NULL-terminated list). */
+void tu_expect_error(hl_graph *g, const hl_tensor *result, ...);
+
+/* Fails unless |a[i] - b[i]| <= tol for all i. */
+void tu_assert_close(const char *what, const hl_real *a, const hl_real *b, size_t n, double tol);
+
+#endif

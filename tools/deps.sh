@@ -1,0 +1,28 @@
+#!/bin/sh
+# Installs the Debian packages headlab builds with, when any is missing.
+# Usage: tools/deps.sh [extra-package ...]   (run by `make deps`, `make demo`, `make test`)
+# Uses apt-get as root, sudo apt-get otherwise; downloads nothing from anywhere else.
+set -eu
+
+need="gcc make pkg-config libpng-dev check libcjson-dev $*"
+missing=""
+for pkg in $need; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $pkg"
+    fi
+done
+[ -z "$missing" ] && exit 0
+
+echo "headlab: installing missing Debian packages:$missing"
+if [ "$(id -u)" = 0 ]; then
+    apt_get="apt-get"
+elif command -v sudo >/dev/null 2>&1; then
+    apt_get="sudo apt-get"
+    echo "headlab: not root, using sudo"
+else
+    echo "headlab: missing packages:$missing; install them as root (apt-get install$missing)" >&2
+    exit 1
+fi
+$apt_get update -qq
+# shellcheck disable=SC2086
+DEBIAN_FRONTEND=noninteractive $apt_get install -y -qq $missing
