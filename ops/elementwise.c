@@ -1,0 +1,154 @@
+/* Elementwise ops: scale, and add/mul with b broadcast into a's shape. */
+#include <string.h>
+
+#include "ops/internal.h"
+
+hl_tensor *hl_scale(hl_graph *g, hl_tensor *x, hl_real factor)
+{
+    if (!hl_op_inputs_ok(g, HL_OP_SCALE, 1, &x))
+        return &g->poison;
+    hl_tensor *out = hl_op_output(g, HL_OP_SCALE, x->rank, x->shape);
+    if (hl_graph_failed(g))
+        return &g->poison;
+    const hl_real *src = x->data;
+    hl_real *dst = out->data;
+    size_t count = x->numel;
+#pragma omp parallel for if (count >= HL_PARALLEL_MIN_WORK) schedule(static)
+    for (size_t i = 0; i < count; i++)
+        dst[i] = factor * src[i];
+    hl_node *n = hl_op_record(g, HL_OP_SCALE, out, 1, &x);
+    if (n)
+        n->reals[0] = factor;
+    return hl_graph_failed(g) ? &g->poison : out;
+}
+
+void hl_scale_backward(hl_graph *g, hl_node *n)
+{
+    hl_real *dx = hl_op_grad(g, n->inputs[0]);
+    if (!dx)
+        return;
+    const hl_real *dy = n->out->grad;
+    const hl_real factor = n->reals[0];
+    size_t count = n->out->numel;
+#pragma omp parallel for if (count >= HL_PARALLEL_MIN_WORK) schedule(static)
+    for (size_t i = 0; i < count; i++)
+        dx[i] += factor * dy[i];
+}
+
+/* How b (right-aligned, dims equal or 1) maps onto a 4-d view of a. */
+typedef struct {
+    int shape[HL_MAX_RANK];      /* a's dims, padded on the left with 1s */
+    size_t b_stride[HL_MAX_RANK]; /* b's stride along each of those dims; 0 = broadcast */
+    bool same_shape;
+} broadcast_map;
+
+static bool broadcast_map_make(const hl_tensor *a, const hl_tensor *b, broadcast_map *m)
+{
+    if (b->rank > a->rank)
+        return false;
+    int pad_a = HL_MAX_RANK - a->rank, pad_b = HL_MAX_RANK - b->rank;
+    size_t stride = 1;
+    m->same_shape = b->numel == a->numel;
+    for (int i = HL_MAX_RANK - 1; i >= 0; i--) {
+        int da = i >= pad_a ? a->shape[i - pad_a] : 1;
+        int db = i >= pad_b ? b->shape[i - pad_b] : 1;
+        if (db != da && db != 1)
+            return false;
+        m->shape[i] = da;
+        m->b_stride[i] = db == 1 ? 0 : stride;
+        stride *= (size_t)db;
+    }
+    return true;
+}
+
+/* Index into b of the element of a at the 4-d position (i0,i1,i2,i3). */
+static inline size_t b_index(const broadcast_map *m, int i0, int i1, int i2, int i3)
+{
+    return i0 * m->b_stride[0] + i1 * m->b_stride[1] + i2 * m->b_stride[2] + i3 * m->b_stride[3];
+}
+
+typedef enum { BINARY_ADD, BINARY_MUL } binary_kind;
+
+static hl_tensor *binary(hl_graph *g, hl_op op, binary_kind kind, hl_tensor *a, hl_tensor *b)
+{
+    hl_tensor *inputs[2] = {a, b};
+    if (!hl_op_inputs_ok(g, op, 2, inputs))
+        return &g->poison;
+    broadcast_map m;
+    if (!broadcast_map_make(a, b, &m)) {
+        char as[HL_SHAPE_STR_MAX], bs[HL_SHAPE_STR_MAX];
+        return hl_op_fail(g, op, HL_ERR_SHAPE,
+                          "b %s does not broadcast into a %s (b's dims, right-aligned, "
+                          "must equal a's or be 1)",
+                          hl_shape_str(b, bs), hl_shape_str(a, as));
+    }
+    hl_tensor *out = hl_op_output(g, op, a->rank, a->shape);
+    if (hl_graph_failed(g))
+        return &g->poison;
+    const hl_real *pa = a->data, *pb = b->data;
+    hl_real *po = out->data;
+    const int *s = m.shape;
+    size_t rows = (size_t)s[0] * s[1] * s[2];
+#pragma omp parallel for if (a->numel >= HL_PARALLEL_MIN_WORK) schedule(static)
+    for (size_t r = 0; r < rows; r++) {
+        int i2 = (int)(r % s[2]), i1 = (int)(r / s[2] % s[1]), i0 = (int)(r / s[2] / s[1]);
+        size_t o = r * s[3], bi = b_index(&m, i0, i1, i2, 0);
+        for (int i3 = 0; i3 < s[3]; i3++, o++) {
+            hl_real bv = pb[bi + i3 * m.b_stride[3]];
+            po[o] = kind == BINARY_ADD ? pa[o] + bv : pa[o] * bv;
+        }
+    }
+    hl_op_record(g, op, out, 2, inputs);
+    return hl_graph_failed(g) ? &g->poison : out;
+}
+
+static void binary_backward(hl_graph *g, hl_node *n, binary_kind kind)
+{
+    hl_tensor *a = n->inputs[0], *b = n->inputs[1];
+    hl_real *da = hl_op_grad(g, a), *db = hl_op_grad(g, b);
+    broadcast_map m;
+    broadcast_map_make(a, b, &m);
+    const hl_real *dy = n->out->grad;
+    size_t count = n->out->numel;
+    if (da) {
+        const int *s = m.shape;
+        size_t rows = (size_t)s[0] * s[1] * s[2];
+#pragma omp parallel for if (count >= HL_PARALLEL_MIN_WORK) schedule(static)
+        for (size_t r = 0; r < rows; r++) {
+            int i2 = (int)(r % s[2]), i1 = (int)(r / s[2] % s[1]), i0 = (int)(r / s[2] / s[1]);
+            size_t o = r * s[3], bi = b_index(&m, i0, i1, i2, 0);
+            for (int i3 = 0; i3 < s[3]; i3++, o++)
+                da[o] += kind == BINARY_ADD ? dy[o] : dy[o] * b->data[bi + i3 * m.b_stride[3]];
+        }
+    }
+    if (!db)
+        return;
+    if (m.same_shape) {
+#pragma omp parallel for if (count >= HL_PARALLEL_MIN_WORK) schedule(static)
+        for (size_t o = 0; o < count; o++)
+            db[o] += kind == BINARY_ADD ? dy[o] : dy[o] * a->data[o];
+        return;
+    }
+    /* A broadcast b (a bias, a gate) is small: reduce on one thread, in output
+     * order, so the sum's order never depends on the thread count. */
+    size_t o = 0;
+    for (int i0 = 0; i0 < m.shape[0]; i0++)
+        for (int i1 = 0; i1 < m.shape[1]; i1++)
+            for (int i2 = 0; i2 < m.shape[2]; i2++)
+                for (int i3 = 0; i3 < m.shape[3]; i3++, o++)
+                    db[b_index(&m, i0, i1, i2, i3)] +=
+                        kind == BINARY_ADD ? dy[o] : dy[o] * a->data[o];
+}
+
+hl_tensor *hl_add(hl_graph *g, hl_tensor *a, hl_tensor *b)
+{
+    return binary(g, HL_OP_ADD, BINARY_ADD, a, b);
+}
+
+hl_tensor *hl_mul(hl_graph *g, hl_tensor *a, hl_tensor *b)
+{
+    return binary(g, HL_OP_MUL, BINARY_MUL, a, b);
+}
+
+void hl_add_backward(hl_graph *g, hl_node *n) { binary_backward(g, n, BINARY_ADD); }
+void hl_mul_backward(hl_graph *g, hl_node *n) { binary_backward(g, n, BINARY_MUL); }

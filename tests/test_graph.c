@@ -1,0 +1,110 @@
+/* Tests for core/graph.c: the tape, backward, grad modes, errors, memory reuse. */
+#include <math.h>
+#include <string.h>
+
+#include "tests/testutil.h"
+
+START_TEST(test_backward_accumulates_over_uses)
+{
+    /* loss = sum(x*x + 3x): dloss/dx = 2x + 3, with x used three times. */
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *x = tu_random("x", 1, (int[]){5}, true, 1, -1, 1);
+    hl_tensor *loss = hl_sum(g, hl_add(g, hl_mul(g, x, x), hl_scale(g, x, 3)));
+    ck_assert_uint_eq(g->n_nodes, 4);
+    ck_assert_int_eq(hl_graph_backward(g, loss), HL_OK);
+    for (int i = 0; i < 5; i++)
+        ck_assert(fabs(x->grad[i] - (2 * x->data[i] + 3)) < 1e-6);
+    /* A second backward on a new graph adds to the leaf's gradient. */
+    hl_graph_reset(g);
+    loss = hl_sum(g, x);
+    ck_assert_int_eq(hl_graph_backward(g, loss), HL_OK);
+    ck_assert(fabs(x->grad[0] - (2 * x->data[0] + 4)) < 1e-6);
+    hl_tensor_free(x);
+    hl_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_no_grad_records_nothing)
+{
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *x = tu_random("x", 1, (int[]){5}, true, 1, -1, 1);
+    ck_assert(hl_graph_set_grad_enabled(g, false));
+    hl_tensor *y = hl_sum(g, hl_scale(g, x, 2));
+    ck_assert_uint_eq(g->n_nodes, 0);
+    ck_assert(!y->requires_grad);
+    ck_assert_int_ne(hl_graph_backward(g, y), HL_OK);
+    ck_assert_ptr_nonnull(strstr(hl_graph_message(g), "does not require grad"));
+    ck_assert(!hl_graph_set_grad_enabled(g, true));
+    /* Inputs without requires_grad record nothing either. */
+    hl_graph_reset(g);
+    hl_tensor *c = tu_random("c", 1, (int[]){5}, false, 2, -1, 1);
+    hl_scale(g, c, 2);
+    ck_assert_uint_eq(g->n_nodes, 0);
+    hl_tensor_free(x);
+    hl_tensor_free(c);
+    hl_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_backward_needs_one_element)
+{
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *x = tu_random("x", 2, (int[]){2, 3}, true, 1, -1, 1);
+    ck_assert_int_eq(hl_graph_backward(g, hl_scale(g, x, 2)), HL_ERR_SHAPE);
+    ck_assert_ptr_nonnull(strstr(hl_graph_message(g), "(2,3)"));
+    hl_tensor_free(x);
+    hl_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_errors_are_sticky_and_reset_clears)
+{
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *a = tu_random("a", 2, (int[]){2, 3}, true, 1, -1, 1);
+    hl_tensor *b = tu_random("b", 1, (int[]){4}, true, 2, -1, 1);
+    hl_tensor *bad = hl_add(g, a, b);
+    hl_tensor *later = hl_sum(g, hl_scale(g, bad, 2));
+    tu_expect_error(g, later, "add", "(4)", "(2,3)", NULL);
+    ck_assert_int_eq(hl_graph_backward(g, later), HL_ERR_SHAPE);
+    hl_graph_reset(g);
+    ck_assert(!hl_graph_failed(g));
+    ck_assert(!hl_tensor_is_poison(hl_sum(g, a)));
+    hl_tensor_free(a);
+    hl_tensor_free(b);
+    hl_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_steps_allocate_nothing_after_the_first)
+{
+    hl_graph *g = hl_graph_new(4096); /* small, so the first step must grow it */
+    hl_tensor *x = tu_random("x", 2, (int[]){64, 64}, true, 1, -1, 1);
+    size_t mallocs_after_first = 0;
+    for (int step = 0; step < 4; step++) {
+        hl_tensor *h = x;
+        for (int i = 0; i < 10; i++)
+            h = hl_add(g, hl_scale(g, h, 0.5), x);
+        ck_assert_int_eq(hl_graph_backward(g, hl_mean(g, h)), HL_OK);
+        hl_graph_reset(g);
+        if (step == 0)
+            mallocs_after_first = g->arena.n_mallocs;
+    }
+    ck_assert_uint_gt(mallocs_after_first, 1);
+    ck_assert_uint_eq(g->arena.n_mallocs, mallocs_after_first);
+    hl_tensor_free(x);
+    hl_graph_free(g);
+}
+END_TEST
+
+Suite *graph_suite(void)
+{
+    Suite *s = suite_create("graph");
+    TCase *tc = tcase_create("graph");
+    tcase_add_test(tc, test_backward_accumulates_over_uses);
+    tcase_add_test(tc, test_no_grad_records_nothing);
+    tcase_add_test(tc, test_backward_needs_one_element);
+    tcase_add_test(tc, test_errors_are_sticky_and_reset_clears);
+    tcase_add_test(tc, test_steps_allocate_nothing_after_the_first);
+    suite_add_tcase(s, tc);
+    return s;
+}
