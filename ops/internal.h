@@ -67,6 +67,7 @@ void hl_linear_backward(hl_graph *g, hl_node *n);
 void hl_matmul_backward(hl_graph *g, hl_node *n);
 void hl_reshape_backward(hl_graph *g, hl_node *n);
 void hl_permute_backward(hl_graph *g, hl_node *n);
+void hl_narrow_backward(hl_graph *g, hl_node *n);
 void hl_scale_backward(hl_graph *g, hl_node *n);
 void hl_add_backward(hl_graph *g, hl_node *n);
 void hl_mul_backward(hl_graph *g, hl_node *n);

@@ -39,6 +39,9 @@ hl_tensor *hl_matmul(hl_graph *g, hl_tensor *a, hl_tensor *b, int flags);
 hl_tensor *hl_reshape(hl_graph *g, hl_tensor *x, int rank, const int *shape);
 /* Output dim i is input dim perm[i]; a contiguous copy. */
 hl_tensor *hl_permute(hl_graph *g, hl_tensor *x, const int *perm);
+/* Elements start..start+length-1 along dim (negative dims count from the
+ * end); a contiguous copy. Splits a packed q|k|v projection. */
+hl_tensor *hl_narrow(hl_graph *g, hl_tensor *x, int dim, int start, int length);
 /* Swaps two dims; a contiguous copy. */
 hl_tensor *hl_transpose(hl_graph *g, hl_tensor *x, int dim0, int dim1);
 

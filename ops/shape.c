@@ -151,3 +151,72 @@ hl_tensor *hl_transpose(hl_graph *g, hl_tensor *x, int dim0, int dim1)
     perm[dim1] = dim0;
     return hl_permute(g, x, perm);
 }
+
+/* x viewed as (outer, dim, inner): the copy moves `length` rows of `inner`
+ * values out of each outer block. */
+typedef struct {
+    size_t outer, inner, dim, start, length;
+} narrow_geometry;
+
+static narrow_geometry narrow_geometry_of(const hl_tensor *x, int dim, int start, int length)
+{
+    return (narrow_geometry){
+        .outer = hl_tensor_span(x, 0, dim),
+        .inner = hl_tensor_span(x, dim + 1, x->rank),
+        .dim = (size_t)x->shape[dim],
+        .start = (size_t)start,
+        .length = (size_t)length,
+    };
+}
+
+hl_tensor *hl_narrow(hl_graph *g, hl_tensor *x, int dim, int start, int length)
+{
+    if (!hl_op_inputs_ok(g, HL_OP_NARROW, 1, &x))
+        return &g->poison;
+    char xs[HL_SHAPE_STR_MAX];
+    int d = dim < 0 ? dim + x->rank : dim;
+    if (d < 0 || d >= x->rank)
+        return hl_op_fail(g, HL_OP_NARROW, HL_ERR_ARG, "dim %d out of range for %s", dim,
+                          hl_shape_str(x, xs));
+    if (start < 0 || length < 1 || start > x->shape[d] - length)
+        return hl_op_fail(g, HL_OP_NARROW, HL_ERR_ARG,
+                          "elements %d..%d of dim %d are outside %s", start, start + length - 1,
+                          dim, hl_shape_str(x, xs));
+    int shape[HL_MAX_RANK];
+    memcpy(shape, x->shape, sizeof shape);
+    shape[d] = length;
+    hl_tensor *out = hl_op_output(g, HL_OP_NARROW, x->rank, shape);
+    if (hl_graph_failed(g))
+        return &g->poison;
+    narrow_geometry n = narrow_geometry_of(x, d, start, length);
+    size_t block = n.length * n.inner;
+#pragma omp parallel for if (out->numel >= HL_PARALLEL_MIN_WORK) schedule(static)
+    for (size_t o = 0; o < n.outer; o++)
+        memcpy(out->data + o * block, x->data + (o * n.dim + n.start) * n.inner,
+               block * sizeof(hl_real));
+    hl_node *node = hl_op_record(g, HL_OP_NARROW, out, 1, &x);
+    if (node) {
+        node->ints[0] = d;
+        node->ints[1] = start;
+    }
+    return hl_graph_failed(g) ? &g->poison : out;
+}
+
+void hl_narrow_backward(hl_graph *g, hl_node *node)
+{
+    hl_tensor *x = node->inputs[0];
+    hl_real *dx = hl_op_grad(g, x);
+    if (!dx)
+        return;
+    int d = node->ints[0];
+    narrow_geometry n = narrow_geometry_of(x, d, node->ints[1], node->out->shape[d]);
+    size_t block = n.length * n.inner;
+    const hl_real *dy = node->out->grad;
+#pragma omp parallel for if (node->out->numel >= HL_PARALLEL_MIN_WORK) schedule(static)
+    for (size_t o = 0; o < n.outer; o++) {
+        hl_real *dst = dx + (o * n.dim + n.start) * n.inner;
+        const hl_real *src = dy + o * block;
+        for (size_t i = 0; i < block; i++)
+            dst[i] += src[i];
+    }
+}

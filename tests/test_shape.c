@@ -67,6 +67,40 @@ START_TEST(test_shape_gradients)
 }
 END_TEST
 
+static hl_tensor *build_narrow(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    /* Split a packed (B,T,3E) projection and recombine the parts unequally, so
+     * each part's gradient is distinct. */
+    hl_tensor *q = hl_narrow(g, in[0], -1, 0, 4);
+    hl_tensor *k = hl_narrow(g, in[0], 2, 4, 4);
+    hl_tensor *v = hl_narrow(g, in[0], 2, 8, 4);
+    return hl_add(g, hl_mul(g, q, k), hl_scale(g, v, 3));
+}
+
+START_TEST(test_narrow)
+{
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *x = tu_random("x", 3, (int[]){2, 3, 12}, true, 6, -1, 1);
+    hl_tensor *rows = hl_narrow(g, x, 1, 1, 2);
+    ck_assert(!hl_graph_failed(g));
+    ck_assert_int_eq(rows->shape[1], 2);
+    for (int b = 0; b < 2; b++)
+        for (int t = 0; t < 2; t++)
+            for (int e = 0; e < 12; e++)
+                ck_assert(rows->data[(b * 2 + t) * 12 + e] == x->data[(b * 3 + t + 1) * 12 + e]);
+    tu_gradcheck("narrow", build_narrow, NULL, &x, 1);
+    hl_tensor *big = tu_random("x", 3, (int[]){8, 64, 96}, true, 7, -1, 1);
+    tu_check_threads_bitwise("narrow", build_narrow, NULL, &big, 1);
+    tu_expect_error(g, hl_narrow(g, x, 2, 10, 3), "narrow", "10..12", "(2,3,12)", NULL);
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_narrow(g, x, 3, 0, 1), "narrow", "dim 3", NULL);
+    hl_tensor_free(x);
+    hl_tensor_free(big);
+    hl_graph_free(g);
+}
+END_TEST
+
 START_TEST(test_shape_errors)
 {
     hl_graph *g = hl_graph_new(0);
@@ -91,6 +125,7 @@ Suite *shape_suite(void)
     tcase_add_test(tc, test_reshape_is_a_view);
     tcase_add_test(tc, test_permute_forward);
     tcase_add_test(tc, test_shape_gradients);
+    tcase_add_test(tc, test_narrow);
     tcase_add_test(tc, test_shape_errors);
     suite_add_tcase(s, tc);
     return s;
