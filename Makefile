@@ -71,8 +71,8 @@ demo: deps
 
 # Runs one build's suite with 1 and 2 threads (used by test and asan).
 test-one: $(TEST_BIN)
-	cd tests && OMP_NUM_THREADS=1 ../$(TEST_BIN)
-	cd tests && OMP_NUM_THREADS=2 ../$(TEST_BIN)
+	OMP_NUM_THREADS=1 $(TEST_BIN)
+	OMP_NUM_THREADS=2 $(TEST_BIN)
 
 test: deps
 	@$(MAKE) --no-print-directory test-one REAL=float
@@ -80,7 +80,7 @@ test: deps
 
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 asan: deps
-	@$(MAKE) --no-print-directory test-one REAL=float BUILD=build/asan OPT="-O1 -g" SAN="$(SAN_FLAGS)" CK_FORK=no
+	@$(MAKE) --no-print-directory test-one REAL=float BUILD=build/asan OPT="-O1 -g" SAN="$(SAN_FLAGS)"
 	@$(MAKE) --no-print-directory test-one REAL=double BUILD=build/asan-double OPT="-O1 -g" SAN="$(SAN_FLAGS)"
 
 clean:

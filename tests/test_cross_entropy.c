@@ -1,0 +1,198 @@
+/* Tests for ops/cross_entropy.c: mean cross-entropy with ignored rows. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "tests/testutil.h"
+
+#define IGNORE (-100)
+
+#ifdef HL_REAL_DOUBLE
+#define LOSS_TOL 1e-12
+#else
+#define LOSS_TOL 1e-5
+#endif
+
+typedef struct ce_case {
+    const int32_t *targets;
+} ce_case;
+
+static hl_tensor *build_ce(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    const ce_case *c = ctx;
+    return hl_cross_entropy(g, in[0], c->targets, IGNORE);
+}
+
+/* rows targets in [0, V), every third one IGNORE when with_ignored. */
+static int32_t *random_targets(size_t rows, int V, bool with_ignored, uint64_t seed)
+{
+    int32_t *t = malloc(rows * sizeof *t);
+    ck_assert_ptr_nonnull(t);
+    hl_rng rng;
+    hl_rng_seed(&rng, seed);
+    for (size_t r = 0; r < rows; r++)
+        t[r] = with_ignored && r % 3 == 1 ? IGNORE : (int32_t)hl_rng_below(&rng, (uint32_t)V);
+    return t;
+}
+
+/* The textbook formula in double, without max subtraction (inputs are small). */
+static double naive_ce(const hl_tensor *x, const int32_t *targets)
+{
+    int V = x->shape[x->rank - 1];
+    size_t rows = x->numel / (size_t)V, counted = 0;
+    double total = 0;
+    for (size_t r = 0; r < rows; r++) {
+        if (targets[r] == IGNORE)
+            continue;
+        double s = 0;
+        for (int j = 0; j < V; j++)
+            s += exp((double)x->data[r * V + j]);
+        total += log(s) - (double)x->data[r * V + targets[r]];
+        counted++;
+    }
+    return counted ? total / (double)counted : 0;
+}
+
+START_TEST(test_ce_hand_values)
+{
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *x = hl_tensor_new("x", 1, (int[]){3}, false);
+    x->data[0] = 1, x->data[1] = 2, x->data[2] = 3;
+    const int32_t two = 2;
+    /* log(e^1 + e^2 + e^3) - 3 */
+    const double expect = 0.40760596444438;
+    hl_tensor *y = hl_cross_entropy(g, x, &two, IGNORE);
+    ck_assert(!hl_graph_failed(g));
+    ck_assert_int_eq(y->rank, 1);
+    ck_assert_int_eq(y->shape[0], 1);
+    ck_assert_double_eq_tol(y->data[0], expect, LOSS_TOL);
+    /* Shifted by 1000 the loss is the same: the row maximum is subtracted. */
+    x->data[0] = 1001, x->data[1] = 1002, x->data[2] = 1003;
+    y = hl_cross_entropy(g, x, &two, IGNORE);
+    ck_assert_double_eq_tol(y->data[0], expect, LOSS_TOL);
+    /* A -inf logit has probability 0 and leaves the rest finite. */
+    x->data[0] = -INFINITY, x->data[1] = 0, x->data[2] = 0;
+    y = hl_cross_entropy(g, x, &two, IGNORE);
+    ck_assert_double_eq_tol(y->data[0], log(2.0), LOSS_TOL);
+    hl_tensor_free(x);
+    hl_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_ce_forward_naive)
+{
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *x = tu_random("x", 3, (int[]){3, 5, 7}, false, 1, -3, 3);
+    int32_t *all = random_targets(15, 7, false, 2);
+    int32_t *some = random_targets(15, 7, true, 3);
+    hl_tensor *y = hl_cross_entropy(g, x, all, IGNORE);
+    ck_assert(!hl_graph_failed(g));
+    ck_assert_double_eq_tol(y->data[0], naive_ce(x, all), LOSS_TOL);
+    y = hl_cross_entropy(g, x, some, IGNORE);
+    ck_assert_double_eq_tol(y->data[0], naive_ce(x, some), LOSS_TOL);
+    /* Ignored rows do not count: garbage there changes nothing. */
+    for (int j = 0; j < 7; j++)
+        x->data[1 * 7 + j] = (hl_real)1e30;
+    hl_tensor *again = hl_cross_entropy(g, x, some, IGNORE);
+    ck_assert(again->data[0] == y->data[0]);
+    free(all);
+    free(some);
+    hl_tensor_free(x);
+    hl_graph_free(g);
+}
+END_TEST
+
+/* Ignored rows get zero gradient; counted rows (softmax - onehot) / counted. */
+START_TEST(test_ce_backward_ignored)
+{
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *x = tu_random("x", 2, (int[]){3, 4}, true, 4, -1, 1);
+    const int32_t targets[] = {2, IGNORE, 0};
+    hl_tensor *y = hl_cross_entropy(g, x, targets, IGNORE);
+    ck_assert_int_eq(hl_graph_backward(g, y), HL_OK);
+    for (int r = 0; r < 3; r++) {
+        double s = 0;
+        for (int j = 0; j < 4; j++)
+            s += exp((double)x->data[r * 4 + j]);
+        for (int j = 0; j < 4; j++) {
+            double p = exp((double)x->data[r * 4 + j]) / s;
+            double expect = r == 1 ? 0 : (p - (j == targets[r])) / 2;
+            ck_assert_double_eq_tol(x->grad[r * 4 + j], expect, LOSS_TOL);
+        }
+    }
+    hl_tensor_free(x);
+    hl_graph_free(g);
+}
+END_TEST
+
+/* Every row ignored: the loss is 0 and the gradient zero (not 0/0). */
+START_TEST(test_ce_all_ignored)
+{
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *x = tu_random("x", 2, (int[]){2, 3}, true, 5, -1, 1);
+    const int32_t targets[] = {IGNORE, IGNORE};
+    hl_tensor *y = hl_cross_entropy(g, x, targets, IGNORE);
+    ck_assert(!hl_graph_failed(g));
+    ck_assert(y->data[0] == 0);
+    ck_assert_int_eq(hl_graph_backward(g, y), HL_OK);
+    for (int i = 0; i < 6; i++)
+        ck_assert(x->grad[i] == 0);
+    hl_tensor_free(x);
+    hl_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_ce_gradients)
+{
+    static const int shapes[][3] = {{1, 1, 5}, {1, 3, 4}, {1, 17, 3}, {3, 1, 1}, {2, 17, 5}};
+    for (int k = 0; k < 5; k++) {
+        hl_tensor *x = tu_random("logits", 3, shapes[k], true, 10 + k, -2, 2);
+        size_t rows = (size_t)shapes[k][0] * shapes[k][1];
+        int32_t *t = random_targets(rows, shapes[k][2], k >= 2, 20 + k);
+        ce_case c = {t};
+        tu_gradcheck("cross_entropy", build_ce, &c, &x, 1);
+        free(t);
+        hl_tensor_free(x);
+    }
+    hl_tensor *big = tu_random("logits", 3, (int[]){4, 64, 257}, true, 30, -3, 3);
+    int32_t *bt = random_targets(4 * 64, 257, true, 31);
+    ce_case cb = {bt};
+    tu_check_threads_bitwise("cross_entropy (large)", build_ce, &cb, &big, 1);
+    free(bt);
+    hl_tensor_free(big);
+}
+END_TEST
+
+START_TEST(test_ce_errors)
+{
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *x = tu_random("x", 2, (int[]){3, 5}, true, 1, -1, 1);
+    const int32_t high[] = {0, IGNORE, 7};
+    tu_expect_error(g, hl_cross_entropy(g, x, high, IGNORE), "cross_entropy", "target 7",
+                    "row 2", "V = 5", "(3,5)", NULL);
+    hl_graph_reset(g);
+    const int32_t negative[] = {-1, 0, 0};
+    tu_expect_error(g, hl_cross_entropy(g, x, negative, IGNORE), "cross_entropy", "target -1",
+                    "row 0", NULL);
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_cross_entropy(g, x, NULL, IGNORE), "cross_entropy", "NULL", NULL);
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_cross_entropy(g, NULL, high, IGNORE), "cross_entropy", "NULL", NULL);
+    hl_tensor_free(x);
+    hl_graph_free(g);
+}
+END_TEST
+
+Suite *cross_entropy_suite(void)
+{
+    Suite *s = suite_create("cross_entropy");
+    TCase *tc = tcase_create("cross_entropy");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_ce_hand_values);
+    tcase_add_test(tc, test_ce_forward_naive);
+    tcase_add_test(tc, test_ce_backward_ignored);
+    tcase_add_test(tc, test_ce_all_ignored);
+    tcase_add_test(tc, test_ce_gradients);
+    tcase_add_test(tc, test_ce_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
