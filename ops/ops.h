@@ -89,7 +89,8 @@ hl_tensor *hl_layernorm(hl_graph *g, hl_tensor *x, hl_tensor *gamma, hl_tensor *
 /* The exact GELU, x·Φ(x), as torch.nn.GELU() by default. */
 hl_tensor *hl_gelu(hl_graph *g, hl_tensor *x);
 /* In training mode, zeroes each element with probability p (drawn from the
- * graph's seeded RNG) and scales the rest by 1/(1-p); the identity otherwise. */
+ * graph's seeded RNG) and scales the rest by 1/(1-p). Otherwise (eval mode or
+ * p = 0) it returns x itself, recording nothing. */
 hl_tensor *hl_dropout(hl_graph *g, hl_tensor *x, hl_real p);
 /* Mean cross-entropy of logits (...,V) against targets (one per row, numel/V
  * of them) over the rows whose target is not ignore_index -> (1). With every

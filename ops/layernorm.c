@@ -1,0 +1,146 @@
+/* Layer normalisation over the last dim, as torch.nn.LayerNorm. */
+#include "ops/internal.h"
+
+/* Columns per block in the gamma/beta gradient: one block's accumulators stay
+ * in registers or L1 while the rows stream past. */
+#define PARAM_GRAD_BLOCK 64
+
+/* Per-row statistics saved for backward. Kept in double rather than hl_real:
+ * for a row like 1000 + noise, a float mean is off by up to half an ulp of
+ * 1000 (3e-5), a visible shift of x̂ when the noise is small. */
+typedef struct {
+    double mean, rstd;
+} row_stats;
+
+/* Fails unless p (gamma or beta) is NULL or a vector of n values. */
+static bool param_ok(hl_graph *g, const hl_tensor *p, const char *what, const hl_tensor *x, int n)
+{
+    if (!p)
+        return true;
+    char ps[HL_SHAPE_STR_MAX], xs[HL_SHAPE_STR_MAX];
+    if (hl_tensor_is_poison(p)) {
+        hl_op_fail(g, HL_OP_LAYERNORM, HL_ERR_ARG, "%s is a poisoned tensor", what);
+        return false;
+    }
+    if (p->rank != 1 || p->shape[0] != n) {
+        hl_op_fail(g, HL_OP_LAYERNORM, HL_ERR_SHAPE,
+                   "%s %s does not match the last dim of input %s (it must be (%d))", what,
+                   hl_shape_str(p, ps), hl_shape_str(x, xs), n);
+        return false;
+    }
+    return true;
+}
+
+/* Mean and variance by two passes in double: stable for rows with a large
+ * offset, where E[x²] - E[x]² would cancel. */
+static row_stats row_stats_of(const hl_real *x, int n, double eps)
+{
+    double sum = 0;
+    for (int j = 0; j < n; j++)
+        sum += (double)x[j];
+    double mean = sum / n, var = 0;
+    for (int j = 0; j < n; j++) {
+        double d = (double)x[j] - mean;
+        var += d * d;
+    }
+    var /= n;
+    return (row_stats){mean, 1.0 / sqrt(var + eps)};
+}
+
+hl_tensor *hl_layernorm(hl_graph *g, hl_tensor *x, hl_tensor *gamma, hl_tensor *beta,
+                        hl_real eps)
+{
+    /* gamma and beta may be NULL, which hl_op_inputs_ok would reject. */
+    if (!hl_op_inputs_ok(g, HL_OP_LAYERNORM, 1, &x))
+        return &g->poison;
+    const int cols = x->shape[x->rank - 1];
+    if (!param_ok(g, gamma, "gamma", x, cols) || !param_ok(g, beta, "beta", x, cols))
+        return &g->poison;
+    if (!(eps > 0))
+        return hl_op_fail(g, HL_OP_LAYERNORM, HL_ERR_ARG, "eps %g must be > 0", (double)eps);
+    const size_t rows = x->numel / (size_t)cols;
+    hl_tensor *out = hl_op_output(g, HL_OP_LAYERNORM, x->rank, x->shape);
+    /* Saved even when no node is recorded: 16 bytes a row, and one code path. */
+    row_stats *stats = hl_graph_alloc(g, rows * sizeof *stats);
+    if (hl_graph_failed(g))
+        return &g->poison;
+    const hl_real *gw = gamma ? gamma->data : NULL, *bw = beta ? beta->data : NULL;
+#pragma omp parallel for if (x->numel >= HL_PARALLEL_MIN_WORK) schedule(static)
+    for (size_t r = 0; r < rows; r++) {
+        const hl_real *xr = x->data + r * cols;
+        hl_real *yr = out->data + r * cols;
+        row_stats s = row_stats_of(xr, cols, (double)eps);
+        stats[r] = s;
+        for (int j = 0; j < cols; j++) {
+            double xhat = ((double)xr[j] - s.mean) * s.rstd;
+            yr[j] = (hl_real)(xhat * (gw ? (double)gw[j] : 1.0) + (bw ? (double)bw[j] : 0.0));
+        }
+    }
+    hl_tensor *inputs[3] = {x, gamma, beta};
+    hl_node *n = hl_op_record(g, HL_OP_LAYERNORM, out, 3, inputs);
+    if (n)
+        n->saved = stats;
+    return hl_graph_failed(g) ? &g->poison : out;
+}
+
+/* dgamma += Σ_rows dy·x̂ and dbeta += Σ_rows dy (either may be NULL). Threads
+ * split the columns, and each column is summed over the rows in order, so the
+ * result does not depend on the thread count. */
+static void param_grads(const hl_real *x, const hl_real *dy, const row_stats *stats, size_t rows,
+                        int cols, hl_real *dgamma, hl_real *dbeta)
+{
+    const int blocks = (cols + PARAM_GRAD_BLOCK - 1) / PARAM_GRAD_BLOCK;
+#pragma omp parallel for if (rows * (size_t)cols >= HL_PARALLEL_MIN_WORK) schedule(static)
+    for (int b = 0; b < blocks; b++) {
+        const int j0 = b * PARAM_GRAD_BLOCK;
+        const int width = cols - j0 < PARAM_GRAD_BLOCK ? cols - j0 : PARAM_GRAD_BLOCK;
+        double acc_g[PARAM_GRAD_BLOCK] = {0}, acc_b[PARAM_GRAD_BLOCK] = {0};
+        for (size_t r = 0; r < rows; r++) {
+            const hl_real *xr = x + r * cols + j0, *dyr = dy + r * cols + j0;
+            const row_stats s = stats[r];
+            for (int j = 0; j < width; j++) {
+                acc_g[j] += (double)dyr[j] * (((double)xr[j] - s.mean) * s.rstd);
+                acc_b[j] += (double)dyr[j];
+            }
+        }
+        for (int j = 0; j < width; j++) {
+            if (dgamma)
+                dgamma[j0 + j] += (hl_real)acc_g[j];
+            if (dbeta)
+                dbeta[j0 + j] += (hl_real)acc_b[j];
+        }
+    }
+}
+
+/* With dŷ = dy·gamma: dx += rstd·(dŷ - mean(dŷ) - x̂·mean(dŷ·x̂)), per row. */
+void hl_layernorm_backward(hl_graph *g, hl_node *n)
+{
+    hl_tensor *x = n->inputs[0], *gamma = n->inputs[1], *beta = n->inputs[2];
+    hl_real *dx = hl_op_grad(g, x), *dgamma = hl_op_grad(g, gamma), *dbeta = hl_op_grad(g, beta);
+    const row_stats *stats = n->saved;
+    const hl_real *dy = n->out->grad, *gw = gamma ? gamma->data : NULL;
+    const int cols = x->shape[x->rank - 1];
+    const size_t rows = x->numel / (size_t)cols;
+    if (dgamma || dbeta)
+        param_grads(x->data, dy, stats, rows, cols, dgamma, dbeta);
+    if (!dx)
+        return;
+#pragma omp parallel for if (x->numel >= HL_PARALLEL_MIN_WORK) schedule(static)
+    for (size_t r = 0; r < rows; r++) {
+        const hl_real *xr = x->data + r * cols, *dyr = dy + r * cols;
+        hl_real *dxr = dx + r * cols;
+        const row_stats s = stats[r];
+        double sum_d = 0, sum_dx = 0;
+        for (int j = 0; j < cols; j++) {
+            double d = (double)dyr[j] * (gw ? (double)gw[j] : 1.0);
+            sum_d += d;
+            sum_dx += d * (((double)xr[j] - s.mean) * s.rstd);
+        }
+        const double mean_d = sum_d / cols, mean_dx = sum_dx / cols;
+        for (int j = 0; j < cols; j++) {
+            double d = (double)dyr[j] * (gw ? (double)gw[j] : 1.0);
+            double xhat = ((double)xr[j] - s.mean) * s.rstd;
+            dxr[j] += (hl_real)(s.rstd * (d - mean_d - xhat * mean_dx));
+        }
+    }
+}
