@@ -94,6 +94,11 @@ hl_tensor *hl_graph_tensor(hl_graph *g, const char *name, int rank, const int *s
 void *hl_graph_alloc(hl_graph *g, size_t bytes);
 void *hl_graph_calloc(hl_graph *g, size_t bytes);
 
+/* The earliest recorded node whose output holds a NaN or an infinity, or NULL:
+ * after a non-finite loss, names the op where the numbers first went bad.
+ * Masks produce -inf on purpose, so their outputs are not counted. */
+const hl_node *hl_graph_first_nonfinite(const hl_graph *g);
+
 /* True when t is the poisoned tensor (of any graph). */
 static inline bool hl_tensor_is_poison(const hl_tensor *t) { return !t || t->rank == 0; }
 

@@ -1,0 +1,189 @@
+/*
+ * mha_run: multi-head attention on tensors from safetensors files, forward
+ * and (given grad_output) backward, so results can be compared with PyTorch.
+ *
+ *     build/mha_run --weights W.safetensors --inputs IN.safetensors
+ *                   --out OUT.safetensors --heads H [--causal]
+ *
+ * Exit status: 0 done, 2 bad arguments or files (a message says which).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/safetensors.h"
+#include "headlab.h"
+#include "models/mha.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: mha_run --weights W.safetensors --inputs IN.safetensors --out OUT.safetensors\n"
+        "               --heads H [--causal]\n"
+        "\n"
+        "Runs torch.nn.MultiheadAttention-compatible attention (batch_first) on files.\n"
+        "W holds PyTorch's state_dict names: in_proj_weight (3E,E) or q_proj_weight (E,E),\n"
+        "  k_proj_weight (E,kdim), v_proj_weight (E,vdim); in_proj_bias (3E) and\n"
+        "  out_proj.bias (E) when the module has biases; out_proj.weight (E,E).\n"
+        "IN holds query (B,T,E), key (B,S,kdim), value (B,S,vdim) and optionally\n"
+        "  key_padding_mask (B,S) U8 or BOOL, 1 = padding (ignored key);\n"
+        "  attn_mask (T,S) F32, added to the attention scores (-inf blocks);\n"
+        "  grad_output (B,T,E), to run the backward pass.\n"
+        "  When key and value are absent, query is used for both (self-attention).\n"
+        "OUT receives output (B,T,E) and attn_weights (B,H,T,S) and, with grad_output,\n"
+        "  grad.query, grad.key, grad.value and grad.<weight name> for every weight.\n"
+        "  Values are written as F32 (F64 from a REAL=double build).\n"
+        "--causal hides key s from query t when s > t.\n"
+        "Exit status 0 on success, 2 on bad arguments or files.\n");
+}
+
+typedef struct {
+    const char *weights, *inputs, *out;
+    int heads;
+    bool causal;
+} options;
+
+static int parse(int argc, char **argv, options *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--causal")) {
+            o->causal = true;
+        } else if (v && !strcmp(a, "--weights")) {
+            o->weights = argv[++i];
+        } else if (v && !strcmp(a, "--inputs")) {
+            o->inputs = argv[++i];
+        } else if (v && !strcmp(a, "--out")) {
+            o->out = argv[++i];
+        } else if (v && !strcmp(a, "--heads")) {
+            char *end;
+            long h = strtol(argv[++i], &end, 10);
+            if (*end || h < 1 || h > 4096) {
+                fprintf(stderr, "mha_run: --heads needs a positive integer, got %s\n", v);
+                return -1;
+            }
+            o->heads = (int)h;
+        } else {
+            fprintf(stderr, "mha_run: unknown or incomplete option %s\n", a);
+            return -1;
+        }
+    }
+    if (!o->weights || !o->inputs || !o->out || !o->heads) {
+        fprintf(stderr, "mha_run: --weights, --inputs, --out and --heads are required\n");
+        return -1;
+    }
+    return 0;
+}
+
+#ifdef HL_REAL_DOUBLE
+#define OUT_DTYPE HL_DTYPE_F64
+#else
+#define OUT_DTYPE HL_DTYPE_F32
+#endif
+
+/* The optional tensor `name`, or NULL; *failed on a load error. */
+static hl_tensor *optional(const hl_safetensors *f, const char *name, bool grad, hl_error *err)
+{
+    return hl_safetensors_find(f, name) ? hl_safetensors_load(f, name, grad, err) : NULL;
+}
+
+static int run(const options *o, hl_error *err)
+{
+    hl_safetensors *weights = NULL, *inputs = NULL;
+    hl_params *params = hl_params_new();
+    hl_graph *g = hl_graph_new(0);
+    hl_st_writer *w = hl_st_writer_new();
+    hl_mha m = {0};
+    hl_tensor *q = NULL, *k = NULL, *v = NULL, *pad = NULL, *mask = NULL, *dy = NULL;
+    int rc = 2;
+    if (!params || !g || !w) {
+        hl_error_set(err, HL_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if (hl_safetensors_read(o->weights, &weights, err) ||
+        hl_safetensors_read(o->inputs, &inputs, err) ||
+        hl_mha_load(&m, params, weights, "", o->heads, err))
+        goto done;
+    q = hl_safetensors_load(inputs, "query", true, err);
+    bool self = !hl_safetensors_find(inputs, "key") && !hl_safetensors_find(inputs, "value");
+    k = self ? q : hl_safetensors_load(inputs, "key", true, err);
+    v = self ? q : hl_safetensors_load(inputs, "value", true, err);
+    pad = optional(inputs, "key_padding_mask", false, err);
+    mask = optional(inputs, "attn_mask", false, err);
+    dy = optional(inputs, "grad_output", false, err);
+    if (hl_error_failed(err))
+        goto done;
+
+    hl_mha_masks masks = {.causal = o->causal, .key_padding = pad, .additive = mask};
+    hl_tensor *attn;
+    hl_tensor *y = hl_mha_forward(g, &m, q, k, v, &masks, &attn);
+    if (!hl_graph_failed(g) && dy && !hl_tensor_same_shape(dy, y)) {
+        char ys[HL_SHAPE_STR_MAX], ds[HL_SHAPE_STR_MAX];
+        hl_error_set(err, HL_ERR_SHAPE, "grad_output %s does not match the output %s",
+                     hl_shape_str(dy, ds), hl_shape_str(y, ys));
+        goto done;
+    }
+    if (dy)
+        hl_graph_backward_from(g, y, dy->data);
+    if (hl_graph_failed(g)) {
+        hl_error_set(err, hl_graph_status(g), "%s", hl_graph_message(g));
+        goto done;
+    }
+    if (hl_st_writer_add(w, "output", y, OUT_DTYPE, err) ||
+        hl_st_writer_add(w, "attn_weights", attn, OUT_DTYPE, err))
+        goto done;
+    if (dy) {
+        /* In self-attention q, k and v are one tensor: its gradient is the sum. */
+        const hl_tensor *sources[] = {q, k, v};
+        const char *names[] = {"grad.query", "grad.key", "grad.value"};
+        for (int i = 0; i < 3; i++) {
+            hl_tensor gt = *sources[i];
+            gt.data = gt.grad;
+            if (hl_st_writer_add(w, names[i], &gt, OUT_DTYPE, err))
+                goto done;
+        }
+        for (size_t i = 0; i < hl_params_n_tensors(params); i++) {
+            hl_tensor gt = *hl_params_tensor(params, i);
+            char name[HL_NAME_MAX + 8];
+            snprintf(name, sizeof name, "grad.%s", gt.name);
+            gt.data = gt.grad;
+            if (hl_st_writer_add(w, name, &gt, OUT_DTYPE, err))
+                goto done;
+        }
+    }
+    if (hl_st_writer_save(w, o->out, err) == HL_OK)
+        rc = 0;
+done:
+    if (k != q)
+        hl_tensor_free(k);
+    if (v != q)
+        hl_tensor_free(v);
+    hl_tensor_free(q);
+    hl_tensor_free(pad);
+    hl_tensor_free(mask);
+    hl_tensor_free(dy);
+    hl_mha_release(&m);
+    hl_st_writer_free(w);
+    hl_graph_free(g);
+    hl_params_free(params);
+    hl_safetensors_free(weights);
+    hl_safetensors_free(inputs);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    options o = {0};
+    if (parse(argc, argv, &o)) {
+        usage(stderr);
+        return 2;
+    }
+    hl_error err = {0};
+    int rc = run(&o, &err);
+    if (rc)
+        fprintf(stderr, "mha_run: %s\n", err.message);
+    return rc;
+}

@@ -1,0 +1,454 @@
+/*
+ * toy_heads: train the 2-layer attention-only transformer of TOYTASK.md and
+ * watch its heads specialise (previous-token, 2-back, induction), in numbers,
+ * CSV and PNG attention maps.
+ *
+ *     build/toy_heads [--seed N] [--steps N] [--threads N] [--out DIR]
+ *                     [--eval-every N] [--resume CKPT]
+ *
+ * Writes into DIR (default out/toy_heads/): scores.csv, train.csv,
+ * attn_L<l>H<h>.png, grid.png, grid_mean.png, grid_step<N>.png,
+ * model.safetensors (weights with PyTorch-style names and the config) and
+ * checkpoint.safetensors (weights, AdamW state, step and RNG, for --resume).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "core/checkpoint.h"
+#include "core/progress.h"
+#include "headlab.h"
+#include "models/gpt.h"
+#include "tasks/toy_task.h"
+#include "toy_pictures.h"
+
+#define HELDOUT_SIZE 1000
+#define HELDOUT_BATCH 250
+#define HELDOUT_SEED 1000003
+#define BATCH 32
+
+typedef struct {
+    int seed, steps, threads, eval_every;
+    const char *out, *resume;
+} options;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: toy_heads [--seed N] [--steps N] [--threads N] [--out DIR]\n"
+            "                 [--eval-every N] [--resume CHECKPOINT]\n"
+            "Trains the toy head-specialisation model of TOYTASK.md (2 layers x 4 heads,\n"
+            "attention only) and writes scores.csv, train.csv, attention PNGs and\n"
+            "model.safetensors into DIR (default out/toy_heads).\n"
+            "  --seed N        model and data seed (default 0)\n"
+            "  --steps N       training steps (default 3000)\n"
+            "  --threads N     OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
+            "  --eval-every N  held-out evaluation interval (default 100)\n"
+            "  --resume FILE   continue from a checkpoint.safetensors of an earlier run\n");
+}
+
+static int parse_int(const char *flag, const char *value, int lo, int hi)
+{
+    char *end;
+    errno = 0;
+    long v = value ? strtol(value, &end, 10) : 0;
+    if (!value || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "toy_heads: %s needs an integer in %d..%d, got %s\n", flag, lo, hi,
+                value ? value : "nothing");
+        exit(2);
+    }
+    return (int)v;
+}
+
+static options parse_options(int argc, char **argv)
+{
+    options o = {.seed = 0, .steps = 3000, .eval_every = 100, .out = "out/toy_heads"};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--seed")) {
+            o.seed = parse_int(a, v, 0, 1 << 30), i++;
+        } else if (!strcmp(a, "--steps")) {
+            o.steps = parse_int(a, v, 0, 100000000), i++;
+        } else if (!strcmp(a, "--threads")) {
+            o.threads = parse_int(a, v, 1, 1024), i++;
+        } else if (!strcmp(a, "--eval-every")) {
+            o.eval_every = parse_int(a, v, 1, 100000000), i++;
+        } else if (!strcmp(a, "--out") && v) {
+            o.out = v, i++;
+        } else if (!strcmp(a, "--resume") && v) {
+            o.resume = v, i++;
+        } else {
+            fprintf(stderr, "toy_heads: unknown or incomplete option %s\n", a);
+            usage(stderr);
+            exit(2);
+        }
+    }
+    return o;
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return -1;
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(buf, 0777) && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
+}
+
+/* ---- the model and its loss ---- */
+
+typedef struct {
+    hl_tensor *scored, *other; /* mean cross-entropies, (1) each */
+    hl_tensor *logits;         /* (B,T,V) */
+    hl_tensor *attn[2];        /* (B,H,T,T) per layer */
+} toy_forward;
+
+static toy_forward forward(hl_graph *g, const hl_gpt *m, const hl_toy_batch *b)
+{
+    toy_forward f;
+    f.logits = hl_gpt_forward(g, m, b->tokens, b->B, HL_TOY_T, f.attn);
+    f.scored = hl_cross_entropy(g, f.logits, b->scored, HL_TOY_IGNORE);
+    f.other = hl_cross_entropy(g, f.logits, b->other, HL_TOY_IGNORE);
+    return f;
+}
+
+/* ---- evaluation on the held-out set ---- */
+
+typedef struct {
+    hl_toy_batch *batches[HELDOUT_SIZE / HELDOUT_BATCH];
+    hl_graph *g;
+} heldout_set;
+
+typedef struct {
+    double scored_loss, accuracy;
+    hl_toy_head_scores heads[2][8];
+} evaluation;
+
+static int heldout_make(heldout_set *h)
+{
+    hl_rng rng;
+    hl_rng_seed(&rng, HELDOUT_SEED);
+    for (int i = 0; i < HELDOUT_SIZE / HELDOUT_BATCH; i++) {
+        h->batches[i] = hl_toy_batch_new(HELDOUT_BATCH);
+        if (!h->batches[i])
+            return -1;
+        hl_toy_sample(h->batches[i], &rng);
+    }
+    h->g = hl_graph_new(0);
+    return h->g ? 0 : -1;
+}
+
+static void heldout_free(heldout_set *h)
+{
+    for (int i = 0; i < HELDOUT_SIZE / HELDOUT_BATCH; i++)
+        hl_toy_batch_free(h->batches[i]);
+    hl_graph_free(h->g);
+}
+
+/* Scored loss and accuracy, and (when heads is set) every head's scores. */
+static int evaluate(heldout_set *h, const hl_gpt *m, bool heads, evaluation *e)
+{
+    const int L = m->cfg.n_layers, H = m->cfg.n_heads, V = m->cfg.vocab_out;
+    hl_toy_score_sums sums[2];
+    for (int l = 0; l < L; l++)
+        hl_toy_scores_begin(&sums[l], H);
+    double loss_sum = 0, correct = 0, count = 0;
+    hl_graph_set_grad_enabled(h->g, false);
+    for (int i = 0; i < HELDOUT_SIZE / HELDOUT_BATCH; i++) {
+        const hl_toy_batch *b = h->batches[i];
+        toy_forward f = forward(h->g, m, b);
+        if (hl_graph_failed(h->g)) {
+            fprintf(stderr, "toy_heads: evaluation: %s\n", hl_graph_message(h->g));
+            return -1;
+        }
+        int n = 0;
+        for (int p = 0; p < b->B * HL_TOY_T; p++) {
+            if (b->scored[p] == HL_TOY_IGNORE)
+                continue;
+            const hl_real *row = f.logits->data + (size_t)p * V;
+            int best = 0;
+            for (int v = 1; v < V; v++)
+                if (row[v] > row[best])
+                    best = v;
+            correct += best == b->scored[p];
+            n++;
+        }
+        loss_sum += (double)f.scored->data[0] * n;
+        count += n;
+        if (heads)
+            for (int l = 0; l < L; l++)
+                hl_toy_scores_add(&sums[l], b, f.attn[l]);
+        hl_graph_reset(h->g);
+    }
+    e->scored_loss = loss_sum / count;
+    e->accuracy = correct / count;
+    if (heads)
+        for (int l = 0; l < L; l++)
+            hl_toy_scores_finish(&sums[l], e->heads[l]);
+    return 0;
+}
+
+/* The held-out example with the longest repeated segment. */
+static void longest_example(const heldout_set *h, int *batch, int *index)
+{
+    int best = -1;
+    for (int i = 0; i < HELDOUT_SIZE / HELDOUT_BATCH; i++)
+        for (int j = 0; j < HELDOUT_BATCH; j++)
+            if (h->batches[i]->len[j] > best) {
+                best = h->batches[i]->len[j];
+                *batch = i;
+                *index = j;
+            }
+}
+
+/* ---- outputs ---- */
+
+static const char *head_role(const hl_toy_head_scores *s, int layer)
+{
+    if (s->previous_token >= 0.5)
+        return "prev";
+    if (s->two_back >= 0.5)
+        return "2-back";
+    if (layer > 0 && s->induction >= 0.5)
+        return "induction";
+    if (s->first_token >= 0.5)
+        return "bos";
+    return "-";
+}
+
+static int write_scores(const char *dir, const hl_gpt *m, const evaluation *e,
+                        double deltas[2][8])
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/scores.csv", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "toy_heads: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "layer,head,previous_token,two_back,induction,first_token,entropy,ablation_delta\n");
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        for (int h = 0; h < m->cfg.n_heads; h++) {
+            const hl_toy_head_scores *s = &e->heads[l][h];
+            fprintf(f, "%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f\n", l, h, s->previous_token,
+                    s->two_back, s->induction, s->first_token, s->entropy, deltas[l][h]);
+        }
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+static void print_table(const hl_gpt *m, const evaluation *e, double deltas[2][8])
+{
+    printf("\nheld-out (%d sequences): scored loss %.4f, accuracy %.4f\n", HELDOUT_SIZE,
+           e->scored_loss, e->accuracy);
+    printf("head   previous  two_back  induction  first  entropy  ablation_delta  role\n");
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        for (int h = 0; h < m->cfg.n_heads; h++) {
+            const hl_toy_head_scores *s = &e->heads[l][h];
+            printf("L%dH%d   %8.3f  %8.3f  %9.3f  %5.3f  %7.3f  %+14.3f  %s\n", l, h,
+                   s->previous_token, s->two_back, s->induction, s->first_token, s->entropy,
+                   deltas[l][h], head_role(s, l));
+        }
+}
+
+/* Held-out scored loss with each head alone gated to 0, minus the baseline. */
+static int ablate_heads(heldout_set *h, hl_gpt *m, double baseline, double deltas[2][8])
+{
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        for (int k = 0; k < m->cfg.n_heads; k++) {
+            evaluation e;
+            m->blocks[l].attn.gate->data[k] = 0;
+            int rc = evaluate(h, m, false, &e);
+            m->blocks[l].attn.gate->data[k] = 1;
+            if (rc)
+                return rc;
+            deltas[l][k] = e.scored_loss - baseline;
+        }
+    return 0;
+}
+
+static int save_model(const char *dir, const hl_gpt *m, const char *name, const hl_optim *opt,
+                      int64_t step, hl_rng *data_rng)
+{
+    char path[4200], config[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    hl_gpt_config_format(&m->cfg, config, sizeof config);
+    hl_checkpoint_meta meta[] = {{"config", config}, {"task", "toy_heads"}};
+    hl_checkpoint_rng rngs[] = {{"data", data_rng}};
+    hl_error err = {0};
+    if (hl_checkpoint_save(path, m->params, opt, step, rngs, opt ? 1 : 0, meta, 2, &err)) {
+        fprintf(stderr, "toy_heads: %s\n", err.message);
+        return -1;
+    }
+    return 0;
+}
+
+/* Non-finite loss or gradients: say where, keep the last good checkpoint. */
+static bool check_finite(const hl_graph *g, const hl_gpt *m, double loss, int step)
+{
+    if (isfinite(loss)) {
+        const hl_real *grad = hl_params_grads(m->params);
+        size_t n = hl_params_count(m->params), i = 0;
+        while (i < n && isfinite(grad[i]))
+            i++;
+        if (i == n)
+            return true;
+        fprintf(stderr, "toy_heads: step %d: a gradient is not finite\n", step);
+        return false;
+    }
+    const hl_node *bad = hl_graph_first_nonfinite(g);
+    fprintf(stderr, "toy_heads: step %d: the loss is %g; the first op whose output went "
+            "non-finite is %s; the last good checkpoint is kept\n",
+            step, loss, bad ? hl_op_get(bad->op)->name : "(none recorded)");
+    return false;
+}
+
+static bool is_snapshot_step(int step)
+{
+    static const int steps[] = {0, 300, 600, 1000, 1500};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+        if (step == steps[i])
+            return true;
+    return false;
+}
+
+int main(int argc, char **argv)
+{
+    options o = parse_options(argc, argv);
+#ifdef _OPENMP
+    if (o.threads)
+        omp_set_num_threads(o.threads);
+#endif
+    if (make_dirs(o.out)) {
+        fprintf(stderr, "toy_heads: cannot create %s: %s\n", o.out, strerror(errno));
+        return 2;
+    }
+    hl_error err = {0};
+    hl_gpt_config cfg = hl_gpt_config_default();
+    hl_gpt *m = hl_gpt_new(&cfg, &err);
+    hl_optim *opt = m ? hl_optim_new(m->params,
+                                     &(hl_optim_config){.kind = HL_OPTIM_ADAMW, .lr = 3e-3,
+                                                        .beta1 = 0.9, .beta2 = 0.98,
+                                                        .eps = 1e-8, .weight_decay = 0.01},
+                                     &err)
+                      : NULL;
+    heldout_set heldout = {0};
+    hl_toy_batch *batch = hl_toy_batch_new(BATCH);
+    hl_graph *g = hl_graph_new(0);
+    if (!opt || !batch || !g || heldout_make(&heldout)) {
+        fprintf(stderr, "toy_heads: %s\n", err.message[0] ? err.message : "out of memory");
+        return 1;
+    }
+    hl_rng init_rng, data_rng;
+    hl_rng_seed(&init_rng, (uint64_t)o.seed);
+    hl_rng_seed(&data_rng, (uint64_t)o.seed + 0x5eed);
+    hl_gpt_init_weights(m, &init_rng);
+    int64_t start = 0;
+    if (o.resume) {
+        hl_checkpoint_rng rngs[] = {{"data", &data_rng}};
+        if (hl_checkpoint_load(o.resume, m->params, opt, &start, rngs, 1, &err) != HL_OK) {
+            fprintf(stderr, "toy_heads: %s\n", err.message);
+            return 2;
+        }
+        printf("resumed from %s at step %lld\n", o.resume, (long long)start);
+    }
+
+    char path[4200];
+    snprintf(path, sizeof path, "%s/train.csv", o.out);
+    FILE *log = fopen(path, start ? "a" : "w");
+    if (!log) {
+        fprintf(stderr, "toy_heads: cannot write %s: %s\n", path, strerror(errno));
+        return 2;
+    }
+    if (!start)
+        fprintf(log, "step,train_loss,heldout_scored_loss,heldout_accuracy,best_previous_token,"
+                     "best_two_back,best_induction,seconds\n");
+    int ex_batch = 0, ex_index = 0;
+    longest_example(&heldout, &ex_batch, &ex_index);
+
+    printf("toy_heads: seed %d, %d steps, batch %d, %zu parameters, out %s\n", o.seed, o.steps,
+           BATCH, hl_params_count(m->params), o.out);
+    const hl_lr_schedule sched = {.warmup_steps = 100};
+    hl_progress progress;
+    hl_progress_begin(&progress, stdout, o.steps, o.eval_every);
+    double t0 = hl_seconds(), train_loss = NAN;
+    for (int step = (int)start; step <= o.steps; step++) {
+        if (step % o.eval_every == 0 || step == o.steps || is_snapshot_step(step)) {
+            evaluation e;
+            if (evaluate(&heldout, m, true, &e))
+                return 1;
+            double best[3] = {0, 0, 0};
+            for (int h = 0; h < cfg.n_heads; h++) {
+                best[0] = fmax(best[0], e.heads[0][h].previous_token);
+                best[1] = fmax(best[1], e.heads[0][h].two_back);
+                best[2] = fmax(best[2], e.heads[1][h].induction);
+            }
+            fprintf(log, "%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.3f\n", step, train_loss,
+                    e.scored_loss, e.accuracy, best[0], best[1], best[2], hl_seconds() - t0);
+            fflush(log);
+            if (is_snapshot_step(step) &&
+                toy_write_grid_step(o.out, &heldout, m, ex_batch, ex_index, step, &err)) {
+                fprintf(stderr, "toy_heads: %s\n", err.message);
+                return 1;
+            }
+            if (step > 0 && save_model(o.out, m, "checkpoint.safetensors", opt, step, &data_rng))
+                return 1;
+        }
+        if (step == o.steps)
+            break;
+        hl_toy_sample(batch, &data_rng);
+        hl_params_zero_grad(m->params);
+        toy_forward f = forward(g, m, batch);
+        hl_tensor *loss = hl_add(g, f.scored, f.other);
+        if (hl_graph_backward(g, loss) != HL_OK) {
+            fprintf(stderr, "toy_heads: step %d: %s\n", step, hl_graph_message(g));
+            return 1;
+        }
+        train_loss = loss->data[0];
+        if (!check_finite(g, m, train_loss, step))
+            return 1;
+        hl_optim_step(opt, hl_lr_scale(&sched, step));
+        hl_graph_reset(g);
+        hl_progress_update(&progress, step + 1, train_loss, -1);
+    }
+    hl_progress_end(&progress);
+    double train_seconds = hl_seconds() - t0;
+    fclose(log);
+
+    evaluation e;
+    double deltas[2][8];
+    if (evaluate(&heldout, m, true, &e) || ablate_heads(&heldout, m, e.scored_loss, deltas))
+        return 1;
+    print_table(m, &e, deltas);
+    if (write_scores(o.out, m, &e, deltas) ||
+        toy_write_pictures(o.out, &heldout, m, ex_batch, ex_index, &err) ||
+        save_model(o.out, m, "model.safetensors", NULL, o.steps, &data_rng)) {
+        if (err.message[0])
+            fprintf(stderr, "toy_heads: %s\n", err.message);
+        return 1;
+    }
+    printf("trained in %.1f s (%.1f steps/s, evaluations included); wrote %s/{scores.csv,"
+           "train.csv,grid.png,grid_mean.png,attn_L*H*.png,model.safetensors}\n",
+           train_seconds, (o.steps - start) / train_seconds, o.out);
+    heldout_free(&heldout);
+    hl_toy_batch_free(batch);
+    hl_graph_free(g);
+    hl_optim_free(opt);
+    hl_gpt_free(m);
+    return 0;
+}

@@ -1,0 +1,216 @@
+/* A small GPT-style decoder composed of ops: see gpt.h. */
+#include "gpt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/ops.h"
+
+#define LN_EPS 1e-5f
+
+hl_gpt_config hl_gpt_config_default(void)
+{
+    return (hl_gpt_config){.vocab_in = 17, .vocab_out = 16, .n_ctx = 32, .d_model = 64,
+                           .n_heads = 4, .n_layers = 2, .emb_std = 1.0};
+}
+
+static hl_tensor *declare(hl_params *p, const char *name, int rank, const int *shape)
+{
+    return hl_params_add(p, name, rank, shape);
+}
+
+static void declare_block(hl_gpt *m, int l, hl_error *err)
+{
+    const int d = m->cfg.d_model;
+    hl_gpt_block *b = &m->blocks[l];
+    hl_params *p = m->params;
+    char name[HL_NAME_MAX], prefix[HL_NAME_MAX];
+#define NAME(suffix) (snprintf(name, sizeof name, "blocks.%d." suffix, l), name)
+    if (m->cfg.layernorm) {
+        b->ln1_w = declare(p, NAME("ln1.weight"), 1, &d);
+        b->ln1_b = declare(p, NAME("ln1.bias"), 1, &d);
+    }
+    snprintf(prefix, sizeof prefix, "blocks.%d.attn.", l);
+    hl_mha_config attn = {.embed_dim = d, .num_heads = m->cfg.n_heads, .bias = true};
+    if (hl_mha_declare(&b->attn, p, prefix, &attn, err) != HL_OK)
+        return;
+    if (m->cfg.mlp) {
+        if (m->cfg.layernorm) {
+            b->ln2_w = declare(p, NAME("ln2.weight"), 1, &d);
+            b->ln2_b = declare(p, NAME("ln2.bias"), 1, &d);
+        }
+        b->fc_w = declare(p, NAME("mlp.fc.weight"), 2, (int[]){4 * d, d});
+        b->fc_b = declare(p, NAME("mlp.fc.bias"), 1, (int[]){4 * d});
+        b->proj_w = declare(p, NAME("mlp.proj.weight"), 2, (int[]){d, 4 * d});
+        b->proj_b = declare(p, NAME("mlp.proj.bias"), 1, &d);
+    }
+#undef NAME
+}
+
+hl_gpt *hl_gpt_new(const hl_gpt_config *cfg, hl_error *err)
+{
+    if (!cfg || cfg->vocab_in < 1 || cfg->vocab_out < 1 || cfg->n_ctx < 1 || cfg->d_model < 1 ||
+        cfg->n_heads < 1 || cfg->n_layers < 1 || cfg->n_layers > HL_GPT_MAX_LAYERS ||
+        !(cfg->dropout >= 0 && cfg->dropout < 1) || !(cfg->emb_std > 0)) {
+        hl_error_set(err, HL_ERR_ARG,
+                     "gpt: bad config (vocab_in, vocab_out, n_ctx, d_model, n_heads >= 1; "
+                     "1 <= n_layers <= %d; 0 <= dropout < 1; emb_std > 0)",
+                     HL_GPT_MAX_LAYERS);
+        return NULL;
+    }
+    if (cfg->d_model % cfg->n_heads) {
+        hl_error_set(err, HL_ERR_ARG, "gpt: d_model %d is not divisible by n_heads %d",
+                     cfg->d_model, cfg->n_heads);
+        return NULL;
+    }
+    hl_gpt *m = calloc(1, sizeof *m);
+    if (!m || !(m->params = hl_params_new())) {
+        free(m);
+        hl_error_set(err, HL_ERR_NOMEM, "gpt: out of memory");
+        return NULL;
+    }
+    m->cfg = *cfg;
+    const int d = cfg->d_model;
+    m->tok_emb = declare(m->params, "tok_emb.weight", 2, (int[]){cfg->vocab_in, d});
+    m->pos_emb = declare(m->params, "pos_emb.weight", 2, (int[]){cfg->n_ctx, d});
+    for (int l = 0; l < cfg->n_layers && !hl_error_failed(err); l++)
+        declare_block(m, l, err);
+    if (cfg->layernorm) {
+        m->lnf_w = declare(m->params, "ln_f.weight", 1, &d);
+        m->lnf_b = declare(m->params, "ln_f.bias", 1, &d);
+    }
+    m->head_w = declare(m->params, "head.weight", 2, (int[]){cfg->vocab_out, d});
+    m->head_b = declare(m->params, "head.bias", 1, &cfg->vocab_out);
+    if (!hl_error_failed(err) && hl_params_commit(m->params) != HL_OK)
+        hl_error_set(err, hl_params_error(m->params)->status, "gpt: %s",
+                     hl_params_error(m->params)->message);
+    if (hl_error_failed(err)) {
+        hl_gpt_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void hl_gpt_free(hl_gpt *m)
+{
+    if (!m)
+        return;
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        hl_mha_release(&m->blocks[l].attn);
+    hl_params_free(m->params);
+    free(m);
+}
+
+static void init_linear(hl_tensor *w, hl_tensor *b, hl_rng *rng)
+{
+    int fan_in = w->shape[1];
+    hl_init_kaiming_uniform(w, rng, fan_in);
+    if (b)
+        hl_init_kaiming_uniform(b, rng, fan_in);
+}
+
+static void init_layernorm(hl_tensor *w, hl_tensor *b)
+{
+    if (w)
+        hl_tensor_fill(w, 1);
+    if (b)
+        hl_tensor_fill(b, 0);
+}
+
+void hl_gpt_init_weights(hl_gpt *m, hl_rng *rng)
+{
+    hl_init_normal(m->tok_emb, rng, 0, m->cfg.emb_std);
+    hl_init_normal(m->pos_emb, rng, 0, m->cfg.emb_std);
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        hl_gpt_block *b = &m->blocks[l];
+        init_layernorm(b->ln1_w, b->ln1_b);
+        init_linear(b->attn.in_proj_weight, b->attn.in_proj_bias, rng);
+        init_linear(b->attn.out_proj_weight, b->attn.out_proj_bias, rng);
+        init_layernorm(b->ln2_w, b->ln2_b);
+        if (b->fc_w) {
+            init_linear(b->fc_w, b->fc_b, rng);
+            init_linear(b->proj_w, b->proj_b, rng);
+        }
+    }
+    init_layernorm(m->lnf_w, m->lnf_b);
+    init_linear(m->head_w, m->head_b, rng);
+    hl_gpt_reset_gates(m);
+}
+
+void hl_gpt_reset_gates(hl_gpt *m)
+{
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        hl_tensor_fill(m->blocks[l].attn.gate, 1);
+}
+
+static hl_tensor *maybe_layernorm(hl_graph *g, hl_tensor *x, hl_tensor *w, hl_tensor *b)
+{
+    return w ? hl_layernorm(g, x, w, b, LN_EPS) : x;
+}
+
+hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, int B, int T,
+                          hl_tensor **attn)
+{
+    if (hl_graph_failed(g))
+        return &g->poison;
+    if (!tokens || B < 1 || T < 1 || T > m->cfg.n_ctx) {
+        hl_error_set(&g->error, HL_ERR_SHAPE,
+                     "gpt: tokens (%d,%d) must be (B,T) with 1 <= T <= n_ctx %d", B, T,
+                     m->cfg.n_ctx);
+        return &g->poison;
+    }
+    const hl_real p = (hl_real)m->cfg.dropout;
+    int32_t *positions = hl_graph_alloc(g, (size_t)B * T * sizeof *positions);
+    if (!positions)
+        return &g->poison;
+    for (int i = 0; i < B * T; i++)
+        positions[i] = i % T;
+    hl_tensor *h = hl_add(g, hl_embedding(g, m->tok_emb, tokens, 2, (int[]){B, T}),
+                          hl_embedding(g, m->pos_emb, positions, 2, (int[]){B, T}));
+    if (p > 0)
+        h = hl_dropout(g, h, p);
+    const hl_mha_masks causal = {.causal = true};
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const hl_gpt_block *b = &m->blocks[l];
+        hl_tensor *a = maybe_layernorm(g, h, b->ln1_w, b->ln1_b);
+        hl_tensor *y = hl_mha_forward(g, &b->attn, a, a, a, &causal, attn ? &attn[l] : NULL);
+        h = hl_add(g, h, p > 0 ? hl_dropout(g, y, p) : y);
+        if (b->fc_w) {
+            hl_tensor *x = maybe_layernorm(g, h, b->ln2_w, b->ln2_b);
+            y = hl_linear(g, hl_gelu(g, hl_linear(g, x, b->fc_w, b->fc_b)), b->proj_w, b->proj_b);
+            h = hl_add(g, h, p > 0 ? hl_dropout(g, y, p) : y);
+        }
+    }
+    h = maybe_layernorm(g, h, m->lnf_w, m->lnf_b);
+    hl_tensor *logits = hl_linear(g, h, m->head_w, m->head_b);
+    if (!hl_graph_failed(g))
+        hl_tensor_set_name(logits, "logits");
+    return hl_graph_failed(g) ? &g->poison : logits;
+}
+
+int hl_gpt_config_format(const hl_gpt_config *c, char *buf, size_t size)
+{
+    return snprintf(buf, size,
+                    "vocab_in=%d vocab_out=%d n_ctx=%d d_model=%d n_heads=%d n_layers=%d "
+                    "mlp=%d layernorm=%d dropout=%.17g emb_std=%.17g",
+                    c->vocab_in, c->vocab_out, c->n_ctx, c->d_model, c->n_heads, c->n_layers,
+                    c->mlp, c->layernorm, c->dropout, c->emb_std);
+}
+
+hl_status hl_gpt_config_parse(const char *text, hl_gpt_config *c, hl_error *err)
+{
+    int mlp, layernorm;
+    if (!text ||
+        sscanf(text,
+               "vocab_in=%d vocab_out=%d n_ctx=%d d_model=%d n_heads=%d n_layers=%d mlp=%d "
+               "layernorm=%d dropout=%lg emb_std=%lg",
+               &c->vocab_in, &c->vocab_out, &c->n_ctx, &c->d_model, &c->n_heads, &c->n_layers,
+               &mlp, &layernorm, &c->dropout, &c->emb_std) != 10)
+        return hl_error_set(err, HL_ERR_FORMAT, "gpt: cannot parse the model config \"%s\"",
+                            text ? text : "(missing)");
+    c->mlp = mlp != 0;
+    c->layernorm = layernorm != 0;
+    return HL_OK;
+}

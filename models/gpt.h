@@ -1,0 +1,81 @@
+/*
+ * gpt.h: a small GPT-style decoder, composed of ops and the MHA module.
+ *
+ *   h = tok_emb[x] + pos_emb[t]                         (then dropout)
+ *   per block:  h = h + dropout(MHA(ln1(h)))            (causal)
+ *               h = h + dropout(proj(gelu(fc(ln2(h))))) (when mlp is on)
+ *   logits = head(ln_f(h))
+ * The LayerNorms exist only with layernorm on; the MLP is 4x wide.
+ *
+ * Parameter names (as a PyTorch module would have them): tok_emb.weight,
+ * pos_emb.weight, blocks.<l>.attn.{in_proj_weight,in_proj_bias,out_proj.weight,
+ * out_proj.bias}, blocks.<l>.ln1.{weight,bias}, blocks.<l>.ln2.*,
+ * blocks.<l>.mlp.fc.{weight,bias}, blocks.<l>.mlp.proj.*, ln_f.*, head.weight,
+ * head.bias.
+ *
+ *     hl_gpt_config cfg = hl_gpt_config_default();   // then set the fields
+ *     hl_gpt *m = hl_gpt_new(&cfg, &err);
+ *     hl_gpt_init_weights(m, &rng);
+ *     hl_tensor *logits = hl_gpt_forward(g, m, tokens, B, T, attn_maps);
+ */
+#ifndef HL_GPT_H
+#define HL_GPT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/graph.h"
+#include "core/params.h"
+#include "models/mha.h"
+
+#define HL_GPT_MAX_LAYERS 32
+
+typedef struct hl_gpt_config {
+    int vocab_in;     /* rows of the token embedding */
+    int vocab_out;    /* logits per position */
+    int n_ctx;        /* positions (rows of the position embedding) */
+    int d_model;
+    int n_heads;
+    int n_layers;
+    bool mlp;         /* a 4x GELU MLP in every block */
+    bool layernorm;   /* pre-LayerNorm in blocks and a final LayerNorm */
+    double dropout;   /* after embeddings, attention and MLP (training only) */
+    double emb_std;   /* embeddings ~ N(0, emb_std) */
+} hl_gpt_config;
+
+typedef struct hl_gpt_block {
+    hl_tensor *ln1_w, *ln1_b, *ln2_w, *ln2_b;          /* (d) each, or NULL */
+    hl_mha attn;
+    hl_tensor *fc_w, *fc_b, *proj_w, *proj_b;          /* (4d,d) (4d) (d,4d) (d), or NULL */
+} hl_gpt_block;
+
+typedef struct hl_gpt {
+    hl_gpt_config cfg;
+    hl_params *params;
+    hl_tensor *tok_emb, *pos_emb;                      /* (vocab_in,d), (n_ctx,d) */
+    hl_gpt_block blocks[HL_GPT_MAX_LAYERS];
+    hl_tensor *lnf_w, *lnf_b;                          /* (d) or NULL */
+    hl_tensor *head_w, *head_b;                        /* (vocab_out,d), (vocab_out) */
+} hl_gpt;
+
+hl_gpt_config hl_gpt_config_default(void);
+/* A model with committed, zeroed parameters; NULL with the reason in err. */
+hl_gpt *hl_gpt_new(const hl_gpt_config *cfg, hl_error *err);
+void hl_gpt_free(hl_gpt *m);
+/* Every linear layer's weight and bias U(±1/√fan_in) (in-projection included),
+ * embeddings N(0, emb_std), LayerNorm weight 1 and bias 0. */
+void hl_gpt_init_weights(hl_gpt *m, hl_rng *rng);
+
+/* tokens (B,T) with T <= n_ctx -> logits (B,T,vocab_out). When attn is not
+ * NULL, attn[l] receives layer l's attention probabilities (B,H,T,T). */
+hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, int B, int T,
+                          hl_tensor **attn);
+
+/* The config as safetensors metadata strings, and back (for checkpoints). */
+int hl_gpt_config_format(const hl_gpt_config *cfg, char *buf, size_t size);
+hl_status hl_gpt_config_parse(const char *text, hl_gpt_config *cfg, hl_error *err);
+
+/* Sets every head gate to 1 (no ablation). */
+void hl_gpt_reset_gates(hl_gpt *m);
+
+#endif

@@ -1,0 +1,224 @@
+/* Multi-head attention, composed of ops: see mha.h. */
+#include "mha.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ops/ops.h"
+
+static hl_tensor *declare(hl_params *p, const char *prefix, const char *name, int rank,
+                          const int *shape)
+{
+    char full[HL_NAME_MAX];
+    snprintf(full, sizeof full, "%s%s", prefix, name);
+    return hl_params_add(p, full, rank, shape);
+}
+
+hl_status hl_mha_declare(hl_mha *m, hl_params *p, const char *prefix,
+                         const hl_mha_config *cfg, hl_error *err)
+{
+    memset(m, 0, sizeof *m);
+    if (!cfg || cfg->embed_dim < 1 || cfg->num_heads < 1 || cfg->kdim < 0 || cfg->vdim < 0)
+        return hl_error_set(err, HL_ERR_ARG, "mha: embed_dim and num_heads must be positive");
+    if (cfg->embed_dim % cfg->num_heads != 0)
+        return hl_error_set(err, HL_ERR_ARG,
+                            "mha: embed_dim %d is not divisible by num_heads %d",
+                            cfg->embed_dim, cfg->num_heads);
+    m->cfg = *cfg;
+    const int E = cfg->embed_dim;
+    m->cfg.kdim = cfg->kdim ? cfg->kdim : E;
+    m->cfg.vdim = cfg->vdim ? cfg->vdim : E;
+    m->head_dim = E / cfg->num_heads;
+    m->packed = m->cfg.kdim == E && m->cfg.vdim == E;
+    prefix = prefix ? prefix : "";
+    if (m->packed) {
+        m->in_proj_weight = declare(p, prefix, "in_proj_weight", 2, (int[]){3 * E, E});
+    } else {
+        m->q_proj_weight = declare(p, prefix, "q_proj_weight", 2, (int[]){E, E});
+        m->k_proj_weight = declare(p, prefix, "k_proj_weight", 2, (int[]){E, m->cfg.kdim});
+        m->v_proj_weight = declare(p, prefix, "v_proj_weight", 2, (int[]){E, m->cfg.vdim});
+    }
+    if (cfg->bias)
+        m->in_proj_bias = declare(p, prefix, "in_proj_bias", 1, (int[]){3 * E});
+    m->out_proj_weight = declare(p, prefix, "out_proj.weight", 2, (int[]){E, E});
+    if (cfg->bias)
+        m->out_proj_bias = declare(p, prefix, "out_proj.bias", 1, (int[]){E});
+    if (hl_error_failed(hl_params_error(p)))
+        return hl_error_set(err, hl_params_error(p)->status, "%s", hl_params_error(p)->message);
+    char gate_name[HL_NAME_MAX];
+    snprintf(gate_name, sizeof gate_name, "%sgate", prefix);
+    m->gate = hl_tensor_new_checked(gate_name, 1, &cfg->num_heads, true, err);
+    if (!m->gate)
+        return err->status;
+    hl_tensor_fill(m->gate, 1);
+    return HL_OK;
+}
+
+void hl_mha_init_weights(hl_mha *m, hl_rng *rng)
+{
+    const int E = m->cfg.embed_dim;
+    if (m->packed) {
+        hl_init_xavier_uniform(m->in_proj_weight, rng, E, 3 * E);
+    } else {
+        hl_init_xavier_uniform(m->q_proj_weight, rng, E, E);
+        hl_init_xavier_uniform(m->k_proj_weight, rng, m->cfg.kdim, E);
+        hl_init_xavier_uniform(m->v_proj_weight, rng, m->cfg.vdim, E);
+    }
+    hl_init_kaiming_uniform(m->out_proj_weight, rng, E);
+    if (m->in_proj_bias)
+        hl_tensor_fill(m->in_proj_bias, 0);
+    if (m->out_proj_bias)
+        hl_tensor_fill(m->out_proj_bias, 0);
+}
+
+void hl_mha_release(hl_mha *m)
+{
+    hl_tensor_free(m->gate);
+    m->gate = NULL;
+}
+
+/* (B,L,E) -> (B,H,L,D) */
+static hl_tensor *split_heads(hl_graph *g, hl_tensor *x, int heads, int head_dim)
+{
+    hl_tensor *split = hl_reshape(g, x, 4, (int[]){x->shape[0], x->shape[1], heads, head_dim});
+    return hl_permute(g, split, (int[]){0, 2, 1, 3});
+}
+
+/* (B,H,T,D) -> (B,T,E) */
+static hl_tensor *merge_heads(hl_graph *g, hl_tensor *x)
+{
+    hl_tensor *merged = hl_permute(g, x, (int[]){0, 2, 1, 3});
+    return hl_reshape(g, merged, 3,
+                      (int[]){merged->shape[0], merged->shape[1], merged->shape[2] * merged->shape[3]});
+}
+
+/* Bias slice `part` (0 q, 1 k, 2 v) of the packed in_proj_bias, or NULL. */
+static hl_tensor *bias_part(hl_graph *g, const hl_mha *m, int part)
+{
+    if (!m->in_proj_bias)
+        return NULL;
+    const int E = m->cfg.embed_dim;
+    return hl_narrow(g, m->in_proj_bias, 0, part * E, E);
+}
+
+/* The q, k, v projections, (B,T,E) and (B,S,E) each. */
+static void project(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_tensor *key,
+                    hl_tensor *value, hl_tensor **q, hl_tensor **k, hl_tensor **v)
+{
+    const int E = m->cfg.embed_dim;
+    if (m->packed && query == key && key == value) {
+        /* Self-attention: one GEMM over the packed (3E,E) weight, then split. */
+        hl_tensor *qkv = hl_linear(g, query, m->in_proj_weight, m->in_proj_bias);
+        *q = hl_narrow(g, qkv, -1, 0, E);
+        *k = hl_narrow(g, qkv, -1, E, E);
+        *v = hl_narrow(g, qkv, -1, 2 * E, E);
+        return;
+    }
+    hl_tensor *w[3];
+    if (m->packed) {
+        for (int part = 0; part < 3; part++)
+            w[part] = hl_narrow(g, m->in_proj_weight, 0, part * E, E);
+    } else {
+        w[0] = m->q_proj_weight;
+        w[1] = m->k_proj_weight;
+        w[2] = m->v_proj_weight;
+    }
+    *q = hl_linear(g, query, w[0], bias_part(g, m, 0));
+    *k = hl_linear(g, key, w[1], bias_part(g, m, 1));
+    *v = hl_linear(g, value, w[2], bias_part(g, m, 2));
+}
+
+static bool check_inputs(hl_graph *g, const hl_mha *m, const hl_tensor *query,
+                         const hl_tensor *key, const hl_tensor *value)
+{
+    if (hl_graph_failed(g))
+        return false;
+    if (!query || !key || !value || hl_tensor_is_poison(query) || hl_tensor_is_poison(key) ||
+        hl_tensor_is_poison(value)) {
+        hl_error_set(&g->error, HL_ERR_ARG, "mha: query, key and value must be valid tensors");
+        return false;
+    }
+    char qs[HL_SHAPE_STR_MAX], ks[HL_SHAPE_STR_MAX], vs[HL_SHAPE_STR_MAX];
+    hl_shape_str(query, qs);
+    hl_shape_str(key, ks);
+    hl_shape_str(value, vs);
+    if (query->rank != 3 || key->rank != 3 || value->rank != 3) {
+        hl_error_set(&g->error, HL_ERR_SHAPE,
+                     "mha: query %s, key %s and value %s must be (B,T,E), (B,S,kdim), (B,S,vdim)",
+                     qs, ks, vs);
+        return false;
+    }
+    if (query->shape[2] != m->cfg.embed_dim || key->shape[2] != m->cfg.kdim ||
+        value->shape[2] != m->cfg.vdim) {
+        hl_error_set(&g->error, HL_ERR_SHAPE,
+                     "mha: query %s, key %s, value %s do not match embed_dim %d, kdim %d, vdim %d",
+                     qs, ks, vs, m->cfg.embed_dim, m->cfg.kdim, m->cfg.vdim);
+        return false;
+    }
+    if (key->shape[0] != query->shape[0] || value->shape[0] != query->shape[0] ||
+        key->shape[1] != value->shape[1]) {
+        hl_error_set(&g->error, HL_ERR_SHAPE,
+                     "mha: query %s, key %s and value %s disagree on the batch or on S", qs, ks,
+                     vs);
+        return false;
+    }
+    return true;
+}
+
+hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_tensor *key,
+                          hl_tensor *value, const hl_mha_masks *masks, hl_tensor **attn)
+{
+    if (attn)
+        *attn = &g->poison;
+    if (!check_inputs(g, m, query, key, value))
+        return &g->poison;
+    const int H = m->cfg.num_heads, D = m->head_dim;
+    hl_tensor *q, *k, *v;
+    project(g, m, query, key, value, &q, &k, &v);
+    hl_tensor *qh = split_heads(g, q, H, D), *kh = split_heads(g, k, H, D);
+    hl_tensor *vh = split_heads(g, v, H, D);
+
+    hl_tensor *scores = hl_scale(g, hl_matmul(g, qh, kh, HL_TRANS_B), (hl_real)(1 / sqrt(D)));
+    if (masks && masks->causal)
+        scores = hl_mask_causal(g, scores);
+    if (masks && masks->key_padding)
+        scores = hl_mask_key_padding(g, scores, masks->key_padding);
+    if (masks && masks->blocked)
+        scores = hl_mask_blocked(g, scores, masks->blocked);
+    if (masks && masks->additive)
+        scores = hl_mask_additive(g, scores, masks->additive);
+    hl_tensor *probs = hl_softmax(g, scores);
+    if (hl_graph_failed(g))
+        return &g->poison;
+    hl_tensor_set_name(probs, "attn");
+
+    hl_tensor *heads = hl_matmul(g, probs, vh, 0);
+    hl_tensor *gated = hl_mul(g, heads, hl_reshape(g, m->gate, 3, (int[]){H, 1, 1}));
+    hl_tensor *out = hl_linear(g, merge_heads(g, gated), m->out_proj_weight, m->out_proj_bias);
+    if (hl_graph_failed(g))
+        return &g->poison;
+    if (attn)
+        *attn = probs;
+    return out;
+}
+
+hl_tensor *hl_mha_head_average(hl_graph *g, const hl_tensor *attn)
+{
+    if (hl_graph_failed(g))
+        return &g->poison;
+    if (!attn || attn->rank != 4) {
+        hl_error_set(&g->error, HL_ERR_SHAPE, "mha_head_average: attention must be (B,H,T,S)");
+        return &g->poison;
+    }
+    const int B = attn->shape[0], H = attn->shape[1];
+    const size_t TS = hl_tensor_span(attn, 2, 4);
+    hl_tensor *mean = hl_graph_tensor(g, "attn_mean", 3, (int[]){B, attn->shape[2], attn->shape[3]});
+    if (hl_graph_failed(g))
+        return &g->poison;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (size_t i = 0; i < TS; i++)
+                mean->data[b * TS + i] += attn->data[((size_t)b * H + h) * TS + i] / (hl_real)H;
+    return mean;
+}

@@ -1,0 +1,98 @@
+/*
+ * mha.h: multi-head attention as a composition of headlab ops, so its
+ * backward comes from autograd and no attention-specific gradient code exists.
+ *
+ *   MultiHead(Q,K,V) = Concat(head_1..head_H)·W_Oᵀ + b_O,
+ *   head_h = gate_h · softmax(Q_h K_hᵀ / √D + mask) V_h,   D = E / H
+ *
+ * Weights use PyTorch's nn.MultiheadAttention state_dict names under a prefix:
+ * `<prefix>in_proj_weight (3E,E)` and `<prefix>in_proj_bias (3E)` when kdim =
+ * vdim = E, otherwise `q_proj_weight (E,E)`, `k_proj_weight (E,kdim)`,
+ * `v_proj_weight (E,vdim)` and `in_proj_bias (3E)`; then `out_proj.weight
+ * (E,E)` and `out_proj.bias (E)`. Biases exist only with bias on.
+ *
+ * The per-head gate (H) starts at ones and is not a trained parameter: set
+ * gate_h = 0 to ablate head h; after backward, gate->grad holds ∂L/∂g_h, the
+ * head-importance score of Michel et al. (2019).
+ *
+ *     hl_params *p = hl_params_new();
+ *     hl_mha mha;
+ *     hl_mha_config cfg = {.embed_dim = 64, .num_heads = 4, .bias = true};
+ *     hl_mha_declare(&mha, p, "attn.", &cfg, &err);
+ *     hl_params_commit(p);
+ *     hl_mha_init_weights(&mha, &rng);
+ *     hl_mha_masks masks = {.causal = true};
+ *     hl_tensor *attn;                                     // (B,H,T,S)
+ *     hl_tensor *y = hl_mha_forward(g, &mha, x, x, x, &masks, &attn);
+ *     ...
+ *     hl_mha_release(&mha);                                // frees the gate
+ */
+#ifndef HL_MHA_H
+#define HL_MHA_H
+
+#include <stdbool.h>
+
+#include "core/error.h"
+#include "core/graph.h"
+#include "core/params.h"
+#include "core/rng.h"
+
+typedef struct hl_mha_config {
+    int embed_dim; /* E */
+    int num_heads; /* H; must divide E */
+    int kdim;      /* width of keys; 0 means E */
+    int vdim;      /* width of values; 0 means E */
+    bool bias;     /* in- and out-projection biases */
+} hl_mha_config;
+
+typedef struct hl_mha {
+    hl_mha_config cfg;      /* with kdim and vdim filled in */
+    int head_dim;           /* D = E / H */
+    bool packed;            /* one (3E,E) in-projection */
+    hl_tensor *in_proj_weight, *in_proj_bias;             /* (3E,E), (3E) */
+    hl_tensor *q_proj_weight, *k_proj_weight, *v_proj_weight; /* unpacked only */
+    hl_tensor *out_proj_weight, *out_proj_bias;           /* (E,E), (E) */
+    hl_tensor *gate;        /* (H), heap, requires grad, not in the params */
+} hl_mha;
+
+/* Which keys each query may see. Mask tensors use nonzero = true. */
+typedef struct hl_mha_masks {
+    bool causal;                  /* key s hidden from query t when s > t */
+    const hl_tensor *key_padding; /* (B,S): nonzero = padding, hidden from all */
+    const hl_tensor *blocked;     /* (T,S) or (B,T,S): nonzero = hidden */
+    const hl_tensor *additive;    /* (T,S) or (B,T,S): added to the scores */
+} hl_mha_masks;
+
+/* Declares the module's parameters in p (prefix may be "" or e.g.
+ * "blocks.0.attn.") and allocates its gate. HL_OK, or an error in err. */
+hl_status hl_mha_declare(hl_mha *m, hl_params *p, const char *prefix,
+                         const hl_mha_config *cfg, hl_error *err);
+/* PyTorch's initialisation, after hl_params_commit: xavier-uniform over the
+ * in-projection (each unpacked weight on its own), zero biases, out-projection
+ * weight U(±1/√E). */
+void hl_mha_init_weights(hl_mha *m, hl_rng *rng);
+void hl_mha_release(hl_mha *m);
+
+/* query (B,T,E), key (B,S,kdim), value (B,S,vdim) -> (B,T,E). masks may be
+ * NULL. When attn is not NULL it receives the attention probabilities
+ * (B,H,T,S), a named graph tensor. Pass the same tensor as query, key and
+ * value for self-attention (one packed projection). */
+hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_tensor *key,
+                          hl_tensor *value, const hl_mha_masks *masks, hl_tensor **attn);
+
+/* The head average of attention probabilities (B,H,T,S) -> (B,T,S), a graph
+ * tensor outside autograd (for inspection). */
+hl_tensor *hl_mha_head_average(hl_graph *g, const hl_tensor *attn);
+
+/* ---- weights on disk (models/mha_io.c) ---- */
+
+struct hl_safetensors;
+
+/* Builds a module from PyTorch-named weights in f (under prefix), deducing E,
+ * kdim, vdim and bias from the shapes found; declares its parameters in p and
+ * commits p, then copies the values in. Errors name the missing or misshapen
+ * tensor. */
+hl_status hl_mha_load(hl_mha *m, hl_params *p, const struct hl_safetensors *f,
+                      const char *prefix, int num_heads, hl_error *err);
+
+#endif
