@@ -66,7 +66,7 @@ static hl_status check_input(hl_graph *g, hl_gradcheck_fn fn, void *ctx, hl_tens
         hl_real v = x->data[i];
         /* The steps actually taken, after rounding to hl_real. */
         hl_real up = (hl_real)(v + o->eps), down = (hl_real)(v - o->eps);
-        double f_up, f_down;
+        double f_up = 0, f_down = 0;
         x->data[i] = up;
         hl_status s = evaluate(g, fn, ctx, inputs, rng_start, w, n_out, &f_up);
         x->data[i] = down;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/safetensors.h"
 #include "ops/ops.h"
 
 #define LN_EPS 1e-5f
@@ -72,21 +73,24 @@ hl_gpt *hl_gpt_new(const hl_gpt_config *cfg, hl_error *err)
         return NULL;
     }
     m->cfg = *cfg;
+    /* A private record: err may already hold an earlier, unrelated error. */
+    hl_error local = {0};
     const int d = cfg->d_model;
     m->tok_emb = declare(m->params, "tok_emb.weight", 2, (int[]){cfg->vocab_in, d});
     m->pos_emb = declare(m->params, "pos_emb.weight", 2, (int[]){cfg->n_ctx, d});
-    for (int l = 0; l < cfg->n_layers && !hl_error_failed(err); l++)
-        declare_block(m, l, err);
+    for (int l = 0; l < cfg->n_layers && !hl_error_failed(&local); l++)
+        declare_block(m, l, &local);
     if (cfg->layernorm) {
         m->lnf_w = declare(m->params, "ln_f.weight", 1, &d);
         m->lnf_b = declare(m->params, "ln_f.bias", 1, &d);
     }
     m->head_w = declare(m->params, "head.weight", 2, (int[]){cfg->vocab_out, d});
     m->head_b = declare(m->params, "head.bias", 1, &cfg->vocab_out);
-    if (!hl_error_failed(err) && hl_params_commit(m->params) != HL_OK)
-        hl_error_set(err, hl_params_error(m->params)->status, "gpt: %s",
+    if (!hl_error_failed(&local) && hl_params_commit(m->params) != HL_OK)
+        hl_error_set(&local, hl_params_error(m->params)->status, "gpt: %s",
                      hl_params_error(m->params)->message);
-    if (hl_error_failed(err)) {
+    if (hl_error_failed(&local)) {
+        hl_error_set(err, local.status, "%s", local.message);
         hl_gpt_free(m);
         return NULL;
     }
@@ -213,4 +217,24 @@ hl_status hl_gpt_config_parse(const char *text, hl_gpt_config *c, hl_error *err)
     c->mlp = mlp != 0;
     c->layernorm = layernorm != 0;
     return HL_OK;
+}
+
+hl_gpt *hl_gpt_load(const char *path, hl_error *err)
+{
+    hl_safetensors *f = NULL;
+    if (hl_safetensors_read(path, &f, err) != HL_OK)
+        return NULL;
+    hl_gpt_config cfg;
+    hl_gpt *m = NULL;
+    if (hl_gpt_config_parse(hl_safetensors_metadata(f, "config"), &cfg, err) == HL_OK)
+        m = hl_gpt_new(&cfg, err);
+    for (size_t i = 0; m && i < hl_params_n_tensors(m->params); i++) {
+        hl_tensor *t = hl_params_tensor(m->params, i);
+        if (hl_safetensors_copy_to(f, t->name, t, err) != HL_OK) {
+            hl_gpt_free(m);
+            m = NULL;
+        }
+    }
+    hl_safetensors_free(f);
+    return m;
 }

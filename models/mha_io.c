@@ -31,13 +31,13 @@ hl_status hl_mha_load(hl_mha *m, hl_params *p, const hl_safetensors *f, const ch
 {
     prefix = prefix ? prefix : "";
     hl_mha_config cfg = {.num_heads = num_heads};
-    int rows, cols;
+    int rows = 0, cols = 0;
     if (matrix_dims(find(f, prefix, "out_proj.weight"), "out_proj.weight", &rows, &cols, err))
         return err->status;
     cfg.embed_dim = rows;
     const hl_st_entry *packed = find(f, prefix, "in_proj_weight");
     if (!packed) {
-        int r;
+        int r = 0;
         if (matrix_dims(find(f, prefix, "k_proj_weight"), "in_proj_weight or k_proj_weight", &r,
                         &cfg.kdim, err) ||
             matrix_dims(find(f, prefix, "v_proj_weight"), "v_proj_weight", &r, &cfg.vdim, err))

@@ -24,6 +24,10 @@
     X(embedding)          \
     X(cross_entropy)      \
     X(argmax)             \
-    X(safetensors)
+    X(safetensors)        \
+    X(mha)                \
+    X(optim)              \
+    X(gpt)                \
+    X(checkpoint)
 
 #endif

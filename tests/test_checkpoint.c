@@ -1,0 +1,173 @@
+/* Tests for core/checkpoint.c: resuming is bitwise the same as running
+ * straight through, and bad checkpoints leave the model untouched. */
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/checkpoint.h"
+#include "core/safetensors.h"
+#include "models/gpt.h"
+#include "tests/testutil.h"
+
+typedef struct {
+    hl_gpt *model;
+    hl_optim *opt;
+    hl_graph *g;
+    hl_rng data;
+} run_state;
+
+static void run_make(run_state *r, uint64_t init_seed)
+{
+    hl_gpt_config cfg = {.vocab_in = 9, .vocab_out = 9, .n_ctx = 8, .d_model = 8, .n_heads = 2,
+                         .n_layers = 2, .mlp = true, .layernorm = true, .dropout = 0.1,
+                         .emb_std = 1};
+    hl_error err = {0};
+    r->model = hl_gpt_new(&cfg, &err);
+    ck_assert_msg(r->model, "%s", err.message);
+    hl_rng rng;
+    hl_rng_seed(&rng, init_seed);
+    hl_gpt_init_weights(r->model, &rng);
+    r->opt = hl_optim_new(r->model->params,
+                          &(hl_optim_config){.kind = HL_OPTIM_ADAMW, .lr = 1e-2, .beta1 = 0.9,
+                                             .beta2 = 0.98, .eps = 1e-8, .weight_decay = 0.01},
+                          &err);
+    ck_assert_msg(r->opt, "%s", err.message);
+    r->g = hl_graph_new(0);
+    hl_graph_seed(r->g, init_seed + 1);
+    hl_rng_seed(&r->data, init_seed + 2);
+}
+
+static void run_free(run_state *r)
+{
+    hl_graph_free(r->g);
+    hl_optim_free(r->opt);
+    hl_gpt_free(r->model);
+}
+
+static void train(run_state *r, int from, int to)
+{
+    const hl_lr_schedule sched = {.warmup_steps = 4};
+    for (int step = from; step < to; step++) {
+        int32_t tokens[16], targets[16];
+        for (int i = 0; i < 16; i++) {
+            tokens[i] = (int32_t)hl_rng_below(&r->data, 9);
+            targets[i] = (int32_t)hl_rng_below(&r->data, 9);
+        }
+        hl_params_zero_grad(r->model->params);
+        hl_tensor *logits = hl_gpt_forward(r->g, r->model, tokens, 2, 8, NULL);
+        ck_assert_int_eq(hl_graph_backward(r->g, hl_cross_entropy(r->g, logits, targets, -1)),
+                         HL_OK);
+        hl_optim_step(r->opt, hl_lr_scale(&sched, step));
+        hl_graph_reset(r->g);
+    }
+}
+
+static char *temp_path(char *dir)
+{
+    strcpy(dir, "/tmp/headlab-ckpt-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    static char path[128];
+    snprintf(path, sizeof path, "%s/ckpt.safetensors", dir);
+    return path;
+}
+
+START_TEST(test_resume_is_bitwise_straight_through)
+{
+    run_state straight, first, resumed;
+    run_make(&straight, 1);
+    train(&straight, 0, 10);
+
+    run_make(&first, 1);
+    train(&first, 0, 4);
+    char dir[64];
+    const char *path = temp_path(dir);
+    hl_checkpoint_rng rngs[] = {{"data", &first.data}, {"dropout", &first.g->rng}};
+    hl_error err = {0};
+    ck_assert_msg(hl_checkpoint_save(path, first.model->params, first.opt, 4, rngs, 2, NULL, 0,
+                                     &err) == HL_OK,
+                  "%s", err.message);
+
+    run_make(&resumed, 77); /* different weights and RNGs until the load */
+    int64_t step = -1;
+    hl_checkpoint_rng load_rngs[] = {{"data", &resumed.data}, {"dropout", &resumed.g->rng}};
+    ck_assert_msg(hl_checkpoint_load(path, resumed.model->params, resumed.opt, &step, load_rngs, 2,
+                                     &err) == HL_OK,
+                  "%s", err.message);
+    ck_assert_int_eq(step, 4);
+    ck_assert_int_eq(resumed.opt->step, 4);
+    train(&resumed, 4, 10);
+
+    size_t n = hl_params_count(straight.model->params);
+    ck_assert(memcmp(hl_params_values(straight.model->params),
+                     hl_params_values(resumed.model->params), n * sizeof(hl_real)) == 0);
+    ck_assert(memcmp(straight.opt->v, resumed.opt->v, n * sizeof(hl_real)) == 0);
+    /* And not trivially: the first run's weights differ from the final ones. */
+    ck_assert(memcmp(hl_params_values(first.model->params),
+                     hl_params_values(straight.model->params), n * sizeof(hl_real)) != 0);
+    unlink(path);
+    rmdir(dir);
+    run_free(&straight);
+    run_free(&first);
+    run_free(&resumed);
+}
+END_TEST
+
+START_TEST(test_bad_checkpoints_leave_the_model_untouched)
+{
+    run_state r;
+    run_make(&r, 5);
+    size_t n = hl_params_count(r.model->params);
+    hl_real *before = malloc(n * sizeof *before);
+    memcpy(before, hl_params_values(r.model->params), n * sizeof *before);
+    hl_error err = {0};
+    ck_assert_int_eq(hl_checkpoint_load("/nonexistent/ckpt.safetensors", r.model->params, NULL,
+                                        NULL, NULL, 0, &err),
+                     HL_ERR_IO);
+    hl_error_clear(&err);
+    /* A safetensors file that is not a checkpoint. */
+    ck_assert_int_eq(hl_checkpoint_load("tests/fixtures/gpt/weights.safetensors", r.model->params,
+                                        NULL, NULL, NULL, 0, &err),
+                     HL_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(err.message, "not a headlab checkpoint"));
+
+    /* A checkpoint of a wider model: the first mismatch is named. */
+    run_state wide;
+    run_make(&wide, 6);
+    char dir[64];
+    const char *path = temp_path(dir);
+    hl_gpt_config cfg = r.model->cfg;
+    cfg.d_model = 12;
+    hl_gpt *other = hl_gpt_new(&cfg, &err);
+    ck_assert_int_eq(hl_checkpoint_save(path, other->params, NULL, 0, NULL, 0, NULL, 0, &err),
+                     HL_OK);
+    hl_error_clear(&err);
+    ck_assert_int_eq(hl_checkpoint_load(path, r.model->params, NULL, NULL, NULL, 0, &err),
+                     HL_ERR_SHAPE);
+    ck_assert_ptr_nonnull(strstr(err.message, "tok_emb.weight"));
+    /* Asking for optimizer state a weights-only file lacks. */
+    hl_error_clear(&err);
+    ck_assert_int_eq(hl_checkpoint_save(path, wide.model->params, NULL, 0, NULL, 0, NULL, 0, &err),
+                     HL_OK);
+    ck_assert_int_eq(hl_checkpoint_load(path, r.model->params, r.opt, NULL, NULL, 0, &err),
+                     HL_ERR_FORMAT);
+    ck_assert(memcmp(before, hl_params_values(r.model->params), n * sizeof *before) == 0);
+    unlink(path);
+    rmdir(dir);
+    free(before);
+    hl_gpt_free(other);
+    run_free(&wide);
+    run_free(&r);
+}
+END_TEST
+
+Suite *checkpoint_suite(void)
+{
+    Suite *s = suite_create("checkpoint");
+    TCase *tc = tcase_create("checkpoint");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_resume_is_bitwise_straight_through);
+    tcase_add_test(tc, test_bad_checkpoints_leave_the_model_untouched);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,169 @@
+/* Tests for models/gpt.c: parity with a PyTorch model on a committed fixture
+ * (tests/make_train_fixtures.py), the gradient check, configs and loading. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/safetensors.h"
+#include "models/gpt.h"
+#include "tests/testutil.h"
+
+#ifdef HL_REAL_DOUBLE
+#define GPT_TOL 1e-10
+#else
+#define GPT_TOL 2e-5
+#endif
+
+#define FIXTURE "tests/fixtures/gpt/"
+
+static hl_safetensors *open_fixture(const char *file)
+{
+    char path[128];
+    snprintf(path, sizeof path, FIXTURE "%s.safetensors", file);
+    hl_safetensors *f = NULL;
+    hl_error err = {0};
+    ck_assert_msg(hl_safetensors_read(path, &f, &err) == HL_OK, "%s", err.message);
+    return f;
+}
+
+static void expect_tensor(const hl_safetensors *f, const char *name, const hl_real *values,
+                          size_t n)
+{
+    hl_error err = {0};
+    hl_tensor *want = hl_safetensors_load(f, name, false, &err);
+    ck_assert_msg(want, "%s", err.message);
+    ck_assert_uint_eq(want->numel, n);
+    tu_assert_close(name, values, want->data, n, GPT_TOL);
+    hl_tensor_free(want);
+}
+
+START_TEST(test_gpt_matches_pytorch)
+{
+    hl_error err = {0};
+    hl_gpt *m = hl_gpt_load(FIXTURE "weights.safetensors", &err);
+    ck_assert_msg(m, "%s", err.message);
+    ck_assert(m->cfg.mlp && m->cfg.layernorm);
+    hl_safetensors *data = open_fixture("data"), *expected = open_fixture("expected");
+    const hl_st_entry *tokens = hl_safetensors_find(data, "tokens");
+    const hl_st_entry *targets = hl_safetensors_find(data, "targets");
+    ck_assert(tokens && targets && tokens->dtype == HL_DTYPE_I32);
+    const int B = (int)tokens->shape[0], T = (int)tokens->shape[1];
+    int32_t ids[64], tgt[64];
+    memcpy(ids, tokens->data, tokens->nbytes); /* little-endian host, as the tests run */
+    memcpy(tgt, targets->data, targets->nbytes);
+
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *logits = hl_gpt_forward(g, m, ids, B, T, NULL);
+    hl_tensor *loss = hl_cross_entropy(g, logits, tgt, -1);
+    ck_assert_int_eq(hl_graph_backward(g, loss), HL_OK);
+    expect_tensor(expected, "logits", logits->data, logits->numel);
+    expect_tensor(expected, "loss", loss->data, 1);
+    for (size_t i = 0; i < hl_params_n_tensors(m->params); i++) {
+        const hl_tensor *p = hl_params_tensor(m->params, i);
+        char name[HL_NAME_MAX + 8];
+        snprintf(name, sizeof name, "grad.%s", p->name);
+        expect_tensor(expected, name, p->grad, p->numel);
+    }
+    hl_graph_free(g);
+    hl_safetensors_free(data);
+    hl_safetensors_free(expected);
+    hl_gpt_free(m);
+}
+END_TEST
+
+typedef struct {
+    const hl_gpt *m;
+    int32_t tokens[12], targets[12];
+} gpt_ctx;
+
+static hl_tensor *build_gpt_loss(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)in; /* the inputs are the model's own parameters */
+    gpt_ctx *c = ctx;
+    hl_tensor *logits = hl_gpt_forward(g, c->m, c->tokens, 2, 6, NULL);
+    return hl_cross_entropy(g, logits, c->targets, -1);
+}
+
+START_TEST(test_gpt_gradcheck)
+{
+    hl_gpt_config cfg = {.vocab_in = 5, .vocab_out = 4, .n_ctx = 6, .d_model = 6, .n_heads = 2,
+                         .n_layers = 2, .mlp = true, .layernorm = true, .emb_std = 0.5};
+    hl_error err = {0};
+    hl_gpt *m = hl_gpt_new(&cfg, &err);
+    ck_assert_msg(m, "%s", err.message);
+    hl_rng rng;
+    hl_rng_seed(&rng, 3);
+    hl_gpt_init_weights(m, &rng);
+    /* LayerNorm weights away from 1 and biases away from 0, so their
+     * gradients matter. */
+    hl_init_uniform(m->blocks[0].ln1_w, &rng, 0.5, 1.5);
+    hl_init_uniform(m->lnf_b, &rng, -0.5, 0.5);
+    gpt_ctx ctx = {.m = m};
+    for (int i = 0; i < 12; i++) {
+        ctx.tokens[i] = (int32_t)hl_rng_below(&rng, 5);
+        ctx.targets[i] = i == 4 ? -1 : (int32_t)hl_rng_below(&rng, 4);
+    }
+    hl_tensor *in[] = {m->tok_emb, m->pos_emb, m->blocks[0].ln1_w, m->blocks[0].attn.in_proj_weight,
+                       m->blocks[1].fc_w, m->blocks[1].proj_b, m->lnf_b, m->head_w};
+    tu_gradcheck("gpt (2 layers, MLP, LayerNorm)", build_gpt_loss, &ctx, in, 8);
+    hl_gpt_free(m);
+}
+END_TEST
+
+START_TEST(test_gpt_config_round_trip)
+{
+    hl_gpt_config a = hl_gpt_config_default(), b;
+    a.mlp = true;
+    a.dropout = 0.1;
+    char text[512];
+    hl_gpt_config_format(&a, text, sizeof text);
+    hl_error err = {0};
+    ck_assert_int_eq(hl_gpt_config_parse(text, &b, &err), HL_OK);
+    ck_assert(a.vocab_in == b.vocab_in && a.vocab_out == b.vocab_out && a.n_ctx == b.n_ctx &&
+              a.d_model == b.d_model && a.n_heads == b.n_heads && a.n_layers == b.n_layers &&
+              a.mlp == b.mlp && a.layernorm == b.layernorm && a.dropout == b.dropout &&
+              a.emb_std == b.emb_std);
+    ck_assert_int_eq(hl_gpt_config_parse("vocab_in=3", &b, &err), HL_ERR_FORMAT);
+}
+END_TEST
+
+START_TEST(test_gpt_errors)
+{
+    hl_error err = {0};
+    hl_gpt_config cfg = hl_gpt_config_default();
+    cfg.n_heads = 5;
+    ck_assert_ptr_null(hl_gpt_new(&cfg, &err));
+    ck_assert_ptr_nonnull(strstr(err.message, "not divisible"));
+    hl_error_clear(&err);
+    ck_assert_ptr_null(hl_gpt_load("tests/fixtures/no-such-file.safetensors", &err));
+    ck_assert_int_eq(err.status, HL_ERR_IO);
+    hl_error_clear(&err);
+    /* The MHA fixture has no config: a clear error, not a crash. */
+    ck_assert_ptr_null(hl_gpt_load("tests/fixtures/mha/self/weights.safetensors", &err));
+    ck_assert_ptr_nonnull(strstr(err.message, "config"));
+
+    cfg = hl_gpt_config_default();
+    hl_gpt *m = hl_gpt_new(&cfg, &err);
+    hl_graph *g = hl_graph_new(0);
+    int32_t tokens[40] = {0};
+    tu_expect_error(g, hl_gpt_forward(g, m, tokens, 1, 40, NULL), "gpt", "n_ctx 32", NULL);
+    hl_graph_reset(g);
+    tokens[3] = 99;
+    tu_expect_error(g, hl_gpt_forward(g, m, tokens, 1, 8, NULL), "embedding", "99", NULL);
+    hl_graph_free(g);
+    hl_gpt_free(m);
+}
+END_TEST
+
+Suite *gpt_suite(void)
+{
+    Suite *s = suite_create("gpt");
+    TCase *tc = tcase_create("gpt");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_gpt_matches_pytorch);
+    tcase_add_test(tc, test_gpt_gradcheck);
+    tcase_add_test(tc, test_gpt_config_round_trip);
+    tcase_add_test(tc, test_gpt_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}

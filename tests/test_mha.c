@@ -1,0 +1,403 @@
+/* Tests for models/mha.c and models/mha_io.c: parity with PyTorch's
+ * nn.MultiheadAttention on committed fixtures (tests/make_mha_fixtures.py),
+ * agreement with a naive per-head loop, gating, and the gradient check. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/safetensors.h"
+#include "models/mha.h"
+#include "tests/testutil.h"
+
+#ifdef HL_REAL_DOUBLE
+/* The fixtures are float32 inputs with a float64 reference: the double build
+ * must agree to rounding. */
+#define PARITY_TOL 1e-10
+#else
+#define PARITY_TOL 1e-5
+#endif
+
+#define FIXTURES "tests/fixtures/mha/"
+
+static hl_safetensors *read_fixture(const char *name, const char *file)
+{
+    char path[256];
+    snprintf(path, sizeof path, FIXTURES "%s/%s.safetensors", name, file);
+    hl_safetensors *f = NULL;
+    hl_error err = {0};
+    ck_assert_msg(hl_safetensors_read(path, &f, &err) == HL_OK, "%s", err.message);
+    return f;
+}
+
+static hl_tensor *load(const hl_safetensors *f, const char *name, bool requires_grad)
+{
+    hl_error err = {0};
+    hl_tensor *t = hl_safetensors_load(f, name, requires_grad, &err);
+    ck_assert_msg(t != NULL, "%s", err.message);
+    return t;
+}
+
+/* Fails unless values match the fixture's tensor; returns the max difference
+ * and appends it to $HL_PARITY_LOG when set. */
+static double expect_close(const char *fixture, const hl_safetensors *expected, const char *name,
+                           const hl_real *values, size_t n)
+{
+    hl_tensor *want = load(expected, name, false);
+    ck_assert_uint_eq(want->numel, n);
+    double max_diff = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)values[i] - (double)want->data[i]);
+        max_diff = d > max_diff ? d : max_diff;
+        ck_assert_msg(d <= PARITY_TOL, "%s: %s[%zu] = %.9g, PyTorch %.9g", fixture, name, i,
+                      (double)values[i], (double)want->data[i]);
+    }
+    hl_tensor_free(want);
+    const char *log_path = getenv("HL_PARITY_LOG");
+    FILE *log = log_path ? fopen(log_path, "a") : NULL;
+    if (log) {
+        fprintf(log, "%s %s %s %.3e\n", HL_REAL_NAME, fixture, name, max_diff);
+        fclose(log);
+    }
+    return max_diff;
+}
+
+static void run_fixture(const char *name)
+{
+    hl_safetensors *weights = read_fixture(name, "weights");
+    hl_safetensors *inputs = read_fixture(name, "inputs");
+    hl_safetensors *expected = read_fixture(name, "expected");
+    const int heads = atoi(hl_safetensors_metadata(inputs, "heads"));
+    const bool causal = !strcmp(hl_safetensors_metadata(inputs, "causal"), "1");
+    const bool self = !hl_safetensors_find(inputs, "key"); /* query is key and value */
+
+    hl_error err = {0};
+    hl_params *p = hl_params_new();
+    hl_mha m;
+    ck_assert_msg(hl_mha_load(&m, p, weights, "", heads, &err) == HL_OK, "%s", err.message);
+    hl_tensor *query = load(inputs, "query", true);
+    hl_tensor *key = self ? query : load(inputs, "key", true);
+    hl_tensor *value = self ? query : load(inputs, "value", true);
+    hl_tensor *padding = hl_safetensors_find(inputs, "key_padding_mask")
+                             ? load(inputs, "key_padding_mask", false)
+                             : NULL;
+    hl_tensor *additive =
+        hl_safetensors_find(inputs, "attn_mask") ? load(inputs, "attn_mask", false) : NULL;
+    hl_tensor *grad_out = load(inputs, "grad_output", false);
+
+    hl_graph *g = hl_graph_new(0);
+    hl_mha_masks masks = {.causal = causal, .key_padding = padding, .additive = additive};
+    hl_tensor *attn;
+    hl_tensor *out = hl_mha_forward(g, &m, query, key, value, &masks, &attn);
+    ck_assert_msg(!hl_graph_failed(g), "%s: %s", name, hl_graph_message(g));
+    for (size_t i = 0; i < out->numel; i++)
+        ck_assert_msg(isfinite(out->data[i]), "%s: output %zu is not finite", name, i);
+    expect_close(name, expected, "output", out->data, out->numel);
+    expect_close(name, expected, "attn_weights", attn->data, attn->numel);
+
+    ck_assert_int_eq(hl_graph_backward_from(g, out, grad_out->data), HL_OK);
+    expect_close(name, expected, "grad.query", query->grad, query->numel);
+    if (!self) {
+        expect_close(name, expected, "grad.key", key->grad, key->numel);
+        expect_close(name, expected, "grad.value", value->grad, value->numel);
+    }
+    for (size_t i = 0; i < hl_params_n_tensors(p); i++) {
+        const hl_tensor *w = hl_params_tensor(p, i);
+        char grad_name[HL_NAME_MAX + 8];
+        snprintf(grad_name, sizeof grad_name, "grad.%s", w->name);
+        expect_close(name, expected, grad_name, w->grad, w->numel);
+    }
+
+    hl_graph_free(g);
+    if (!self) {
+        hl_tensor_free(key);
+        hl_tensor_free(value);
+    }
+    hl_tensor_free(query);
+    hl_tensor_free(padding);
+    hl_tensor_free(additive);
+    hl_tensor_free(grad_out);
+    hl_mha_release(&m);
+    hl_params_free(p);
+    hl_safetensors_free(weights);
+    hl_safetensors_free(inputs);
+    hl_safetensors_free(expected);
+}
+
+static const char *const fixtures[] = {
+    "self", "self_causal", "self_nobias", "cross", "cross_packed_additive",
+    "self_key_padding", "self_batch1", "cross_t1",
+};
+
+START_TEST(test_mha_matches_pytorch)
+{
+    run_fixture(fixtures[_i]);
+}
+END_TEST
+
+/* ---- the textbook form: a loop over heads with weight slices, in double ---- */
+
+typedef struct {
+    hl_params *params;
+    hl_mha mha;
+    hl_tensor *x;
+} small_model;
+
+static void small_model_make(small_model *s, int B, int T, int E, int H, uint64_t seed)
+{
+    hl_error err = {0};
+    s->params = hl_params_new();
+    hl_mha_config cfg = {.embed_dim = E, .num_heads = H, .bias = true};
+    ck_assert_int_eq(hl_mha_declare(&s->mha, s->params, "", &cfg, &err), HL_OK);
+    ck_assert_int_eq(hl_params_commit(s->params), HL_OK);
+    hl_rng rng;
+    hl_rng_seed(&rng, seed);
+    hl_mha_init_weights(&s->mha, &rng);
+    /* Non-zero biases, so they are tested too. */
+    hl_init_uniform(s->mha.in_proj_bias, &rng, -0.3, 0.3);
+    hl_init_uniform(s->mha.out_proj_bias, &rng, -0.3, 0.3);
+    s->x = tu_random("x", 3, (int[]){B, T, E}, true, seed + 1, -1, 1);
+}
+
+static void small_model_free(small_model *s)
+{
+    hl_tensor_free(s->x);
+    hl_mha_release(&s->mha);
+    hl_params_free(s->params);
+}
+
+/* Causal self-attention, head by head; heads with gate[h] == 0 contribute nothing. */
+static void naive_mha(const small_model *s, const double *gate, double *out)
+{
+    const hl_tensor *x = s->x;
+    const int B = x->shape[0], T = x->shape[1], E = x->shape[2];
+    const int H = s->mha.cfg.num_heads, D = E / H;
+    const hl_real *W = s->mha.in_proj_weight->data, *bias = s->mha.in_proj_bias->data;
+    const hl_real *Wo = s->mha.out_proj_weight->data, *bo = s->mha.out_proj_bias->data;
+    double *concat = calloc((size_t)T * E, sizeof *concat);
+    double *q = malloc(sizeof(double) * T * D), *k = malloc(sizeof(double) * T * D);
+    double *v = malloc(sizeof(double) * T * D);
+    for (int b = 0; b < B; b++) {
+        const hl_real *xb = x->data + (size_t)b * T * E;
+        for (int h = 0; h < H; h++) {
+            /* W_Q^h, W_K^h, W_V^h are rows hD.., E+hD.., 2E+hD.. of the packed weight. */
+            for (int t = 0; t < T; t++)
+                for (int d = 0; d < D; d++) {
+                    double acc[3];
+                    for (int part = 0; part < 3; part++) {
+                        int row = part * E + h * D + d;
+                        acc[part] = bias[row];
+                        for (int e = 0; e < E; e++)
+                            acc[part] += (double)xb[t * E + e] * W[(size_t)row * E + e];
+                    }
+                    q[t * D + d] = acc[0];
+                    k[t * D + d] = acc[1];
+                    v[t * D + d] = acc[2];
+                }
+            for (int t = 0; t < T; t++) {
+                double scores[64], max = -INFINITY, sum = 0;
+                for (int j = 0; j <= t; j++) {
+                    scores[j] = 0;
+                    for (int d = 0; d < D; d++)
+                        scores[j] += q[t * D + d] * k[j * D + d];
+                    scores[j] /= sqrt(D);
+                    max = fmax(max, scores[j]);
+                }
+                for (int j = 0; j <= t; j++)
+                    sum += scores[j] = exp(scores[j] - max);
+                for (int d = 0; d < D; d++) {
+                    double c = 0;
+                    for (int j = 0; j <= t; j++)
+                        c += scores[j] / sum * v[j * D + d];
+                    concat[t * E + h * D + d] = gate[h] * c;
+                }
+            }
+        }
+        for (int t = 0; t < T; t++)
+            for (int o = 0; o < E; o++) {
+                double acc = bo[o];
+                for (int e = 0; e < E; e++)
+                    acc += concat[t * E + e] * Wo[(size_t)o * E + e];
+                out[((size_t)b * T + t) * E + o] = acc;
+            }
+    }
+    free(concat);
+    free(q);
+    free(k);
+    free(v);
+}
+
+static void expect_module_equals_naive(small_model *s, const double *gate)
+{
+    hl_graph *g = hl_graph_new(0);
+    hl_mha_masks causal = {.causal = true};
+    hl_tensor *y = hl_mha_forward(g, &s->mha, s->x, s->x, s->x, &causal, NULL);
+    ck_assert(!hl_graph_failed(g));
+    double *want = malloc(y->numel * sizeof *want);
+    naive_mha(s, gate, want);
+    for (size_t i = 0; i < y->numel; i++)
+        ck_assert_msg(fabs(y->data[i] - want[i]) < 1e-5, "element %zu: %.9g vs naive %.9g", i,
+                      (double)y->data[i], want[i]);
+    free(want);
+    hl_graph_free(g);
+}
+
+START_TEST(test_mha_equals_per_head_loop)
+{
+    small_model s;
+    small_model_make(&s, 2, 7, 12, 3, 11);
+    double ones[3] = {1, 1, 1};
+    expect_module_equals_naive(&s, ones);
+    small_model_free(&s);
+}
+END_TEST
+
+START_TEST(test_mha_gate_zero_removes_head)
+{
+    small_model s;
+    small_model_make(&s, 2, 7, 12, 3, 12);
+    for (int h = 0; h < 3; h++) {
+        double gate[3] = {1, 1, 1};
+        gate[h] = 0;
+        hl_tensor_fill(s.mha.gate, 1);
+        s.mha.gate->data[h] = 0;
+        expect_module_equals_naive(&s, gate);
+    }
+    small_model_free(&s);
+}
+END_TEST
+
+/* ---- the gradient check of the whole module ---- */
+
+typedef struct {
+    hl_mha *mha;
+    hl_mha_masks masks;
+} mha_ctx;
+
+static hl_tensor *build_self(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    mha_ctx *c = ctx;
+    return hl_mha_forward(g, c->mha, in[0], in[0], in[0], &c->masks, NULL);
+}
+
+static hl_tensor *build_cross(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    mha_ctx *c = ctx;
+    return hl_mha_forward(g, c->mha, in[0], in[1], in[2], &c->masks, NULL);
+}
+
+START_TEST(test_mha_gradcheck_self)
+{
+    small_model s;
+    small_model_make(&s, 2, 5, 6, 2, 21);
+    mha_ctx ctx = {.mha = &s.mha, .masks = {.causal = true}};
+    hl_rng rng;
+    hl_rng_seed(&rng, 22);
+    hl_init_uniform(s.mha.gate, &rng, 0.5, 1.5); /* gates away from 1 test their gradient */
+    hl_tensor *in[] = {s.x, s.mha.in_proj_weight, s.mha.in_proj_bias, s.mha.out_proj_weight,
+                       s.mha.out_proj_bias, s.mha.gate};
+    tu_gradcheck("mha self causal", build_self, &ctx, in, 6);
+    small_model_free(&s);
+}
+END_TEST
+
+START_TEST(test_mha_gradcheck_cross_masked)
+{
+    hl_error err = {0};
+    hl_params *p = hl_params_new();
+    hl_mha m;
+    hl_mha_config cfg = {.embed_dim = 4, .num_heads = 2, .kdim = 3, .vdim = 5, .bias = true};
+    ck_assert_int_eq(hl_mha_declare(&m, p, "", &cfg, &err), HL_OK);
+    ck_assert_int_eq(hl_params_commit(p), HL_OK);
+    hl_rng rng;
+    hl_rng_seed(&rng, 5);
+    hl_mha_init_weights(&m, &rng);
+    hl_init_uniform(m.in_proj_bias, &rng, -0.3, 0.3);
+    hl_tensor *q = tu_random("query", 3, (int[]){2, 3, 4}, true, 6, -1, 1);
+    hl_tensor *k = tu_random("key", 3, (int[]){2, 4, 3}, true, 7, -1, 1);
+    hl_tensor *v = tu_random("value", 3, (int[]){2, 4, 5}, true, 8, -1, 1);
+    hl_tensor *pad = hl_tensor_new("key_padding", 2, (int[]){2, 4}, false);
+    pad->data[3] = 1; /* batch 0 ignores its last key */
+    pad->data[5] = 1;
+    mha_ctx ctx = {.mha = &m, .masks = {.causal = true, .key_padding = pad}};
+    hl_tensor *in[] = {q, k, v, m.q_proj_weight, m.k_proj_weight, m.v_proj_weight,
+                       m.in_proj_bias, m.out_proj_weight};
+    tu_gradcheck("mha cross causal+padding", build_cross, &ctx, in, 8);
+    tu_check_threads_bitwise("mha cross", build_cross, &ctx, in, 8);
+    hl_tensor_free(q);
+    hl_tensor_free(k);
+    hl_tensor_free(v);
+    hl_tensor_free(pad);
+    hl_mha_release(&m);
+    hl_params_free(p);
+}
+END_TEST
+
+START_TEST(test_mha_threads_large)
+{
+    small_model s;
+    small_model_make(&s, 4, 64, 64, 4, 31);
+    mha_ctx ctx = {.mha = &s.mha, .masks = {.causal = true}};
+    hl_tensor *in[] = {s.x, s.mha.in_proj_weight, s.mha.out_proj_weight, s.mha.gate};
+    tu_check_threads_bitwise("mha (4,64,64,4)", build_self, &ctx, in, 4);
+    small_model_free(&s);
+}
+END_TEST
+
+START_TEST(test_mha_errors)
+{
+    hl_error err = {0};
+    hl_params *p = hl_params_new();
+    hl_mha m;
+    hl_mha_config bad = {.embed_dim = 10, .num_heads = 3, .bias = true};
+    ck_assert_int_eq(hl_mha_declare(&m, p, "", &bad, &err), HL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.message, "not divisible"));
+    hl_params_free(p);
+
+    small_model s;
+    small_model_make(&s, 2, 3, 6, 2, 41);
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *wrong = tu_random("x", 3, (int[]){2, 3, 5}, false, 1, -1, 1);
+    tu_expect_error(g, hl_mha_forward(g, &s.mha, wrong, wrong, wrong, NULL, NULL), "mha",
+                    "(2,3,5)", "embed_dim 6", NULL);
+    hl_graph_reset(g);
+    hl_tensor *pad = hl_tensor_new("pad", 2, (int[]){2, 4}, false);
+    hl_mha_masks masks = {.key_padding = pad};
+    tu_expect_error(g, hl_mha_forward(g, &s.mha, s.x, s.x, s.x, &masks, NULL),
+                    "mask_key_padding", "(2,4)", NULL);
+    hl_tensor_free(pad);
+    hl_tensor_free(wrong);
+    hl_graph_free(g);
+    small_model_free(&s);
+}
+END_TEST
+
+START_TEST(test_mha_load_errors)
+{
+    hl_safetensors *weights = read_fixture("cross", "weights");
+    hl_error err = {0};
+    hl_params *p = hl_params_new();
+    hl_mha m;
+    ck_assert_int_ne(hl_mha_load(&m, p, weights, "blocks.0.attn.", 2, &err), HL_OK);
+    ck_assert_ptr_nonnull(strstr(err.message, "out_proj.weight"));
+    hl_params_free(p);
+    hl_safetensors_free(weights);
+}
+END_TEST
+
+Suite *mha_suite(void)
+{
+    Suite *s = suite_create("mha");
+    TCase *tc = tcase_create("mha");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, test_mha_matches_pytorch, 0, sizeof fixtures / sizeof fixtures[0]);
+    tcase_add_test(tc, test_mha_equals_per_head_loop);
+    tcase_add_test(tc, test_mha_gate_zero_removes_head);
+    tcase_add_test(tc, test_mha_gradcheck_self);
+    tcase_add_test(tc, test_mha_gradcheck_cross_masked);
+    tcase_add_test(tc, test_mha_threads_large);
+    tcase_add_test(tc, test_mha_errors);
+    tcase_add_test(tc, test_mha_load_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,159 @@
+/* Tests for core/optim.c: AdamW, SGD and gradient clipping against
+ * torch.optim on a committed fixture (tests/make_train_fixtures.py). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/optim.h"
+#include "core/safetensors.h"
+#include "tests/testutil.h"
+
+#ifdef HL_REAL_DOUBLE
+#define OPTIM_TOL 1e-12
+#else
+#define OPTIM_TOL 2e-6
+#endif
+
+typedef struct {
+    hl_safetensors *f;
+    hl_params *params;
+    hl_tensor *w, *b;
+} optim_case;
+
+static void copy(const hl_safetensors *f, const char *name, hl_real *dst, const hl_tensor *like)
+{
+    hl_tensor view = *like;
+    view.data = dst;
+    hl_error err = {0};
+    ck_assert_msg(hl_safetensors_copy_to(f, name, &view, &err) == HL_OK, "%s", err.message);
+}
+
+static void case_open(optim_case *c)
+{
+    hl_error err = {0};
+    ck_assert_msg(hl_safetensors_read("tests/fixtures/optim.safetensors", &c->f, &err) == HL_OK,
+                  "%s", err.message);
+    c->params = hl_params_new();
+    c->w = hl_params_add(c->params, "w", 2, (int[]){3, 5});
+    c->b = hl_params_add(c->params, "b", 1, (int[]){4});
+    ck_assert_int_eq(hl_params_commit(c->params), HL_OK);
+    copy(c->f, "w0", c->w->data, c->w);
+    copy(c->f, "b0", c->b->data, c->b);
+}
+
+static void case_close(optim_case *c)
+{
+    hl_params_free(c->params);
+    hl_safetensors_free(c->f);
+}
+
+static void expect_values(const optim_case *c, const char *w_name, const char *b_name,
+                          const hl_real *w, const hl_real *b)
+{
+    hl_tensor *want_w = hl_tensor_new("w", 2, (int[]){3, 5}, false);
+    hl_tensor *want_b = hl_tensor_new("b", 1, (int[]){4}, false);
+    copy(c->f, w_name, want_w->data, want_w);
+    copy(c->f, b_name, want_b->data, want_b);
+    tu_assert_close(w_name, w, want_w->data, 15, OPTIM_TOL);
+    tu_assert_close(b_name, b, want_b->data, 4, OPTIM_TOL);
+    hl_tensor_free(want_w);
+    hl_tensor_free(want_b);
+}
+
+static void run_optimizer(const hl_optim_config *cfg, const char *prefix, bool warmup)
+{
+    optim_case c;
+    case_open(&c);
+    hl_error err = {0};
+    hl_optim *opt = hl_optim_new(c.params, cfg, &err);
+    ck_assert_msg(opt != NULL, "%s", err.message);
+    const hl_lr_schedule sched = {.warmup_steps = 3};
+    for (int k = 0; k < 5; k++) {
+        char w_name[32], b_name[32];
+        snprintf(w_name, sizeof w_name, "grad.%d.w", k);
+        snprintf(b_name, sizeof b_name, "grad.%d.b", k);
+        copy(c.f, w_name, c.w->grad, c.w);
+        copy(c.f, b_name, c.b->grad, c.b);
+        hl_optim_step(opt, warmup ? hl_lr_scale(&sched, k) : 1.0);
+        snprintf(w_name, sizeof w_name, "%s.%d.w", prefix, k);
+        snprintf(b_name, sizeof b_name, "%s.%d.b", prefix, k);
+        expect_values(&c, w_name, b_name, c.w->data, c.b->data);
+    }
+    hl_optim_free(opt);
+    case_close(&c);
+}
+
+START_TEST(test_adamw_matches_torch)
+{
+    run_optimizer(&(hl_optim_config){.kind = HL_OPTIM_ADAMW, .lr = 3e-3, .beta1 = 0.9,
+                                     .beta2 = 0.98, .eps = 1e-8, .weight_decay = 0.01},
+                  "adamw", true);
+}
+END_TEST
+
+START_TEST(test_sgd_matches_torch)
+{
+    run_optimizer(&(hl_optim_config){.kind = HL_OPTIM_SGD, .lr = 0.1, .momentum = 0.9,
+                                     .weight_decay = 0.01},
+                  "sgd", false);
+}
+END_TEST
+
+START_TEST(test_clip_matches_torch)
+{
+    optim_case c;
+    case_open(&c);
+    copy(c.f, "grad.0.w", c.w->grad, c.w);
+    copy(c.f, "grad.0.b", c.b->grad, c.b);
+    double norm = hl_clip_grad_norm(c.params, 0.5);
+    hl_tensor *want = hl_tensor_new("norm", 1, (int[]){1}, false);
+    copy(c.f, "clip.norm", want->data, want);
+    ck_assert(fabs(norm - want->data[0]) < 1e-5);
+    expect_values(&c, "clip.w", "clip.b", c.w->grad, c.b->grad);
+    hl_tensor_free(want);
+    case_close(&c);
+}
+END_TEST
+
+START_TEST(test_schedule)
+{
+    hl_lr_schedule s = {.warmup_steps = 100, .total_steps = 1100, .cosine = true, .min_scale = 0.1};
+    ck_assert(fabs(hl_lr_scale(&s, 0) - 0.01) < 1e-12);
+    ck_assert(fabs(hl_lr_scale(&s, 99) - 1) < 1e-12);
+    ck_assert(fabs(hl_lr_scale(&s, 100) - 1) < 1e-12);
+    ck_assert(fabs(hl_lr_scale(&s, 600) - 0.55) < 1e-12);
+    ck_assert(fabs(hl_lr_scale(&s, 5000) - 0.1) < 1e-12);
+    s.cosine = false;
+    ck_assert(fabs(hl_lr_scale(&s, 600) - 1) < 1e-12);
+}
+END_TEST
+
+START_TEST(test_optim_errors)
+{
+    hl_error err = {0};
+    hl_params *p = hl_params_new();
+    hl_params_add(p, "w", 1, (int[]){3});
+    ck_assert_ptr_null(hl_optim_new(p, &(hl_optim_config){.kind = HL_OPTIM_ADAMW}, &err));
+    ck_assert_ptr_nonnull(strstr(err.message, "committed"));
+    hl_params_commit(p);
+    hl_error_clear(&err);
+    ck_assert_ptr_null(hl_optim_new(p, &(hl_optim_config){.kind = HL_OPTIM_ADAMW, .lr = 1e-3,
+                                                          .beta1 = 1.0, .beta2 = 0.9, .eps = 1e-8},
+                                    &err));
+    ck_assert_ptr_nonnull(strstr(err.message, "betas"));
+    hl_params_free(p);
+}
+END_TEST
+
+Suite *optim_suite(void)
+{
+    Suite *s = suite_create("optim");
+    TCase *tc = tcase_create("optim");
+    tcase_add_test(tc, test_adamw_matches_torch);
+    tcase_add_test(tc, test_sgd_matches_torch);
+    tcase_add_test(tc, test_clip_matches_torch);
+    tcase_add_test(tc, test_schedule);
+    tcase_add_test(tc, test_optim_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
