@@ -1,0 +1,37 @@
+/*
+ * gemm.h: the one matrix-multiply kernel behind linear, matmul and their
+ * backward passes (internal: not part of the public API).
+ *
+ * Row-major, with op(X) either X or its transpose, read in place:
+ *     C (M,N) = alpha · op(A) (M,K) · op(B) (K,N) + beta · C
+ * A is stored (M,K) with row stride lda, or (K,M) when trans_a; B is stored
+ * (K,N) with row stride ldb, or (N,K) when trans_b; C has row stride ldc.
+ * beta 0 overwrites C without reading it, so stale values (even NaN) vanish.
+ *
+ *     hl_gemm(false, true, rows, N, K, 1, x, K, w, K, 0, y, N);    // y = x·wᵀ
+ *     hl_gemm(true, false, N, K, rows, 1, dy, N, x, K, 1, dw, K);  // dw += dyᵀ·x
+ *
+ * Work is split over disjoint blocks of C, and every element of C is summed
+ * in the same order whatever the split, so results are bitwise identical for
+ * any thread count.
+ */
+#ifndef HL_OPS_GEMM_H
+#define HL_OPS_GEMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/real.h"
+
+void hl_gemm(bool trans_a, bool trans_b, int M, int N, int K, hl_real alpha, const hl_real *A,
+             int lda, const hl_real *B, int ldb, hl_real beta, hl_real *C, int ldc);
+
+/* batch independent products; matrix i of each operand starts at
+ * X + i·stride_x. A stride of 0 shares A or B between all batches (e.g. one
+ * weight B for a batch of A); C's batches must not overlap. */
+void hl_gemm_batched(bool trans_a, bool trans_b, int M, int N, int K, hl_real alpha,
+                     const hl_real *A, int lda, const hl_real *B, int ldb, hl_real beta,
+                     hl_real *C, int ldc, int batch, size_t stride_a, size_t stride_b,
+                     size_t stride_c);
+
+#endif

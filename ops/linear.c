@@ -1,0 +1,81 @@
+/* linear: x (...,K) · w (N,K)ᵀ + b (N) -> (...,N), on top of hl_gemm. */
+#include "ops/gemm.h"
+#include "ops/internal.h"
+
+/* Columns summed per block in db: a thread's block of columns is read row by
+ * row, contiguously, and each column is still summed in row order. */
+#define BIAS_BLOCK 64
+
+hl_tensor *hl_linear(hl_graph *g, hl_tensor *x, hl_tensor *w, hl_tensor *b)
+{
+    hl_tensor *inputs[3] = {x, w, b};
+    if (!hl_op_inputs_ok(g, HL_OP_LINEAR, b ? 3 : 2, inputs))
+        return &g->poison;
+    char xs[HL_SHAPE_STR_MAX], ws[HL_SHAPE_STR_MAX], bs[HL_SHAPE_STR_MAX];
+    if (w->rank != 2)
+        return hl_op_fail(g, HL_OP_LINEAR, HL_ERR_SHAPE, "weight %s is not rank 2 (N,K)",
+                          hl_shape_str(w, ws));
+    const int N = w->shape[0], K = w->shape[1];
+    if (x->shape[x->rank - 1] != K)
+        return hl_op_fail(g, HL_OP_LINEAR, HL_ERR_SHAPE, "input %s does not match weight %s",
+                          hl_shape_str(x, xs), hl_shape_str(w, ws));
+    if (b && (b->rank != 1 || b->shape[0] != N))
+        return hl_op_fail(g, HL_OP_LINEAR, HL_ERR_SHAPE, "bias %s does not match weight %s",
+                          hl_shape_str(b, bs), hl_shape_str(w, ws));
+    int shape[HL_MAX_RANK];
+    for (int i = 0; i < x->rank; i++)
+        shape[i] = x->shape[i];
+    shape[x->rank - 1] = N;
+    hl_tensor *out = hl_op_output(g, HL_OP_LINEAR, x->rank, shape);
+    if (hl_graph_failed(g))
+        return &g->poison;
+    const int rows = (int)(x->numel / (size_t)K);
+    if (b) {
+        /* Start every row from the bias and let the gemm add onto it. */
+        hl_real *y = out->data;
+        const hl_real *bias = b->data;
+#pragma omp parallel for if (out->numel >= HL_PARALLEL_MIN_WORK) schedule(static)
+        for (int r = 0; r < rows; r++)
+            for (int j = 0; j < N; j++)
+                y[(size_t)r * N + j] = bias[j];
+    }
+    hl_gemm(false, true, rows, N, K, 1, x->data, K, w->data, K, b ? 1 : 0, out->data, N);
+    hl_op_record(g, HL_OP_LINEAR, out, 3, inputs);
+    return hl_graph_failed(g) ? &g->poison : out;
+}
+
+/* db[j] += Σ_r dy[r][j], each column summed in row order, in double. */
+static void bias_backward(const hl_real *dy, int rows, int N, hl_real *db)
+{
+    const int blocks = (N + BIAS_BLOCK - 1) / BIAS_BLOCK;
+#pragma omp parallel for if ((size_t)rows * N >= HL_PARALLEL_MIN_WORK) schedule(static)
+    for (int blk = 0; blk < blocks; blk++) {
+        const int j0 = blk * BIAS_BLOCK;
+        const int nb = N - j0 < BIAS_BLOCK ? N - j0 : BIAS_BLOCK;
+        double sum[BIAS_BLOCK] = {0};
+        for (int r = 0; r < rows; r++) {
+            const hl_real *row = dy + (size_t)r * N + j0;
+            for (int j = 0; j < nb; j++)
+                sum[j] += row[j];
+        }
+        for (int j = 0; j < nb; j++)
+            db[j0 + j] += (hl_real)sum[j];
+    }
+}
+
+void hl_linear_backward(hl_graph *g, hl_node *n)
+{
+    hl_tensor *x = n->inputs[0], *w = n->inputs[1], *b = n->inputs[2];
+    const int N = w->shape[0], K = w->shape[1];
+    const int rows = (int)(x->numel / (size_t)K);
+    const hl_real *dy = n->out->grad; /* (rows,N) */
+    hl_real *dx = hl_op_grad(g, x);
+    if (dx) /* dx (rows,K) += dy · w */
+        hl_gemm(false, false, rows, K, N, 1, dy, N, w->data, K, 1, dx, K);
+    hl_real *dw = hl_op_grad(g, w);
+    if (dw) /* dw (N,K) += dyᵀ · x, over every leading row */
+        hl_gemm(true, false, N, K, rows, 1, dy, N, x->data, K, 1, dw, K);
+    hl_real *db = hl_op_grad(g, b);
+    if (db)
+        bias_backward(dy, rows, N, db);
+}

@@ -1,0 +1,203 @@
+/* Tests for ops/gemm.c: the GEMM kernel against a naive triple loop in double. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "ops/gemm.h"
+#include "tests/testutil.h"
+
+#ifdef HL_REAL_DOUBLE
+#define REAL_EPS DBL_EPSILON
+#else
+#define REAL_EPS FLT_EPSILON
+#endif
+
+/* Sizes straddling the kernel's tiles (32 rows, 64 columns, 64 of K). */
+static const int sizes[] = {1, 3, 17, 33, 65};
+#define N_SIZES (int)(sizeof sizes / sizeof sizes[0])
+
+static hl_real *random_values(size_t n, uint64_t seed)
+{
+    hl_real *v = malloc(n * sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    hl_rng rng;
+    hl_rng_seed(&rng, seed);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (hl_real)(2 * hl_rng_uniform(&rng) - 1);
+    return v;
+}
+
+typedef struct {
+    bool ta, tb;
+    int M, N, K;
+    int lda, ldb, ldc;
+    double alpha, beta;
+} gemm_case;
+
+/* Checks C (after the kernel) against alpha·op(A)·op(B) + beta·C0 computed in
+ * double, allowing the rounding a K-term sum in hl_real can have:
+ * (K+4)·eps·(Σ|alpha·a·b| + |beta·c0|). */
+static void check_gemm(const char *what, const gemm_case *t, const hl_real *A, const hl_real *B,
+                       const hl_real *C0, const hl_real *C)
+{
+    for (int i = 0; i < t->M; i++)
+        for (int j = 0; j < t->N; j++) {
+            double sum = 0, mag = 0;
+            for (int k = 0; k < t->K; k++) {
+                double a = t->ta ? A[k * t->lda + i] : A[i * t->lda + k];
+                double b = t->tb ? B[j * t->ldb + k] : B[k * t->ldb + j];
+                sum += a * b;
+                mag += fabs(a * b);
+            }
+            double c0 = t->beta == 0 ? 0 : t->beta * C0[i * t->ldc + j];
+            double expect = t->alpha * sum + c0;
+            double tol = (t->K + 4) * REAL_EPS * (fabs(t->alpha) * mag + fabs(c0));
+            double got = C[i * t->ldc + j];
+            /* An if rather than ck_assert: Check records a location per assert. */
+            if (!(fabs(got - expect) <= tol))
+                ck_abort_msg("%s: ta=%d tb=%d M=%d N=%d K=%d alpha=%g beta=%g: C[%d][%d] = %.9g, "
+                             "expected %.9g",
+                             what, t->ta, t->tb, t->M, t->N, t->K, t->alpha, t->beta, i, j, got,
+                             expect);
+        }
+}
+
+/* Operand sizes for a case; leading dims get 2 spare columns so a kernel that
+ * confuses a stride with a width fails. */
+static void layout(gemm_case *t, size_t *na, size_t *nb, size_t *nc)
+{
+    t->lda = (t->ta ? t->M : t->K) + 2;
+    t->ldb = (t->tb ? t->K : t->N) + 2;
+    t->ldc = t->N + 2;
+    *na = (size_t)(t->ta ? t->K : t->M) * t->lda;
+    *nb = (size_t)(t->tb ? t->N : t->K) * t->ldb;
+    *nc = (size_t)t->M * t->ldc;
+}
+
+static void run_case(gemm_case *t, uint64_t seed)
+{
+    size_t na, nb, nc;
+    layout(t, &na, &nb, &nc);
+    hl_real *A = random_values(na, seed), *B = random_values(nb, seed + 1);
+    hl_real *C0 = random_values(nc, seed + 2), *C = malloc(nc * sizeof *C);
+    /* beta 0 must not read C: stale NaNs must not leak into the result. */
+    if (t->beta == 0)
+        for (size_t i = 0; i < nc; i++)
+            C0[i] = NAN;
+    memcpy(C, C0, nc * sizeof *C);
+    hl_gemm(t->ta, t->tb, t->M, t->N, t->K, (hl_real)t->alpha, A, t->lda, B, t->ldb,
+            (hl_real)t->beta, C, t->ldc);
+    check_gemm("gemm", t, A, B, C0, C);
+    /* The spare columns of C are not part of it. */
+    for (int i = 0; i < t->M; i++)
+        ck_assert(memcmp(&C[i * t->ldc + t->N], &C0[i * t->ldc + t->N],
+                         (size_t)(t->ldc - t->N) * sizeof *C) == 0);
+    free(A);
+    free(B);
+    free(C0);
+    free(C);
+}
+
+START_TEST(test_gemm_against_naive)
+{
+    static const double scalars[][2] = {{1, 0}, {0.75, -1.25}, {-2, 1}};
+    uint64_t seed = 1;
+    for (int flags = 0; flags < 4; flags++)
+        for (int m = 0; m < N_SIZES; m++)
+            for (int n = 0; n < N_SIZES; n++)
+                for (int k = 0; k < N_SIZES; k++)
+                    for (int s = 0; s < 3; s++) {
+                        gemm_case t = {.ta = flags & 1, .tb = flags & 2, .M = sizes[m],
+                                       .N = sizes[n], .K = sizes[k], .alpha = scalars[s][0],
+                                       .beta = scalars[s][1]};
+                        run_case(&t, seed += 3);
+                    }
+}
+END_TEST
+
+START_TEST(test_gemm_batched)
+{
+    enum { BATCH = 3 };
+    for (int flags = 0; flags < 4; flags++)
+        for (int shared = 0; shared < 2; shared++) {
+            gemm_case t = {.ta = flags & 1, .tb = flags & 2, .M = 33, .N = 17, .K = 65,
+                           .alpha = 1, .beta = shared ? 0.5 : 0};
+            size_t na, nb, nc;
+            layout(&t, &na, &nb, &nc);
+            size_t stride_b = shared ? 0 : nb;
+            hl_real *A = random_values(na * BATCH, 10 + flags);
+            hl_real *B = random_values(shared ? nb : nb * BATCH, 20 + flags);
+            hl_real *C0 = random_values(nc * BATCH, 30 + flags);
+            hl_real *C = malloc(nc * BATCH * sizeof *C);
+            memcpy(C, C0, nc * BATCH * sizeof *C);
+            hl_gemm_batched(t.ta, t.tb, t.M, t.N, t.K, (hl_real)t.alpha, A, t.lda, B, t.ldb,
+                            (hl_real)t.beta, C, t.ldc, BATCH, na, stride_b, nc);
+            for (int i = 0; i < BATCH; i++)
+                check_gemm(shared ? "batched, shared B" : "batched", &t, A + i * na,
+                           B + i * stride_b, C0 + i * nc, C + i * nc);
+            free(A);
+            free(B);
+            free(C0);
+            free(C);
+        }
+}
+END_TEST
+
+#ifdef _OPENMP
+/* C from a fresh copy of C0 with the given thread count. */
+static hl_real *gemm_with_threads(int threads, const gemm_case *t, int batch, const hl_real *A,
+                                  const hl_real *B, const hl_real *C0, size_t na, size_t nc)
+{
+    omp_set_num_threads(threads);
+    hl_real *C = malloc(nc * batch * sizeof *C);
+    memcpy(C, C0, nc * batch * sizeof *C);
+    hl_gemm_batched(t->ta, t->tb, t->M, t->N, t->K, (hl_real)t->alpha, A, t->lda, B, t->ldb,
+                    (hl_real)t->beta, C, t->ldc, batch, na, 0, nc);
+    return C;
+}
+#endif
+
+START_TEST(test_gemm_threads_bitwise)
+{
+#ifdef _OPENMP
+    int saved = omp_get_max_threads();
+    for (int flags = 0; flags < 4; flags++)
+        for (int batch = 1; batch <= 5; batch += 4) {
+            /* 130·97·65 ≈ 8e5 multiply-adds: parallel, over several tiles. */
+            gemm_case t = {.ta = flags & 1, .tb = flags & 2, .M = 130, .N = 97, .K = 65,
+                           .alpha = 0.5, .beta = 1};
+            size_t na, nb, nc;
+            layout(&t, &na, &nb, &nc);
+            hl_real *A = random_values(na * batch, 40 + flags), *B = random_values(nb, 50);
+            hl_real *C0 = random_values(nc * batch, 60);
+            hl_real *one = gemm_with_threads(1, &t, batch, A, B, C0, na, nc);
+            hl_real *two = gemm_with_threads(2, &t, batch, A, B, C0, na, nc);
+            ck_assert_msg(memcmp(one, two, nc * batch * sizeof *one) == 0,
+                          "gemm ta=%d tb=%d batch=%d differs between 1 and 2 threads", t.ta,
+                          t.tb, batch);
+            free(A);
+            free(B);
+            free(C0);
+            free(one);
+            free(two);
+        }
+    omp_set_num_threads(saved);
+#endif
+}
+END_TEST
+
+Suite *gemm_suite(void)
+{
+    Suite *s = suite_create("gemm");
+    TCase *tc = tcase_create("gemm");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_gemm_against_naive);
+    tcase_add_test(tc, test_gemm_batched);
+    tcase_add_test(tc, test_gemm_threads_bitwise);
+    suite_add_tcase(s, tc);
+    return s;
+}
