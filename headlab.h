@@ -10,20 +10,28 @@
  *     if (hl_graph_backward(g, loss) != HL_OK)
  *         fprintf(stderr, "%s\n", hl_graph_message(g));
  *
- * Modules: core/ (tensors, arena, graph, params, RNG, gradient check, I/O),
- * ops/ (differentiable ops), models/ (attention and transformers).
+ * Modules: core/ (tensors, arena, graph, params, RNG, gradient check,
+ * optimizers, safetensors and checkpoint I/O, PNG heatmaps), ops/
+ * (differentiable ops), models/ (multi-head attention, a GPT-style model).
  */
 #ifndef HEADLAB_H
 #define HEADLAB_H
 
 #include "core/arena.h"
+#include "core/checkpoint.h"
 #include "core/error.h"
 #include "core/gradcheck.h"
 #include "core/graph.h"
+#include "core/heatmap.h"
+#include "core/optim.h"
 #include "core/params.h"
+#include "core/progress.h"
 #include "core/real.h"
 #include "core/rng.h"
+#include "core/safetensors.h"
 #include "core/tensor.h"
+#include "models/gpt.h"
+#include "models/mha.h"
 #include "ops/ops.h"
 
 #endif

@@ -67,7 +67,8 @@ void *hl_graph_calloc(hl_graph *g, size_t bytes)
     return p;
 }
 
-hl_tensor *hl_graph_tensor(hl_graph *g, const char *name, int rank, const int *shape)
+static hl_tensor *graph_tensor(hl_graph *g, const char *name, int rank, const int *shape,
+                               bool zeroed)
 {
     if (hl_graph_failed(g))
         return &g->poison;
@@ -80,8 +81,19 @@ hl_tensor *hl_graph_tensor(hl_graph *g, const char *name, int rank, const int *s
                      t->name, rank);
         return &g->poison;
     }
-    t->data = hl_graph_calloc(g, t->numel * sizeof(hl_real));
+    size_t bytes = t->numel * sizeof(hl_real);
+    t->data = zeroed ? hl_graph_calloc(g, bytes) : hl_graph_alloc(g, bytes);
     return t->data ? t : &g->poison;
+}
+
+hl_tensor *hl_graph_tensor(hl_graph *g, const char *name, int rank, const int *shape)
+{
+    return graph_tensor(g, name, rank, shape, true);
+}
+
+hl_tensor *hl_graph_tensor_uninit(hl_graph *g, const char *name, int rank, const int *shape)
+{
+    return graph_tensor(g, name, rank, shape, false);
 }
 
 static hl_status run_backward(hl_graph *g)

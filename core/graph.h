@@ -89,6 +89,8 @@ hl_status hl_graph_backward_from(hl_graph *g, hl_tensor *out, const hl_real *gra
 /* An arena tensor, zero-filled, without gradient: for constants and masks built
  * during a step. Returns the poisoned tensor on error. */
 hl_tensor *hl_graph_tensor(hl_graph *g, const char *name, int rank, const int *shape);
+/* The same without zero-filling, for a caller that writes every element. */
+hl_tensor *hl_graph_tensor_uninit(hl_graph *g, const char *name, int rank, const int *shape);
 
 /* Arena memory; records an error and returns NULL when out of memory. */
 void *hl_graph_alloc(hl_graph *g, size_t bytes);

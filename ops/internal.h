@@ -43,7 +43,8 @@
  * is NULL or poisoned. */
 bool hl_op_inputs_ok(hl_graph *g, hl_op op, int n, hl_tensor *const *inputs);
 
-/* A zeroed arena tensor named after the op. */
+/* An arena tensor named after the op, NOT zero-filled: the forward kernel
+ * must write every element (zeroing would cost a pass over memory). */
 hl_tensor *hl_op_output(hl_graph *g, hl_op op, int rank, const int *shape);
 
 /* Records an error "<op>: <message>" and returns the poisoned tensor. */

@@ -35,7 +35,7 @@ bool hl_op_inputs_ok(hl_graph *g, hl_op op, int n, hl_tensor *const *inputs)
 
 hl_tensor *hl_op_output(hl_graph *g, hl_op op, int rank, const int *shape)
 {
-    return hl_graph_tensor(g, hl_op_get(op)->name, rank, shape);
+    return hl_graph_tensor_uninit(g, hl_op_get(op)->name, rank, shape);
 }
 
 hl_node *hl_op_record(hl_graph *g, hl_op op, hl_tensor *out, int n, hl_tensor *const *inputs)

@@ -80,8 +80,8 @@ static void permute_copy(const hl_real *src, const int *in_shape, hl_real *dst,
     for (int i = 0; i < HL_MAX_RANK; i++)
         step[i] = in_strides[perm[i]]; /* input stride along output dim i */
     const int d0 = out_shape[0], d1 = out_shape[1], d2 = out_shape[2], d3 = out_shape[3];
-    size_t total = (size_t)d0 * d1 * d2 * d3;
-#pragma omp parallel for collapse(2) if (total >= HL_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for collapse(2) if ((size_t)d0 * d1 * d2 * d3 >= HL_PARALLEL_MIN_WORK) \
+    schedule(static)
     for (int a = 0; a < d0; a++)
         for (int b = 0; b < d1; b++)
             for (int c = 0; c < d2; c++) {
