@@ -25,8 +25,8 @@
 #include "core/progress.h"
 #include "headlab.h"
 #include "models/gpt.h"
+#include "core/heatmap.h"
 #include "tasks/toy_task.h"
-#include "toy_pictures.h"
 
 #define HELDOUT_SIZE 1000
 #define HELDOUT_BATCH 250
@@ -266,6 +266,135 @@ static void print_table(const hl_gpt *m, const evaluation *e, double deltas[2][8
         }
 }
 
+/* ---- pictures ---- */
+
+/* Every head's attention, (L*H,T,T): for held-out example (batch, index), or
+ * the mean over the whole held-out set when index < 0. NULL on error. */
+static hl_tensor *collect_maps(heldout_set *h, const hl_gpt *m, int batch, int index)
+{
+    const int L = m->cfg.n_layers, H = m->cfg.n_heads, T = HL_TOY_T;
+    hl_tensor *maps = hl_tensor_new("attention", 3, (int[]){L * H, T, T}, false);
+    if (!maps)
+        return NULL;
+    const size_t map_size = (size_t)T * T;
+    hl_graph_set_grad_enabled(h->g, false);
+    for (int i = 0; i < HELDOUT_SIZE / HELDOUT_BATCH; i++) {
+        if (index >= 0 && i != batch)
+            continue;
+        toy_forward f = forward(h->g, m, h->batches[i]);
+        if (hl_graph_failed(h->g)) {
+            hl_tensor_free(maps);
+            return NULL;
+        }
+        for (int l = 0; l < L; l++)
+            for (int k = 0; k < H; k++) {
+                hl_real *dst = maps->data + (size_t)(l * H + k) * map_size;
+                for (int j = index >= 0 ? index : 0; j < (index >= 0 ? index + 1 : HELDOUT_BATCH);
+                     j++) {
+                    const hl_real *src = f.attn[l]->data + ((size_t)j * H + k) * map_size;
+                    for (size_t c = 0; c < map_size; c++)
+                        dst[c] += index >= 0 ? src[c] : src[c] / HELDOUT_SIZE;
+                }
+            }
+        hl_graph_reset(h->g);
+    }
+    return maps;
+}
+
+/* "L0H1 prev 0.97": the head and what it does best, with that score. */
+static void head_label(char *buf, size_t size, int l, int k, const evaluation *e)
+{
+    if (!e) {
+        snprintf(buf, size, "L%dH%d", l, k);
+        return;
+    }
+    const hl_toy_head_scores *s = &e->heads[l][k];
+    const char *role = head_role(s, l);
+    double score = !strcmp(role, "prev")        ? s->previous_token
+                   : !strcmp(role, "2-back")    ? s->two_back
+                   : !strcmp(role, "induction") ? s->induction
+                   : !strcmp(role, "bos")       ? s->first_token
+                                                : fmax(s->previous_token, s->induction);
+    snprintf(buf, size, "L%dH%d %s %.2f", l, k, role, score);
+}
+
+static int write_grid(const char *path, const hl_tensor *maps, const hl_gpt *m,
+                      const evaluation *e, const char *title, hl_error *err)
+{
+    const int L = m->cfg.n_layers, H = m->cfg.n_heads;
+    char text[16][40];
+    const char *labels[16];
+    for (int l = 0; l < L; l++)
+        for (int k = 0; k < H; k++) {
+            head_label(text[l * H + k], sizeof text[0], l, k, e);
+            labels[l * H + k] = text[l * H + k];
+        }
+    hl_heatmap_opts opts = {.columns = H, .labels = labels, .title = title};
+    return hl_heatmap_write(maps, path, &opts, err) == HL_OK ? 0 : -1;
+}
+
+static int toy_write_grid_step(const char *dir, heldout_set *h, const hl_gpt *m, int batch,
+                               int index, int step, hl_error *err)
+{
+    hl_tensor *maps = collect_maps(h, m, batch, index);
+    if (!maps)
+        return hl_error_set(err, HL_ERR_NOMEM, "cannot compute the attention maps"), -1;
+    char path[4200], title[64];
+    snprintf(path, sizeof path, "%s/grid_step%d.png", dir, step);
+    snprintf(title, sizeof title, "step %d, held-out example %d", step, batch * HELDOUT_BATCH + index);
+    int rc = write_grid(path, maps, m, NULL, title, err);
+    hl_tensor_free(maps);
+    return rc;
+}
+
+/* grid.png, grid_mean.png and one attn_L<l>H<h>.png per head, with tokens. */
+static int toy_write_pictures(const char *dir, heldout_set *h, const hl_gpt *m, int batch,
+                              int index, const evaluation *e, hl_error *err)
+{
+    const int H = m->cfg.n_heads, T = HL_TOY_T;
+    hl_tensor *one = collect_maps(h, m, batch, index), *mean = collect_maps(h, m, 0, -1);
+    int rc = one && mean ? 0 : -1;
+    char path[4200], title[96];
+    const hl_toy_batch *b = h->batches[batch];
+    snprintf(title, sizeof title, "held-out example %d (segment %d..%d copied to %d..%d)",
+             batch * HELDOUT_BATCH + index, b->src[index], b->src[index] + b->len[index] - 1,
+             b->dst[index], b->dst[index] + b->len[index] - 1);
+    snprintf(path, sizeof path, "%s/grid.png", dir);
+    if (!rc)
+        rc = write_grid(path, one, m, e, title, err);
+    snprintf(path, sizeof path, "%s/grid_mean.png", dir);
+    if (!rc)
+        rc = write_grid(path, mean, m, e, "mean over 1000 held-out sequences", err);
+
+    char token_text[HL_TOY_T][8];
+    const char *tokens[HL_TOY_T];
+    for (int t = 0; t < T; t++) {
+        int32_t x = b->tokens[(size_t)index * T + t];
+        if (x == HL_TOY_BOS)
+            snprintf(token_text[t], sizeof token_text[t], "BOS");
+        else
+            snprintf(token_text[t], sizeof token_text[t], "%d", (int)x);
+        tokens[t] = token_text[t];
+    }
+    for (int tile = 0; !rc && tile < one->shape[0]; tile++) {
+        hl_tensor map = *one;
+        hl_tensor_set_shape(&map, 2, (int[]){T, T});
+        map.data = one->data + (size_t)tile * T * T;
+        char label[40];
+        head_label(label, sizeof label, tile / H, tile % H, e);
+        const char *labels[] = {label};
+        hl_heatmap_opts opts = {.labels = labels, .title = title, .row_labels = tokens,
+                                .col_labels = tokens};
+        snprintf(path, sizeof path, "%s/attn_L%dH%d.png", dir, tile / H, tile % H);
+        rc = hl_heatmap_write(&map, path, &opts, err) == HL_OK ? 0 : -1;
+    }
+    if (!one || !mean)
+        hl_error_set(err, HL_ERR_NOMEM, "cannot compute the attention maps");
+    hl_tensor_free(one);
+    hl_tensor_free(mean);
+    return rc;
+}
+
 /* Held-out scored loss with each head alone gated to 0, minus the baseline. */
 static int ablate_heads(heldout_set *h, hl_gpt *m, double baseline, double deltas[2][8])
 {
@@ -436,7 +565,7 @@ int main(int argc, char **argv)
         return 1;
     print_table(m, &e, deltas);
     if (write_scores(o.out, m, &e, deltas) ||
-        toy_write_pictures(o.out, &heldout, m, ex_batch, ex_index, &err) ||
+        toy_write_pictures(o.out, &heldout, m, ex_batch, ex_index, &e, &err) ||
         save_model(o.out, m, "model.safetensors", NULL, o.steps, &data_rng)) {
         if (err.message[0])
             fprintf(stderr, "toy_heads: %s\n", err.message);
