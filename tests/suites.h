@@ -25,6 +25,7 @@
     X(cross_entropy)      \
     X(argmax)             \
     X(safetensors)        \
+    X(heatmap)            \
     X(mha)                \
     X(optim)              \
     X(gpt)                \
