@@ -36,7 +36,7 @@ CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 CFLAGS  += -std=c11 $(OPT) $(WARN) $(OMPFLAG) $(REALFLAG) -D_POSIX_C_SOURCE=200809L -I. $(PKG_CFLAGS) $(SAN)
 LDLIBS  := $(PKG_LIBS) -lm
 
-LIB_SRC  := $(wildcard core/*.c ops/*.c models/*.c)
+LIB_SRC  := $(wildcard core/*.c ops/*.c models/*.c tasks/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB      := $(BUILD)/libheadlab.a
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/%,$(wildcard examples/*.c))
@@ -48,7 +48,7 @@ all: lib examples
 lib: $(LIB)
 examples: $(EXAMPLES)
 
-$(BUILD)/obj/%.o: %.c $(wildcard core/*.h ops/*.h models/*.h) headlab.h
+$(BUILD)/obj/%.o: %.c $(wildcard core/*.h ops/*.h models/*.h tasks/*.h) headlab.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -c $< -o $@
 
@@ -65,9 +65,10 @@ $(TEST_BIN): $(TEST_SRC) $(wildcard tests/*.h) $(LIB)
 deps:
 	@tools/deps.sh
 
+# The main job: train the toy model of TOYTASK.md and draw its heads.
 demo: deps
-	@$(MAKE) --no-print-directory $(BUILD)/demo_engine
-	$(BUILD)/demo_engine
+	@$(MAKE) --no-print-directory $(BUILD)/toy_heads
+	$(BUILD)/toy_heads --out out/toy_heads
 
 # Runs one build's suite with 1 and 2 threads (used by test and asan).
 test-one: $(TEST_BIN)

@@ -546,7 +546,7 @@ const hl_st_entry *hl_safetensors_entry(const hl_safetensors *f, size_t i)
 
 const hl_st_entry *hl_safetensors_find(const hl_safetensors *f, const char *name)
 {
-    if (!f || !name)
+    if (!f || !name || f->n_entries == 0) /* bsearch may not take a NULL array */
         return NULL;
     hl_st_entry key = {.name = name};
     return bsearch(&key, f->entries, f->n_entries, sizeof key, by_name);
@@ -554,7 +554,7 @@ const hl_st_entry *hl_safetensors_find(const hl_safetensors *f, const char *name
 
 const char *hl_safetensors_metadata(const hl_safetensors *f, const char *key)
 {
-    if (!f || !key)
+    if (!f || !key || f->n_metadata == 0)
         return NULL;
     cJSON item = {.string = (char *)key};
     const cJSON *want = &item;
