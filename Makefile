@@ -59,8 +59,9 @@ $(LIB): $(LIB_OBJ)
 $(BUILD)/%: examples/%.c $(LIB)
 	$(CC) $(CFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
-$(TEST_BIN): $(TEST_SRC) $(wildcard tests/*.h) $(LIB)
-	$(CC) $(CFLAGS) $(TEST_SRC) $(LIB) $(CHECK_LIBS) $(LDLIBS) -o $@
+# The examples suite runs the programs of the same build.
+$(TEST_BIN): $(TEST_SRC) $(wildcard tests/*.h) $(LIB) $(EXAMPLES)
+	$(CC) $(CFLAGS) -DHL_BUILD_DIR='"$(BUILD)"' $(TEST_SRC) $(LIB) $(CHECK_LIBS) $(LDLIBS) -o $@
 
 deps:
 	@tools/deps.sh

@@ -29,6 +29,8 @@
     X(mha)                \
     X(optim)              \
     X(gpt)                \
-    X(checkpoint)
+    X(checkpoint)         \
+    X(toy_task)           \
+    X(examples)
 
 #endif

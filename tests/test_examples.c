@@ -1,0 +1,194 @@
+/* Tests of the example programs as a user runs them: exit codes and messages
+ * on bad input, the mha_run round trip against the PyTorch fixtures, and a
+ * short toy_heads run with its files. HL_BUILD_DIR (set by the Makefile)
+ * names the folder holding the programs. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/safetensors.h"
+#include "tests/testutil.h"
+
+#ifndef HL_BUILD_DIR
+#define HL_BUILD_DIR "build"
+#endif
+
+/* Runs a shell command with stderr captured into *output (first 4 KiB);
+ * returns the exit status. */
+static int run(const char *command, char *output, size_t size)
+{
+    char full[2048];
+    snprintf(full, sizeof full, "%s 2>&1", command);
+    FILE *p = popen(full, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = 0;
+    for (size_t got; n + 1 < size && (got = fread(output + n, 1, size - 1 - n, p)) > 0;)
+        n += got;
+    output[n] = '\0';
+    char sink[256];
+    while (fread(sink, 1, sizeof sink, p) > 0) {
+    }
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static char temp_dir[64];
+
+static void make_temp_dir(void)
+{
+    strcpy(temp_dir, "/tmp/headlab-examples-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(temp_dir));
+}
+
+static void remove_temp_dir(void)
+{
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf %s", temp_dir);
+    ck_assert_int_eq(system(command), 0);
+}
+
+static void expect_failure(const char *command, int code, const char *fragment)
+{
+    char out[4096];
+    int rc = run(command, out, sizeof out);
+    ck_assert_msg(rc == code, "%s: exit %d, wanted %d; said: %s", command, rc, code, out);
+    ck_assert_msg(strstr(out, fragment), "%s: message \"%s\" lacks \"%s\"", command, out, fragment);
+}
+
+START_TEST(test_mha_run_round_trip)
+{
+    make_temp_dir();
+    static const char *const cases[][2] = {{"cross", ""}, {"self_causal", "--causal"},
+                                           {"self_key_padding", ""}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *name = cases[c][0];
+        char command[1024], out[4096], path[256];
+        snprintf(path, sizeof path, "%s/%s.safetensors", temp_dir, name);
+        snprintf(command, sizeof command,
+                 HL_BUILD_DIR "/mha_run --weights tests/fixtures/mha/%s/weights.safetensors "
+                 "--inputs tests/fixtures/mha/%s/inputs.safetensors --out %s --heads %s %s",
+                 name, name, path, !strcmp(name, "self_causal") ? "4" : "2", cases[c][1]);
+        ck_assert_msg(run(command, out, sizeof out) == 0, "%s: %s", command, out);
+        hl_error err = {0};
+        hl_safetensors *got = NULL, *want = NULL;
+        char expected[256];
+        snprintf(expected, sizeof expected, "tests/fixtures/mha/%s/expected.safetensors", name);
+        ck_assert_msg(hl_safetensors_read(path, &got, &err) == HL_OK, "%s", err.message);
+        ck_assert_msg(hl_safetensors_read(expected, &want, &err) == HL_OK, "%s", err.message);
+        /* Every tensor the fixture expects, mha_run wrote, and they agree. */
+        ck_assert_uint_eq(hl_safetensors_count(got), hl_safetensors_count(want));
+        for (size_t i = 0; i < hl_safetensors_count(want); i++) {
+            const char *tensor = hl_safetensors_entry(want, i)->name;
+            hl_tensor *a = hl_safetensors_load(got, tensor, false, &err);
+            hl_tensor *b = hl_safetensors_load(want, tensor, false, &err);
+            ck_assert_msg(a && b, "%s: %s", name, err.message);
+            tu_assert_close(tensor, a->data, b->data, a->numel, 1e-5);
+            hl_tensor_free(a);
+            hl_tensor_free(b);
+        }
+        hl_safetensors_free(got);
+        hl_safetensors_free(want);
+    }
+    remove_temp_dir();
+}
+END_TEST
+
+START_TEST(test_mha_run_bad_input)
+{
+    make_temp_dir();
+    char command[1024], path[256];
+    expect_failure(HL_BUILD_DIR "/mha_run --heads 2", 2, "required");
+    expect_failure(HL_BUILD_DIR "/mha_run --bogus", 2, "unknown");
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/mha_run --weights tests/fixtures/mha/cross/weights.safetensors "
+             "--inputs /nonexistent.safetensors --out %s/o.safetensors --heads 2", temp_dir);
+    expect_failure(command, 2, "/nonexistent.safetensors");
+    /* Inputs that do not fit the weights: the shapes are named. */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/mha_run --weights tests/fixtures/mha/cross/weights.safetensors "
+             "--inputs tests/fixtures/mha/self/inputs.safetensors --out %s/o.safetensors "
+             "--heads 2", temp_dir);
+    expect_failure(command, 2, "kdim 6");
+    /* Heads that do not divide E. */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/mha_run --weights tests/fixtures/mha/self/weights.safetensors "
+             "--inputs tests/fixtures/mha/self/inputs.safetensors --out %s/o.safetensors "
+             "--heads 3", temp_dir);
+    expect_failure(command, 2, "not divisible");
+    /* A truncated weights file. */
+    snprintf(path, sizeof path, "%s/cut.safetensors", temp_dir);
+    snprintf(command, sizeof command,
+             "head -c 100 tests/fixtures/mha/self/weights.safetensors > %s && " HL_BUILD_DIR
+             "/mha_run --weights %s --inputs tests/fixtures/mha/self/inputs.safetensors "
+             "--out %s/o.safetensors --heads 2",
+             path, path, temp_dir);
+    expect_failure(command, 2, "cut.safetensors");
+    snprintf(path, sizeof path, "%s/o.safetensors", temp_dir);
+    ck_assert_int_ne(access(path, F_OK), 0); /* nothing written on failure */
+    remove_temp_dir();
+}
+END_TEST
+
+START_TEST(test_toy_heads_short_run)
+{
+    make_temp_dir();
+    char command[1024], out[4096], path[256];
+    expect_failure(HL_BUILD_DIR "/toy_heads --steps -3", 2, "--steps");
+    expect_failure(HL_BUILD_DIR "/toy_heads --frobnicate", 2, "unknown");
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/toy_heads --steps 20 --eval-every 10 --out %s/toy", temp_dir);
+    ck_assert_msg(run(command, out, sizeof out) == 0, "%s", out);
+    const char *files[] = {"scores.csv", "train.csv", "grid.png", "grid_mean.png",
+                           "grid_step0.png", "attn_L0H0.png", "attn_L1H3.png",
+                           "model.safetensors", "checkpoint.safetensors"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/toy/%s", temp_dir, files[i]);
+        ck_assert_msg(access(path, F_OK) == 0, "toy_heads did not write %s", files[i]);
+    }
+    snprintf(path, sizeof path, "%s/toy/scores.csv", temp_dir);
+    FILE *f = fopen(path, "r");
+    char header[256];
+    ck_assert_ptr_nonnull(fgets(header, sizeof header, f));
+    ck_assert_str_eq(header, "layer,head,previous_token,two_back,induction,first_token,entropy,"
+                             "ablation_delta\n");
+    int rows = 0;
+    while (fgets(header, sizeof header, f))
+        rows++;
+    fclose(f);
+    ck_assert_int_eq(rows, 8);
+    /* Resuming from its checkpoint continues to the new total. */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/toy_heads --steps 30 --eval-every 10 --out %s/toy "
+             "--resume %s/toy/checkpoint.safetensors",
+             temp_dir, temp_dir);
+    ck_assert_msg(run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "resumed from"));
+    remove_temp_dir();
+}
+END_TEST
+
+START_TEST(test_charlm_bad_input)
+{
+    expect_failure(HL_BUILD_DIR "/charlm", 2, "--data");
+    expect_failure(HL_BUILD_DIR "/charlm --data /nonexistent.txt", 2, "/nonexistent.txt");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/fixtures/optim.safetensors --lr nan", 2,
+                   "--lr");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --ctx 4000", 2, "at least");
+}
+END_TEST
+
+Suite *examples_suite(void)
+{
+    Suite *s = suite_create("examples");
+    TCase *tc = tcase_create("examples");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_mha_run_round_trip);
+    tcase_add_test(tc, test_mha_run_bad_input);
+    tcase_add_test(tc, test_toy_heads_short_run);
+    tcase_add_test(tc, test_charlm_bad_input);
+    suite_add_tcase(s, tc);
+    return s;
+}
