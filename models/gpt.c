@@ -34,7 +34,8 @@ static void declare_block(hl_gpt *m, int l, hl_error *err)
         b->ln1_b = declare(p, NAME("ln1.bias"), 1, &d);
     }
     snprintf(prefix, sizeof prefix, "blocks.%d.attn.", l);
-    hl_mha_config attn = {.embed_dim = d, .num_heads = m->cfg.n_heads, .bias = true};
+    hl_mha_config attn = {.embed_dim = d, .num_heads = hl_gpt_layer_heads(&m->cfg, l),
+                          .head_dim = d / m->cfg.n_heads, .bias = true};
     if (hl_mha_declare(&b->attn, p, prefix, &attn, err) != HL_OK)
         return;
     if (m->cfg.mlp) {
@@ -61,6 +62,12 @@ hl_gpt *hl_gpt_new(const hl_gpt_config *cfg, hl_error *err)
                      HL_GPT_MAX_LAYERS);
         return NULL;
     }
+    for (int l = 0; l < cfg->n_layers; l++)
+        if (cfg->layer_heads[l] < 0 || cfg->layer_heads[l] > cfg->n_heads) {
+            hl_error_set(err, HL_ERR_ARG, "gpt: layer %d has %d heads; it may have 1 to %d", l,
+                         cfg->layer_heads[l], cfg->n_heads);
+            return NULL;
+        }
     if (cfg->d_model % cfg->n_heads) {
         hl_error_set(err, HL_ERR_ARG, "gpt: d_model %d is not divisible by n_heads %d",
                      cfg->d_model, cfg->n_heads);
@@ -194,28 +201,52 @@ hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, i
     return hl_graph_failed(g) ? &g->poison : logits;
 }
 
+int hl_gpt_layer_heads(const hl_gpt_config *cfg, int l)
+{
+    return cfg->layer_heads[l] ? cfg->layer_heads[l] : cfg->n_heads;
+}
+
 int hl_gpt_config_format(const hl_gpt_config *c, char *buf, size_t size)
 {
-    return snprintf(buf, size,
-                    "vocab_in=%d vocab_out=%d n_ctx=%d d_model=%d n_heads=%d n_layers=%d "
-                    "mlp=%d layernorm=%d dropout=%.17g emb_std=%.17g",
-                    c->vocab_in, c->vocab_out, c->n_ctx, c->d_model, c->n_heads, c->n_layers,
-                    c->mlp, c->layernorm, c->dropout, c->emb_std);
+    int n = snprintf(buf, size,
+                     "vocab_in=%d vocab_out=%d n_ctx=%d d_model=%d n_heads=%d n_layers=%d "
+                     "mlp=%d layernorm=%d dropout=%.17g emb_std=%.17g layer_heads=",
+                     c->vocab_in, c->vocab_out, c->n_ctx, c->d_model, c->n_heads, c->n_layers,
+                     c->mlp, c->layernorm, c->dropout, c->emb_std);
+    for (int l = 0; l < c->n_layers && n >= 0 && (size_t)n < size; l++)
+        n += snprintf(buf + n, size - (size_t)n, l ? ",%d" : "%d", hl_gpt_layer_heads(c, l));
+    return n;
 }
 
 hl_status hl_gpt_config_parse(const char *text, hl_gpt_config *c, hl_error *err)
 {
-    int mlp, layernorm;
+    int mlp, layernorm, used = 0;
+    memset(c, 0, sizeof *c);
     if (!text ||
         sscanf(text,
                "vocab_in=%d vocab_out=%d n_ctx=%d d_model=%d n_heads=%d n_layers=%d mlp=%d "
-               "layernorm=%d dropout=%lg emb_std=%lg",
+               "layernorm=%d dropout=%lg emb_std=%lg%n",
                &c->vocab_in, &c->vocab_out, &c->n_ctx, &c->d_model, &c->n_heads, &c->n_layers,
-               &mlp, &layernorm, &c->dropout, &c->emb_std) != 10)
+               &mlp, &layernorm, &c->dropout, &c->emb_std, &used) != 10 ||
+        c->n_layers < 1 || c->n_layers > HL_GPT_MAX_LAYERS)
         return hl_error_set(err, HL_ERR_FORMAT, "gpt: cannot parse the model config \"%s\"",
                             text ? text : "(missing)");
     c->mlp = mlp != 0;
     c->layernorm = layernorm != 0;
+    /* Optional: " layer_heads=4,3" (written by every version that can prune). */
+    const char *p = text + used;
+    if (!strncmp(p, " layer_heads=", 13)) {
+        p += 13;
+        for (int l = 0; l < c->n_layers; l++) {
+            char *end;
+            long h = strtol(p, &end, 10);
+            if (end == p || h < 1 || h > c->n_heads || (*end != ',' && l + 1 < c->n_layers))
+                return hl_error_set(err, HL_ERR_FORMAT,
+                                    "gpt: bad layer_heads in the model config \"%s\"", text);
+            c->layer_heads[l] = (int)h;
+            p = end + (*end == ',');
+        }
+    }
     return HL_OK;
 }
 

@@ -35,8 +35,9 @@ typedef struct hl_gpt_config {
     int vocab_out;    /* logits per position */
     int n_ctx;        /* positions (rows of the position embedding) */
     int d_model;
-    int n_heads;
+    int n_heads;      /* heads per layer as built; head width d_model / n_heads */
     int n_layers;
+    int layer_heads[HL_GPT_MAX_LAYERS]; /* heads left in layer l after pruning; 0 = n_heads */
     bool mlp;         /* a 4x GELU MLP in every block */
     bool layernorm;   /* pre-LayerNorm in blocks and a final LayerNorm */
     double dropout;   /* after embeddings, attention and MLP (training only) */
@@ -70,6 +71,9 @@ void hl_gpt_init_weights(hl_gpt *m, hl_rng *rng);
  * NULL, attn[l] receives layer l's attention probabilities (B,H,T,T). */
 hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, int B, int T,
                           hl_tensor **attn);
+
+/* Heads in layer l (n_heads unless pruned). */
+int hl_gpt_layer_heads(const hl_gpt_config *cfg, int l);
 
 /* The config as safetensors metadata strings, and back (for checkpoints). */
 int hl_gpt_config_format(const hl_gpt_config *cfg, char *buf, size_t size);

@@ -19,9 +19,10 @@ hl_status hl_mha_declare(hl_mha *m, hl_params *p, const char *prefix,
                          const hl_mha_config *cfg, hl_error *err)
 {
     memset(m, 0, sizeof *m);
-    if (!cfg || cfg->embed_dim < 1 || cfg->num_heads < 1 || cfg->kdim < 0 || cfg->vdim < 0)
+    if (!cfg || cfg->embed_dim < 1 || cfg->num_heads < 1 || cfg->kdim < 0 || cfg->vdim < 0 ||
+        cfg->head_dim < 0)
         return hl_error_set(err, HL_ERR_ARG, "mha: embed_dim and num_heads must be positive");
-    if (cfg->embed_dim % cfg->num_heads != 0)
+    if (!cfg->head_dim && cfg->embed_dim % cfg->num_heads != 0)
         return hl_error_set(err, HL_ERR_ARG,
                             "mha: embed_dim %d is not divisible by num_heads %d",
                             cfg->embed_dim, cfg->num_heads);
@@ -29,19 +30,20 @@ hl_status hl_mha_declare(hl_mha *m, hl_params *p, const char *prefix,
     const int E = cfg->embed_dim;
     m->cfg.kdim = cfg->kdim ? cfg->kdim : E;
     m->cfg.vdim = cfg->vdim ? cfg->vdim : E;
-    m->head_dim = E / cfg->num_heads;
+    m->cfg.head_dim = cfg->head_dim ? cfg->head_dim : E / cfg->num_heads;
+    const int inner = cfg->num_heads * m->cfg.head_dim; /* E, unless heads were pruned */
     m->packed = m->cfg.kdim == E && m->cfg.vdim == E;
     prefix = prefix ? prefix : "";
     if (m->packed) {
-        m->in_proj_weight = declare(p, prefix, "in_proj_weight", 2, (int[]){3 * E, E});
+        m->in_proj_weight = declare(p, prefix, "in_proj_weight", 2, (int[]){3 * inner, E});
     } else {
-        m->q_proj_weight = declare(p, prefix, "q_proj_weight", 2, (int[]){E, E});
-        m->k_proj_weight = declare(p, prefix, "k_proj_weight", 2, (int[]){E, m->cfg.kdim});
-        m->v_proj_weight = declare(p, prefix, "v_proj_weight", 2, (int[]){E, m->cfg.vdim});
+        m->q_proj_weight = declare(p, prefix, "q_proj_weight", 2, (int[]){inner, E});
+        m->k_proj_weight = declare(p, prefix, "k_proj_weight", 2, (int[]){inner, m->cfg.kdim});
+        m->v_proj_weight = declare(p, prefix, "v_proj_weight", 2, (int[]){inner, m->cfg.vdim});
     }
     if (cfg->bias)
-        m->in_proj_bias = declare(p, prefix, "in_proj_bias", 1, (int[]){3 * E});
-    m->out_proj_weight = declare(p, prefix, "out_proj.weight", 2, (int[]){E, E});
+        m->in_proj_bias = declare(p, prefix, "in_proj_bias", 1, (int[]){3 * inner});
+    m->out_proj_weight = declare(p, prefix, "out_proj.weight", 2, (int[]){E, inner});
     if (cfg->bias)
         m->out_proj_bias = declare(p, prefix, "out_proj.bias", 1, (int[]){E});
     if (hl_error_failed(hl_params_error(p)))
@@ -57,20 +59,22 @@ hl_status hl_mha_declare(hl_mha *m, hl_params *p, const char *prefix,
 
 void hl_mha_init_weights(hl_mha *m, hl_rng *rng)
 {
-    const int E = m->cfg.embed_dim;
+    const int E = m->cfg.embed_dim, inner = hl_mha_inner_dim(m);
     if (m->packed) {
-        hl_init_xavier_uniform(m->in_proj_weight, rng, E, 3 * E);
+        hl_init_xavier_uniform(m->in_proj_weight, rng, E, 3 * inner);
     } else {
-        hl_init_xavier_uniform(m->q_proj_weight, rng, E, E);
-        hl_init_xavier_uniform(m->k_proj_weight, rng, m->cfg.kdim, E);
-        hl_init_xavier_uniform(m->v_proj_weight, rng, m->cfg.vdim, E);
+        hl_init_xavier_uniform(m->q_proj_weight, rng, E, inner);
+        hl_init_xavier_uniform(m->k_proj_weight, rng, m->cfg.kdim, inner);
+        hl_init_xavier_uniform(m->v_proj_weight, rng, m->cfg.vdim, inner);
     }
-    hl_init_kaiming_uniform(m->out_proj_weight, rng, E);
+    hl_init_kaiming_uniform(m->out_proj_weight, rng, inner);
     if (m->in_proj_bias)
         hl_tensor_fill(m->in_proj_bias, 0);
     if (m->out_proj_bias)
         hl_tensor_fill(m->out_proj_bias, 0);
 }
+
+int hl_mha_inner_dim(const hl_mha *m) { return m->cfg.num_heads * m->cfg.head_dim; }
 
 void hl_mha_release(hl_mha *m)
 {
@@ -85,7 +89,7 @@ static hl_tensor *split_heads(hl_graph *g, hl_tensor *x, int heads, int head_dim
     return hl_permute(g, split, (int[]){0, 2, 1, 3});
 }
 
-/* (B,H,T,D) -> (B,T,E) */
+/* (B,H,T,D) -> (B,T,H·D) */
 static hl_tensor *merge_heads(hl_graph *g, hl_tensor *x)
 {
     hl_tensor *merged = hl_permute(g, x, (int[]){0, 2, 1, 3});
@@ -98,27 +102,27 @@ static hl_tensor *bias_part(hl_graph *g, const hl_mha *m, int part)
 {
     if (!m->in_proj_bias)
         return NULL;
-    const int E = m->cfg.embed_dim;
-    return hl_narrow(g, m->in_proj_bias, 0, part * E, E);
+    const int inner = hl_mha_inner_dim(m);
+    return hl_narrow(g, m->in_proj_bias, 0, part * inner, inner);
 }
 
-/* The q, k, v projections, (B,T,E) and (B,S,E) each. */
+/* The q, k, v projections, (B,T,H·D) and (B,S,H·D) each. */
 static void project(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_tensor *key,
                     hl_tensor *value, hl_tensor **q, hl_tensor **k, hl_tensor **v)
 {
-    const int E = m->cfg.embed_dim;
+    const int inner = hl_mha_inner_dim(m);
     if (m->packed && query == key && key == value) {
-        /* Self-attention: one GEMM over the packed (3E,E) weight, then split. */
+        /* Self-attention: one GEMM over the packed (3·H·D,E) weight, then split. */
         hl_tensor *qkv = hl_linear(g, query, m->in_proj_weight, m->in_proj_bias);
-        *q = hl_narrow(g, qkv, -1, 0, E);
-        *k = hl_narrow(g, qkv, -1, E, E);
-        *v = hl_narrow(g, qkv, -1, 2 * E, E);
+        *q = hl_narrow(g, qkv, -1, 0, inner);
+        *k = hl_narrow(g, qkv, -1, inner, inner);
+        *v = hl_narrow(g, qkv, -1, 2 * inner, inner);
         return;
     }
     hl_tensor *w[3];
     if (m->packed) {
         for (int part = 0; part < 3; part++)
-            w[part] = hl_narrow(g, m->in_proj_weight, 0, part * E, E);
+            w[part] = hl_narrow(g, m->in_proj_weight, 0, part * inner, inner);
     } else {
         w[0] = m->q_proj_weight;
         w[1] = m->k_proj_weight;
@@ -173,7 +177,7 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
         *attn = &g->poison;
     if (!check_inputs(g, m, query, key, value))
         return &g->poison;
-    const int H = m->cfg.num_heads, D = m->head_dim;
+    const int H = m->cfg.num_heads, D = m->cfg.head_dim;
     hl_tensor *q, *k, *v;
     project(g, m, query, key, value, &q, &k, &v);
     hl_tensor *qh = split_heads(g, q, H, D), *kh = split_heads(g, k, H, D);

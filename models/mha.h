@@ -9,7 +9,9 @@
  * `<prefix>in_proj_weight (3E,E)` and `<prefix>in_proj_bias (3E)` when kdim =
  * vdim = E, otherwise `q_proj_weight (E,E)`, `k_proj_weight (E,kdim)`,
  * `v_proj_weight (E,vdim)` and `in_proj_bias (3E)`; then `out_proj.weight
- * (E,E)` and `out_proj.bias (E)`. Biases exist only with bias on.
+ * (E,E)` and `out_proj.bias (E)`. Biases exist only with bias on. After
+ * pruning, H·D < E takes the place of E as the in-projection's output width
+ * and the out-projection's input width.
  *
  * The per-head gate (H) starts at ones and is not a trained parameter: set
  * gate_h = 0 to ablate head h; after backward, gate->grad holds ∂L/∂g_h, the
@@ -43,15 +45,15 @@ typedef struct hl_mha_config {
     int kdim;      /* width of keys; 0 means E */
     int vdim;      /* width of values; 0 means E */
     bool bias;     /* in- and out-projection biases */
+    int head_dim;  /* D; 0 means E / H. Set by pruning, where H·D < E */
 } hl_mha_config;
 
 typedef struct hl_mha {
-    hl_mha_config cfg;      /* with kdim and vdim filled in */
-    int head_dim;           /* D = E / H */
+    hl_mha_config cfg;      /* with kdim, vdim and head_dim filled in */
     bool packed;            /* one (3E,E) in-projection */
-    hl_tensor *in_proj_weight, *in_proj_bias;             /* (3E,E), (3E) */
+    hl_tensor *in_proj_weight, *in_proj_bias;             /* (3HD,E), (3HD) */
     hl_tensor *q_proj_weight, *k_proj_weight, *v_proj_weight; /* unpacked only */
-    hl_tensor *out_proj_weight, *out_proj_bias;           /* (E,E), (E) */
+    hl_tensor *out_proj_weight, *out_proj_bias;           /* (E,HD), (E) */
     hl_tensor *gate;        /* (H), heap, requires grad, not in the params */
 } hl_mha;
 
@@ -72,6 +74,8 @@ hl_status hl_mha_declare(hl_mha *m, hl_params *p, const char *prefix,
  * weight U(±1/√E). */
 void hl_mha_init_weights(hl_mha *m, hl_rng *rng);
 void hl_mha_release(hl_mha *m);
+/* H·D: the width of the concatenated heads (E unless heads were pruned). */
+int hl_mha_inner_dim(const hl_mha *m);
 
 /* query (B,T,E), key (B,S,kdim), value (B,S,vdim) -> (B,T,E). masks may be
  * NULL. When attn is not NULL it receives the attention probabilities

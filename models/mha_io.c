@@ -35,6 +35,12 @@ hl_status hl_mha_load(hl_mha *m, hl_params *p, const hl_safetensors *f, const ch
     if (matrix_dims(find(f, prefix, "out_proj.weight"), "out_proj.weight", &rows, &cols, err))
         return err->status;
     cfg.embed_dim = rows;
+    /* out_proj.weight is (E, H·D): its width gives D, also after pruning. */
+    if (num_heads < 1 || cols % num_heads != 0)
+        return hl_error_set(err, HL_ERR_ARG,
+                            "mha: out_proj.weight (%d,%d) does not split into %d heads", rows,
+                            cols, num_heads);
+    cfg.head_dim = cols / num_heads;
     const hl_st_entry *packed = find(f, prefix, "in_proj_weight");
     if (!packed) {
         int r = 0;

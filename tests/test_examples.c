@@ -117,7 +117,7 @@ START_TEST(test_mha_run_bad_input)
              HL_BUILD_DIR "/mha_run --weights tests/fixtures/mha/self/weights.safetensors "
              "--inputs tests/fixtures/mha/self/inputs.safetensors --out %s/o.safetensors "
              "--heads 3", temp_dir);
-    expect_failure(command, 2, "not divisible");
+    expect_failure(command, 2, "does not split into 3 heads");
     /* A truncated weights file. */
     snprintf(path, sizeof path, "%s/cut.safetensors", temp_dir);
     snprintf(command, sizeof command,

@@ -123,7 +123,19 @@ START_TEST(test_gpt_config_round_trip)
               a.d_model == b.d_model && a.n_heads == b.n_heads && a.n_layers == b.n_layers &&
               a.mlp == b.mlp && a.layernorm == b.layernorm && a.dropout == b.dropout &&
               a.emb_std == b.emb_std);
+    ck_assert_int_eq(b.layer_heads[0], a.n_heads);
     ck_assert_int_eq(hl_gpt_config_parse("vocab_in=3", &b, &err), HL_ERR_FORMAT);
+    /* A pruned model: its layers keep their own head counts. */
+    a.layer_heads[1] = 3;
+    hl_gpt_config_format(&a, text, sizeof text);
+    ck_assert_int_eq(hl_gpt_config_parse(text, &b, &err), HL_OK);
+    ck_assert_int_eq(hl_gpt_layer_heads(&b, 0), 4);
+    ck_assert_int_eq(hl_gpt_layer_heads(&b, 1), 3);
+    hl_gpt *pruned = hl_gpt_new(&b, &err);
+    ck_assert_ptr_nonnull(pruned);
+    ck_assert_int_eq(pruned->blocks[1].attn.in_proj_weight->shape[0], 3 * 3 * 16);
+    ck_assert_int_eq(pruned->blocks[1].attn.out_proj_weight->shape[1], 3 * 16);
+    hl_gpt_free(pruned);
 }
 END_TEST
 
