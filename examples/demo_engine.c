@@ -35,7 +35,7 @@ static int parse_int(const char *flag, const char *value, int lo, int hi)
 }
 
 static hl_tensor *forward(hl_graph *g, demo_model *m, const int32_t *tokens,
-                          const int32_t *targets, hl_tensor **attn)
+                          const int32_t *targets, hl_mha_trace *trace)
 {
     hl_tensor *x = hl_embedding(g, m->tok, tokens, 2, (int[]){B, T});
     int32_t positions[B * T];
@@ -43,7 +43,7 @@ static hl_tensor *forward(hl_graph *g, demo_model *m, const int32_t *tokens,
         positions[i] = i % T;
     x = hl_add(g, x, hl_embedding(g, m->pos, positions, 2, (int[]){B, T}));
     hl_mha_masks masks = {.causal = true};
-    hl_tensor *h = hl_add(g, x, hl_mha_forward(g, &m->attn, x, x, x, &masks, attn));
+    hl_tensor *h = hl_add(g, x, hl_mha_forward(g, &m->attn, x, x, x, &masks, trace));
     hl_tensor *logits = hl_linear(g, h, m->unembed, m->unembed_bias);
     return hl_cross_entropy(g, logits, targets, -1);
 }
@@ -92,8 +92,8 @@ int main(int argc, char **argv)
         for (int i = 0; i < B * T; i++)
             targets[i] = i % T == 0 ? -1 : tokens[i - 1]; /* -1: position 0 has no target */
         hl_params_zero_grad(m.params);
-        hl_tensor *attn;
-        hl_tensor *loss = forward(g, &m, tokens, targets, &attn);
+        hl_mha_trace trace;
+        hl_tensor *loss = forward(g, &m, tokens, targets, &trace);
         if (hl_graph_backward(g, loss) != HL_OK) {
             fprintf(stderr, "demo_engine: step %d: %s\n", step, hl_graph_message(g));
             return 1;
@@ -104,7 +104,7 @@ int main(int argc, char **argv)
             for (int h = 0; h < H; h++) {
                 double mass = 0;
                 for (int t = 1; t < T; t++)
-                    mass += attn->data[((size_t)h * T + t) * T + t - 1];
+                    mass += trace.attn->data[((size_t)h * T + t) * T + t - 1];
                 printf(" %.2f", mass / (T - 1));
             }
             printf("\n");

@@ -118,8 +118,8 @@ static int run(const options *o, hl_error *err)
         goto done;
 
     hl_mha_masks masks = {.causal = o->causal, .key_padding = pad, .additive = mask};
-    hl_tensor *attn;
-    hl_tensor *y = hl_mha_forward(g, &m, q, k, v, &masks, &attn);
+    hl_mha_trace trace;
+    hl_tensor *y = hl_mha_forward(g, &m, q, k, v, &masks, &trace);
     if (!hl_graph_failed(g) && dy && !hl_tensor_same_shape(dy, y)) {
         char ys[HL_SHAPE_STR_MAX], ds[HL_SHAPE_STR_MAX];
         hl_error_set(err, HL_ERR_SHAPE, "grad_output %s does not match the output %s",
@@ -133,7 +133,7 @@ static int run(const options *o, hl_error *err)
         goto done;
     }
     if (hl_st_writer_add(w, "output", y, OUT_DTYPE, err) ||
-        hl_st_writer_add(w, "attn_weights", attn, OUT_DTYPE, err))
+        hl_st_writer_add(w, "attn_weights", trace.attn, OUT_DTYPE, err))
         goto done;
     if (dy) {
         /* In self-attention q, k and v are one tensor: its gradient is the sum. */

@@ -116,13 +116,13 @@ static int make_dirs(const char *path)
 typedef struct {
     hl_tensor *scored, *other; /* mean cross-entropies, (1) each */
     hl_tensor *logits;         /* (B,T,V) */
-    hl_tensor *attn[2];        /* (B,H,T,T) per layer */
+    hl_mha_trace trace[2];     /* attention (B,H,T,T) and head outputs per layer */
 } toy_forward;
 
 static toy_forward forward(hl_graph *g, const hl_gpt *m, const hl_toy_batch *b)
 {
     toy_forward f;
-    f.logits = hl_gpt_forward(g, m, b->tokens, b->B, HL_TOY_T, f.attn);
+    f.logits = hl_gpt_forward(g, m, b->tokens, b->B, HL_TOY_T, f.trace);
     f.scored = hl_cross_entropy(g, f.logits, b->scored, HL_TOY_IGNORE);
     f.other = hl_cross_entropy(g, f.logits, b->other, HL_TOY_IGNORE);
     return f;
@@ -193,7 +193,7 @@ static int evaluate(heldout_set *h, const hl_gpt *m, bool heads, evaluation *e)
         count += n;
         if (heads)
             for (int l = 0; l < L; l++)
-                hl_toy_scores_add(&sums[l], b, f.attn[l]);
+                hl_toy_scores_add(&sums[l], b, f.trace[l].attn);
         hl_graph_reset(h->g);
     }
     e->scored_loss = loss_sum / count;
@@ -291,7 +291,7 @@ static hl_tensor *collect_maps(heldout_set *h, const hl_gpt *m, int batch, int i
                 hl_real *dst = maps->data + (size_t)(l * H + k) * map_size;
                 for (int j = index >= 0 ? index : 0; j < (index >= 0 ? index + 1 : HELDOUT_BATCH);
                      j++) {
-                    const hl_real *src = f.attn[l]->data + ((size_t)j * H + k) * map_size;
+                    const hl_real *src = f.trace[l].attn->data + ((size_t)j * H + k) * map_size;
                     for (size_t c = 0; c < map_size; c++)
                         dst[c] += index >= 0 ? src[c] : src[c] / HELDOUT_SIZE;
                 }

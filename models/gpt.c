@@ -162,7 +162,7 @@ static hl_tensor *maybe_layernorm(hl_graph *g, hl_tensor *x, hl_tensor *w, hl_te
 }
 
 hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, int B, int T,
-                          hl_tensor **attn)
+                          hl_mha_trace *trace)
 {
     if (hl_graph_failed(g))
         return &g->poison;
@@ -186,7 +186,7 @@ hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, i
     for (int l = 0; l < m->cfg.n_layers; l++) {
         const hl_gpt_block *b = &m->blocks[l];
         hl_tensor *a = maybe_layernorm(g, h, b->ln1_w, b->ln1_b);
-        hl_tensor *y = hl_mha_forward(g, &b->attn, a, a, a, &causal, attn ? &attn[l] : NULL);
+        hl_tensor *y = hl_mha_forward(g, &b->attn, a, a, a, &causal, trace ? &trace[l] : NULL);
         h = hl_add(g, h, p > 0 ? hl_dropout(g, y, p) : y);
         if (b->fc_w) {
             hl_tensor *x = maybe_layernorm(g, h, b->ln2_w, b->ln2_b);

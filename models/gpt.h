@@ -16,7 +16,7 @@
  *     hl_gpt_config cfg = hl_gpt_config_default();   // then set the fields
  *     hl_gpt *m = hl_gpt_new(&cfg, &err);
  *     hl_gpt_init_weights(m, &rng);
- *     hl_tensor *logits = hl_gpt_forward(g, m, tokens, B, T, attn_maps);
+ *     hl_tensor *logits = hl_gpt_forward(g, m, tokens, B, T, traces);   // traces may be NULL
  */
 #ifndef HL_GPT_H
 #define HL_GPT_H
@@ -67,10 +67,11 @@ void hl_gpt_free(hl_gpt *m);
  * embeddings N(0, emb_std), LayerNorm weight 1 and bias 0. */
 void hl_gpt_init_weights(hl_gpt *m, hl_rng *rng);
 
-/* tokens (B,T) with T <= n_ctx -> logits (B,T,vocab_out). When attn is not
- * NULL, attn[l] receives layer l's attention probabilities (B,H,T,T). */
+/* tokens (B,T) with T <= n_ctx -> logits (B,T,vocab_out). When trace is not
+ * NULL, trace[l] receives layer l's attention probabilities (B,H,T,T) and
+ * head outputs (B,H,T,D). */
 hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, int B, int T,
-                          hl_tensor **attn);
+                          hl_mha_trace *trace);
 
 /* Heads in layer l (n_heads unless pruned). */
 int hl_gpt_layer_heads(const hl_gpt_config *cfg, int l);

@@ -171,10 +171,10 @@ static bool check_inputs(hl_graph *g, const hl_mha *m, const hl_tensor *query,
 }
 
 hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_tensor *key,
-                          hl_tensor *value, const hl_mha_masks *masks, hl_tensor **attn)
+                          hl_tensor *value, const hl_mha_masks *masks, hl_mha_trace *trace)
 {
-    if (attn)
-        *attn = &g->poison;
+    if (trace)
+        *trace = (hl_mha_trace){&g->poison, &g->poison};
     if (!check_inputs(g, m, query, key, value))
         return &g->poison;
     const int H = m->cfg.num_heads, D = m->cfg.head_dim;
@@ -199,11 +199,14 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
 
     hl_tensor *heads = hl_matmul(g, probs, vh, 0);
     hl_tensor *gated = hl_mul(g, heads, hl_reshape(g, m->gate, 3, (int[]){H, 1, 1}));
+    if (m->head_offset)
+        gated = hl_add(g, gated, (hl_tensor *)m->head_offset);
     hl_tensor *out = hl_linear(g, merge_heads(g, gated), m->out_proj_weight, m->out_proj_bias);
     if (hl_graph_failed(g))
         return &g->poison;
-    if (attn)
-        *attn = probs;
+    hl_tensor_set_name(gated, "heads");
+    if (trace)
+        *trace = (hl_mha_trace){probs, gated};
     return out;
 }
 

@@ -24,8 +24,8 @@
  *     hl_params_commit(p);
  *     hl_mha_init_weights(&mha, &rng);
  *     hl_mha_masks masks = {.causal = true};
- *     hl_tensor *attn;                                     // (B,H,T,S)
- *     hl_tensor *y = hl_mha_forward(g, &mha, x, x, x, &masks, &attn);
+ *     hl_mha_trace trace;                                  // attn (B,H,T,S), heads
+ *     hl_tensor *y = hl_mha_forward(g, &mha, x, x, x, &masks, &trace);
  *     ...
  *     hl_mha_release(&mha);                                // frees the gate
  */
@@ -55,6 +55,10 @@ typedef struct hl_mha {
     hl_tensor *q_proj_weight, *k_proj_weight, *v_proj_weight; /* unpacked only */
     hl_tensor *out_proj_weight, *out_proj_bias;           /* (E,HD), (E) */
     hl_tensor *gate;        /* (H), heap, requires grad, not in the params */
+    /* (H,T,D) or NULL: added to the gated head outputs. With gate_h = 0 and
+     * head_offset_h = head h's mean output, head h is mean-ablated. Owned by
+     * the caller; its T must match the queries'. */
+    const hl_tensor *head_offset;
 } hl_mha;
 
 /* Which keys each query may see. Mask tensors use nonzero = true. */
@@ -64,6 +68,12 @@ typedef struct hl_mha_masks {
     const hl_tensor *blocked;     /* (T,S) or (B,T,S): nonzero = hidden */
     const hl_tensor *additive;    /* (T,S) or (B,T,S): added to the scores */
 } hl_mha_masks;
+
+/* What a forward pass can hand back for inspection (named graph tensors). */
+typedef struct hl_mha_trace {
+    hl_tensor *attn;  /* (B,H,T,S) attention probabilities */
+    hl_tensor *heads; /* (B,H,T,D) each head's output after its gate, before W_O */
+} hl_mha_trace;
 
 /* Declares the module's parameters in p (prefix may be "" or e.g.
  * "blocks.0.attn.") and allocates its gate. HL_OK, or an error in err. */
@@ -77,12 +87,11 @@ void hl_mha_release(hl_mha *m);
 /* H·D: the width of the concatenated heads (E unless heads were pruned). */
 int hl_mha_inner_dim(const hl_mha *m);
 
-/* query (B,T,E), key (B,S,kdim), value (B,S,vdim) -> (B,T,E). masks may be
- * NULL. When attn is not NULL it receives the attention probabilities
- * (B,H,T,S), a named graph tensor. Pass the same tensor as query, key and
- * value for self-attention (one packed projection). */
+/* query (B,T,E), key (B,S,kdim), value (B,S,vdim) -> (B,T,E). masks and
+ * trace may be NULL. Pass the same tensor as query, key and value for
+ * self-attention (one packed projection). */
 hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_tensor *key,
-                          hl_tensor *value, const hl_mha_masks *masks, hl_tensor **attn);
+                          hl_tensor *value, const hl_mha_masks *masks, hl_mha_trace *trace);
 
 /* The head average of attention probabilities (B,H,T,S) -> (B,T,S), a graph
  * tensor outside autograd (for inspection). */

@@ -87,13 +87,13 @@ static void run_fixture(const char *name)
 
     hl_graph *g = hl_graph_new(0);
     hl_mha_masks masks = {.causal = causal, .key_padding = padding, .additive = additive};
-    hl_tensor *attn;
-    hl_tensor *out = hl_mha_forward(g, &m, query, key, value, &masks, &attn);
+    hl_mha_trace trace;
+    hl_tensor *out = hl_mha_forward(g, &m, query, key, value, &masks, &trace);
     ck_assert_msg(!hl_graph_failed(g), "%s: %s", name, hl_graph_message(g));
     for (size_t i = 0; i < out->numel; i++)
         ck_assert_msg(isfinite(out->data[i]), "%s: output %zu is not finite", name, i);
     expect_close(name, expected, "output", out->data, out->numel);
-    expect_close(name, expected, "attn_weights", attn->data, attn->numel);
+    expect_close(name, expected, "attn_weights", trace.attn->data, trace.attn->numel);
 
     ck_assert_int_eq(hl_graph_backward_from(g, out, grad_out->data), HL_OK);
     expect_close(name, expected, "grad.query", query->grad, query->numel);
@@ -267,6 +267,41 @@ START_TEST(test_mha_gate_zero_removes_head)
 }
 END_TEST
 
+START_TEST(test_mha_head_offset)
+{
+    /* Adding offset (H,T,D) to the gated heads adds W_O[:, head h] · offset[h,t]. */
+    small_model s;
+    small_model_make(&s, 2, 5, 12, 3, 13);
+    const int T = 5, E = 12, D = 4, h = 1;
+    hl_tensor *offset = hl_tensor_new("offset", 3, (int[]){3, T, D}, false);
+    for (int t = 0; t < T; t++)
+        for (int d = 0; d < D; d++)
+            offset->data[(h * T + t) * D + d] = (hl_real)(0.1 * (t + 1) - 0.05 * d);
+    hl_graph *g = hl_graph_new(0);
+    hl_mha_masks causal = {.causal = true};
+    hl_tensor *plain = hl_mha_forward(g, &s.mha, s.x, s.x, s.x, &causal, NULL);
+    s.mha.head_offset = offset;
+    hl_mha_trace trace;
+    hl_tensor *shifted = hl_mha_forward(g, &s.mha, s.x, s.x, s.x, &causal, &trace);
+    ck_assert(!hl_graph_failed(g));
+    ck_assert_int_eq(trace.heads->shape[1], 3);
+    ck_assert_int_eq(trace.heads->shape[3], D);
+    const hl_real *Wo = s.mha.out_proj_weight->data;
+    for (int b = 0; b < 2; b++)
+        for (int t = 0; t < T; t++)
+            for (int o = 0; o < E; o++) {
+                double add = 0;
+                for (int d = 0; d < D; d++)
+                    add += (double)Wo[o * E + h * D + d] * offset->data[(h * T + t) * D + d];
+                size_t i = ((size_t)b * T + t) * E + o;
+                ck_assert(fabs(shifted->data[i] - plain->data[i] - add) < 1e-5);
+            }
+    hl_graph_free(g);
+    hl_tensor_free(offset);
+    small_model_free(&s);
+}
+END_TEST
+
 /* ---- the gradient check of the whole module ---- */
 
 typedef struct {
@@ -393,6 +428,7 @@ Suite *mha_suite(void)
     tcase_add_loop_test(tc, test_mha_matches_pytorch, 0, sizeof fixtures / sizeof fixtures[0]);
     tcase_add_test(tc, test_mha_equals_per_head_loop);
     tcase_add_test(tc, test_mha_gate_zero_removes_head);
+    tcase_add_test(tc, test_mha_head_offset);
     tcase_add_test(tc, test_mha_gradcheck_self);
     tcase_add_test(tc, test_mha_gradcheck_cross_masked);
     tcase_add_test(tc, test_mha_threads_large);
