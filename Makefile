@@ -7,17 +7,26 @@
 #   make deps       installs missing Debian packages (apt-get; sudo when not root)
 #   make clean
 #
-# Options: REAL=double (double-precision build, in build/double), NO_OMP=1 (no OpenMP).
+# Options: REAL=double (double-precision build, in build/double), NO_OMP=1 (no OpenMP),
+#          MPI=1 (data-parallel training over Open MPI, compiled by mpicc, in build/mpi).
 
 REAL   ?= float
-CC     ?= gcc
 PKGS   := libpng libcjson check
 
+ifeq ($(MPI),1)
+  CC        := mpicc
+  MPIFLAG   := -DHL_MPI
+  MPI_PKGS  := libopenmpi-dev openmpi-bin
+  BUILD_TOP := build/mpi
+else
+  BUILD_TOP := build
+endif
+
 ifeq ($(REAL),double)
-  BUILD    ?= build/double
+  BUILD    ?= $(BUILD_TOP)/double
   REALFLAG := -DHL_REAL_DOUBLE
 else ifeq ($(REAL),float)
-  BUILD    ?= build
+  BUILD    ?= $(BUILD_TOP)
   REALFLAG :=
 else
   $(error REAL must be float or double, not '$(REAL)')
@@ -33,7 +42,8 @@ endif
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs libpng libcjson 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
-CFLAGS  += -std=c11 $(OPT) $(WARN) $(OMPFLAG) $(REALFLAG) -D_POSIX_C_SOURCE=200809L -I. $(PKG_CFLAGS) $(SAN)
+CFLAGS  += -std=c11 $(OPT) $(WARN) $(OMPFLAG) $(REALFLAG) $(MPIFLAG) -D_POSIX_C_SOURCE=200809L \
+           -I. $(PKG_CFLAGS) $(SAN)
 LDLIBS  := $(PKG_LIBS) -lm
 
 LIB_SRC  := $(wildcard core/*.c ops/*.c models/*.c tasks/*.c)
@@ -64,7 +74,7 @@ $(TEST_BIN): $(TEST_SRC) $(wildcard tests/*.h) $(LIB) $(EXAMPLES)
 	$(CC) $(CFLAGS) -DHL_BUILD_DIR='"$(BUILD)"' $(TEST_SRC) $(LIB) $(CHECK_LIBS) $(LDLIBS) -o $@
 
 deps:
-	@tools/deps.sh
+	@tools/deps.sh $(MPI_PKGS)
 
 # The main job: train the toy model of TOYTASK.md and draw its heads.
 demo: deps
@@ -77,8 +87,12 @@ test-one: $(TEST_BIN)
 	OMP_NUM_THREADS=2 $(TEST_BIN)
 
 test: deps
+ifeq ($(MPI),1)
+	@$(MAKE) --no-print-directory test-one REAL=float MPI=1
+else
 	@$(MAKE) --no-print-directory test-one REAL=float
 	@$(MAKE) --no-print-directory test-one REAL=double
+endif
 
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 asan: deps

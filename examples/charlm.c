@@ -7,7 +7,8 @@
  * AdamW (warm-up, cosine decay, gradient clipping), reports both losses,
  * logs every evaluation to DIR/train.csv, keeps DIR/checkpoint.safetensors
  * (weights, optimizer state, step, RNG) for --resume, and samples text.
- * Run with --help for every option.
+ * Run with --help for every option. Under mpirun (a `make MPI=1` build) each
+ * rank trains on its slice of every batch; rank 0 writes and samples.
  */
 #include <errno.h>
 #include <math.h>
@@ -19,6 +20,7 @@
 #include <omp.h>
 #endif
 
+#include "core/dist.h"
 #include "headlab.h"
 
 #define VAL_BATCHES 8
@@ -268,9 +270,46 @@ static hl_gpt *build_model(const options *o, hl_error *err)
     return hl_gpt_load(o->resume, err);
 }
 
+/* One optimizer step on this rank's rows of the global batch; returns the
+ * global mean loss and sets *norm to the clipped gradient norm. */
+static double train_step(hl_graph *g, hl_gpt *m, hl_optim *opt, text_span train, int B, int T,
+                         hl_rng *data_rng, int32_t *x, int32_t *y, size_t *offsets,
+                         const options *o, double lr_scale, double *norm)
+{
+    /* Every rank draws the whole global batch (one RNG stream for all), then
+     * trains on its slice, its loss weighted by its share of the rows. */
+    random_offsets(train, B, T, data_rng, offsets);
+    int begin, end;
+    hl_dist_shard(B, &begin, &end);
+    const int rows = end - begin;
+    make_batch(train, offsets + begin, rows, T, x, y);
+    hl_params_zero_grad(m->params);
+    hl_tensor *loss = hl_cross_entropy(g, hl_gpt_forward(g, m, x, rows, T, NULL), y, -1);
+    loss = hl_scale(g, loss, (hl_real)rows / (hl_real)B);
+    if (hl_graph_backward(g, loss) != HL_OK) {
+        fprintf(stderr, "charlm: %s\n", hl_graph_message(g));
+        hl_dist_abort(1);
+    }
+    double local = loss->data[0];
+    hl_dist_allreduce_grads(m->params);
+    *norm = hl_clip_grad_norm(m->params, o->clip);
+    if (!isfinite(local) || !isfinite(*norm)) {
+        const hl_node *bad = hl_graph_first_nonfinite(g);
+        fprintf(stderr, "charlm: the %s is not finite (first non-finite op output: %s); the "
+                "last checkpoint keeps the last good state\n",
+                isfinite(local) ? "gradient" : "loss", bad ? hl_op_get(bad->op)->name : "none");
+        hl_dist_abort(1);
+    }
+    hl_optim_step(opt, lr_scale);
+    hl_graph_reset(g);
+    return hl_dist_sum(local);
+}
+
 int main(int argc, char **argv)
 {
+    hl_dist_init(&argc, &argv);
     options o = parse_options(argc, argv);
+    const bool lead = hl_dist_rank() == 0; /* rank 0 alone prints and writes */
 #ifdef _OPENMP
     if (o.threads)
         omp_set_num_threads(o.threads);
@@ -278,12 +317,12 @@ int main(int argc, char **argv)
     size_t size = 0;
     unsigned char *text = read_file(o.data, &size);
     if (!text)
-        return 2;
+        hl_dist_abort(2);
     hl_error err = {0};
     hl_gpt *m = build_model(&o, &err);
     if (!m) {
         fprintf(stderr, "charlm: %s\n", err.message);
-        return 2;
+        hl_dist_abort(2);
     }
     const int T = m->cfg.n_ctx, B = o.batch;
     size_t n_val = size / 10;
@@ -291,11 +330,25 @@ int main(int argc, char **argv)
     if (val.size < (size_t)T + 2 || train.size < (size_t)T + 2) {
         fprintf(stderr, "charlm: %s has %zu bytes; with --ctx %d it needs at least %d\n", o.data,
                 size, T, 10 * (T + 2));
-        return 2;
+        hl_dist_abort(2);
     }
-    if (make_dirs(o.out)) {
+    if (B < hl_dist_size()) {
+        fprintf(stderr, "charlm: --batch %d is smaller than the %d ranks\n", B, hl_dist_size());
+        hl_dist_abort(2);
+    }
+    char config[512], check[1024];
+    hl_gpt_config_format(&m->cfg, config, sizeof config);
+    snprintf(check, sizeof check, "%s batch=%d steps=%d lr=%g clip=%g seed=%d data_bytes=%zu",
+             config, B, o.steps, o.lr, o.clip, o.seed, size);
+    if (hl_dist_check_same(check, &err) != HL_OK) {
+        if (lead)
+            fprintf(stderr, "charlm: the ranks were started with different options or data: %s\n",
+                    err.message);
+        hl_dist_abort(2);
+    }
+    if (lead && make_dirs(o.out)) {
         fprintf(stderr, "charlm: cannot create %s: %s\n", o.out, strerror(errno));
-        return 2;
+        hl_dist_abort(2);
     }
     hl_optim *opt = hl_optim_new(m->params,
                                  &(hl_optim_config){.kind = HL_OPTIM_ADAMW, .lr = o.lr,
@@ -307,45 +360,50 @@ int main(int argc, char **argv)
     size_t *offsets = malloc(sizeof *offsets * (size_t)B);
     if (!opt || !g || !x || !y || !offsets) {
         fprintf(stderr, "charlm: %s\n", err.message[0] ? err.message : "out of memory");
-        return 1;
+        hl_dist_abort(1);
     }
     hl_rng init_rng, data_rng;
     hl_rng_seed(&init_rng, (uint64_t)o.seed);
     hl_rng_seed(&data_rng, (uint64_t)o.seed + 1);
-    hl_graph_seed(g, (uint64_t)o.seed + 2);
+    hl_graph_seed(g, (uint64_t)o.seed + 2 + (uint64_t)hl_dist_rank()); /* dropout per rank */
     int64_t start = 0;
     hl_checkpoint_rng rngs[] = {{"data", &data_rng}, {"dropout", &g->rng}};
     if (o.resume) {
         if (hl_checkpoint_load(o.resume, m->params, opt, &start, rngs, 2, &err) != HL_OK) {
             fprintf(stderr, "charlm: %s\n", err.message);
-            return 2;
+            hl_dist_abort(2);
         }
-        printf("resumed from %s at step %lld\n", o.resume, (long long)start);
+        if (lead)
+            printf("resumed from %s at step %lld\n", o.resume, (long long)start);
     } else {
         hl_gpt_init_weights(m, &init_rng);
     }
-    char path[4200], config[512];
+    hl_dist_broadcast_params(m->params);
+    char path[4200];
     snprintf(path, sizeof path, "%s/train.csv", o.out);
-    FILE *log = fopen(path, start ? "a" : "w");
-    if (!log) {
+    FILE *log = lead ? fopen(path, start ? "a" : "w") : NULL;
+    if (lead && !log) {
         fprintf(stderr, "charlm: cannot write %s: %s\n", path, strerror(errno));
-        return 2;
+        hl_dist_abort(2);
     }
-    if (!start)
+    if (lead && !start)
         fprintf(log, "step,train_loss,val_loss,lr,grad_norm,seconds\n");
-    hl_gpt_config_format(&m->cfg, config, sizeof config);
-    printf("charlm: %s, %zu bytes (%zu train, %zu validation); %zu parameters\n  %s\n", o.data,
-           size, train.size, val.size, hl_params_count(m->params), config);
+    if (lead)
+        printf("charlm: %s, %zu bytes (%zu train, %zu validation); %zu parameters; batch %d "
+               "over %d rank(s)\n  %s\n",
+               o.data, size, train.size, val.size, hl_params_count(m->params), B,
+               hl_dist_size(), config);
 
     const hl_lr_schedule sched = {.warmup_steps = 100, .total_steps = o.steps, .cosine = true,
                                   .min_scale = 0.1};
     hl_progress progress;
-    hl_progress_begin(&progress, stdout, o.steps, o.eval_every);
+    if (lead)
+        hl_progress_begin(&progress, stdout, o.steps, o.eval_every);
     double t0 = hl_seconds(), train_loss = NAN, norm = 0;
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", o.out);
     hl_checkpoint_meta meta[] = {{"config", config}, {"task", "charlm"}};
     for (int64_t step = start; step <= o.steps; step++) {
-        if (step % o.eval_every == 0 || step == o.steps) {
+        if (lead && (step % o.eval_every == 0 || step == o.steps)) {
             double val_loss = validation_loss(g, m, val, B, T, x, y, offsets);
             fprintf(log, "%lld,%.6f,%.6f,%.6g,%.4f,%.2f\n", (long long)step, train_loss, val_loss,
                     o.lr * hl_lr_scale(&sched, step), norm, hl_seconds() - t0);
@@ -357,38 +415,23 @@ int main(int argc, char **argv)
             if (step > start &&
                 hl_checkpoint_save(path, m->params, opt, step, rngs, 2, meta, 2, &err) != HL_OK) {
                 fprintf(stderr, "charlm: %s\n", err.message);
-                return 1;
+                hl_dist_abort(1);
             }
         }
         if (step == o.steps)
             break;
-        random_offsets(train, B, T, &data_rng, offsets);
-        make_batch(train, offsets, B, T, x, y);
-        hl_params_zero_grad(m->params);
-        hl_tensor *loss = hl_cross_entropy(g, hl_gpt_forward(g, m, x, B, T, NULL), y, -1);
-        if (hl_graph_backward(g, loss) != HL_OK) {
-            fprintf(stderr, "charlm: step %lld: %s\n", (long long)step, hl_graph_message(g));
-            return 1;
-        }
-        train_loss = loss->data[0];
-        norm = hl_clip_grad_norm(m->params, o.clip);
-        if (!isfinite(train_loss) || !isfinite(norm)) {
-            const hl_node *bad = hl_graph_first_nonfinite(g);
-            fprintf(stderr, "charlm: step %lld: the %s is not finite (first non-finite op output: "
-                    "%s); %s keeps the last good state\n", (long long)step,
-                    isfinite(train_loss) ? "gradient" : "loss",
-                    bad ? hl_op_get(bad->op)->name : "none", path);
-            return 1;
-        }
-        hl_optim_step(opt, hl_lr_scale(&sched, step));
-        hl_graph_reset(g);
-        hl_progress_update(&progress, step + 1, train_loss, -1);
+        train_loss = train_step(g, m, opt, train, B, T, &data_rng, x, y, offsets, &o,
+                                hl_lr_scale(&sched, step), &norm);
+        if (lead)
+            hl_progress_update(&progress, step + 1, train_loss, -1);
     }
-    hl_progress_end(&progress);
-    fclose(log);
-    if (o.sample > 0) {
-        printf("--- sample (temperature %.2f) ---\n", o.temperature);
-        sample_text(g, m, o.prompt, o.sample, o.temperature, &data_rng);
+    if (lead) {
+        hl_progress_end(&progress);
+        fclose(log);
+        if (o.sample > 0) {
+            printf("--- sample (temperature %.2f) ---\n", o.temperature);
+            sample_text(g, m, o.prompt, o.sample, o.temperature, &data_rng);
+        }
     }
     free(x);
     free(y);
@@ -397,5 +440,6 @@ int main(int argc, char **argv)
     hl_graph_free(g);
     hl_optim_free(opt);
     hl_gpt_free(m);
+    hl_dist_finalize();
     return 0;
 }

@@ -4,7 +4,8 @@
  * CSV and PNG attention maps.
  *
  *     build/toy_heads [--seed N] [--steps N] [--threads N] [--out DIR]
- *                     [--eval-every N] [--resume CKPT]
+ *                     [--eval-every N] [--resume CKPT] [--check-sync]
+ *     mpirun -np 2 build/mpi/toy_heads ...       (data-parallel, `make MPI=1`)
  *
  * Writes into DIR (default out/toy_heads/): scores.csv, train.csv,
  * attn_L<l>H<h>.png, grid.png, grid_mean.png, grid_step<N>.png,
@@ -22,6 +23,7 @@
 #endif
 
 #include "core/checkpoint.h"
+#include "core/dist.h"
 #include "core/progress.h"
 #include "headlab.h"
 #include "models/gpt.h"
@@ -35,6 +37,7 @@
 
 typedef struct {
     int seed, steps, threads, eval_every;
+    bool check_sync;
     const char *out, *resume;
 } options;
 
@@ -42,7 +45,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: toy_heads [--seed N] [--steps N] [--threads N] [--out DIR]\n"
-            "                 [--eval-every N] [--resume CHECKPOINT]\n"
+            "                 [--eval-every N] [--resume CHECKPOINT] [--check-sync]\n"
             "Trains the toy head-specialisation model of TOYTASK.md (2 layers x 4 heads,\n"
             "attention only) and writes scores.csv, train.csv, attention PNGs and\n"
             "model.safetensors into DIR (default out/toy_heads).\n"
@@ -50,7 +53,11 @@ static void usage(FILE *f)
             "  --steps N       training steps (default 3000)\n"
             "  --threads N     OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
             "  --eval-every N  held-out evaluation interval (default 100)\n"
-            "  --resume FILE   continue from a checkpoint.safetensors of an earlier run\n");
+            "  --resume FILE   continue from a checkpoint.safetensors of an earlier run\n"
+            "  --check-sync    (MPI) check after every step that all ranks hold the same\n"
+            "                  parameters (a hash compared across ranks)\n"
+            "Under mpirun (a `make MPI=1` build) each rank trains on its slice of every\n"
+            "batch and the gradients are summed over the ranks; rank 0 writes the files.\n");
 }
 
 static int parse_int(const char *flag, const char *value, int lo, int hi)
@@ -82,6 +89,8 @@ static options parse_options(int argc, char **argv)
             o.threads = parse_int(a, v, 1, 1024), i++;
         } else if (!strcmp(a, "--eval-every")) {
             o.eval_every = parse_int(a, v, 1, 100000000), i++;
+        } else if (!strcmp(a, "--check-sync")) {
+            o.check_sync = true;
         } else if (!strcmp(a, "--out") && v) {
             o.out = v, i++;
         } else if (!strcmp(a, "--resume") && v) {
@@ -456,16 +465,90 @@ static bool is_snapshot_step(int step)
     return false;
 }
 
+/* Counts of scored and other targets in rows [begin, end) of a batch. */
+static void count_targets(const hl_toy_batch *b, int begin, int end, double *scored,
+                          double *other)
+{
+    *scored = *other = 0;
+    for (int p = begin * HL_TOY_T; p < end * HL_TOY_T; p++) {
+        *scored += b->scored[p] != HL_TOY_IGNORE;
+        *other += b->other[p] != HL_TOY_IGNORE;
+    }
+}
+
+/* This rank's rows of the global batch, as a batch of their own. */
+static hl_toy_batch shard_of(const hl_toy_batch *b, int begin, int end)
+{
+    hl_toy_batch s = *b;
+    s.B = end - begin;
+    s.tokens += begin * HL_TOY_T;
+    s.scored += begin * HL_TOY_T;
+    s.other += begin * HL_TOY_T;
+    s.src += begin;
+    s.dst += begin;
+    s.len += begin;
+    return s;
+}
+
+/* One step on this rank's shard. Each loss term is the mean over the GLOBAL
+ * batch's targets: the shard's mean weighted by its share of them, so that
+ * summing gradients over the ranks gives exactly the one-process gradient.
+ * Returns the global loss. */
+static double train_step(hl_graph *g, hl_gpt *m, hl_optim *opt, const hl_toy_batch *batch,
+                         double lr_scale, int step)
+{
+    int begin, end;
+    hl_dist_shard(batch->B, &begin, &end);
+    double scored_all, other_all, scored_mine, other_mine;
+    count_targets(batch, 0, batch->B, &scored_all, &other_all);
+    count_targets(batch, begin, end, &scored_mine, &other_mine);
+    hl_toy_batch shard = shard_of(batch, begin, end);
+    hl_params_zero_grad(m->params);
+    toy_forward f = forward(g, m, &shard);
+    hl_tensor *loss = hl_add(g, hl_scale(g, f.scored, (hl_real)(scored_mine / scored_all)),
+                             hl_scale(g, f.other, (hl_real)(other_mine / other_all)));
+    if (hl_graph_backward(g, loss) != HL_OK) {
+        fprintf(stderr, "toy_heads: step %d: %s\n", step, hl_graph_message(g));
+        hl_dist_abort(1);
+    }
+    double local = loss->data[0];
+    if (!check_finite(g, m, local, step))
+        hl_dist_abort(1);
+    hl_dist_allreduce_grads(m->params);
+    hl_optim_step(opt, lr_scale);
+    hl_graph_reset(g);
+    return hl_dist_sum(local);
+}
+
+/* Every rank must run the same configuration: checked before any training. */
+static void check_ranks_agree(const options *o)
+{
+    char text[512];
+    snprintf(text, sizeof text, "toy_heads seed=%d steps=%d eval_every=%d resume=%s batch=%d "
+             "real=%s", o->seed, o->steps, o->eval_every, o->resume ? o->resume : "-", BATCH,
+             HL_REAL_NAME);
+    hl_error err = {0};
+    if (hl_dist_check_same(text, &err) != HL_OK) {
+        if (hl_dist_rank() == 0)
+            fprintf(stderr, "toy_heads: the ranks were started with different options: %s\n",
+                    err.message);
+        hl_dist_abort(2);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    hl_dist_init(&argc, &argv);
     options o = parse_options(argc, argv);
+    const bool lead = hl_dist_rank() == 0; /* rank 0 alone prints and writes */
 #ifdef _OPENMP
     if (o.threads)
         omp_set_num_threads(o.threads);
 #endif
-    if (make_dirs(o.out)) {
+    check_ranks_agree(&o);
+    if (lead && make_dirs(o.out)) {
         fprintf(stderr, "toy_heads: cannot create %s: %s\n", o.out, strerror(errno));
-        return 2;
+        hl_dist_abort(2);
     }
     hl_error err = {0};
     hl_gpt_config cfg = hl_gpt_config_default();
@@ -481,46 +564,51 @@ int main(int argc, char **argv)
     hl_graph *g = hl_graph_new(0);
     if (!opt || !batch || !g || heldout_make(&heldout)) {
         fprintf(stderr, "toy_heads: %s\n", err.message[0] ? err.message : "out of memory");
-        return 1;
+        hl_dist_abort(1);
     }
     hl_rng init_rng, data_rng;
     hl_rng_seed(&init_rng, (uint64_t)o.seed);
-    hl_rng_seed(&data_rng, (uint64_t)o.seed + 0x5eed);
+    hl_rng_seed(&data_rng, (uint64_t)o.seed + 0x5eed); /* the same on every rank */
     hl_gpt_init_weights(m, &init_rng);
     int64_t start = 0;
     if (o.resume) {
         hl_checkpoint_rng rngs[] = {{"data", &data_rng}};
         if (hl_checkpoint_load(o.resume, m->params, opt, &start, rngs, 1, &err) != HL_OK) {
             fprintf(stderr, "toy_heads: %s\n", err.message);
-            return 2;
+            hl_dist_abort(2);
         }
-        printf("resumed from %s at step %lld\n", o.resume, (long long)start);
+        if (lead)
+            printf("resumed from %s at step %lld\n", o.resume, (long long)start);
     }
+    hl_dist_broadcast_params(m->params);
 
     char path[4200];
     snprintf(path, sizeof path, "%s/train.csv", o.out);
-    FILE *log = fopen(path, start ? "a" : "w");
-    if (!log) {
+    FILE *log = lead ? fopen(path, start ? "a" : "w") : NULL;
+    if (lead && !log) {
         fprintf(stderr, "toy_heads: cannot write %s: %s\n", path, strerror(errno));
-        return 2;
+        hl_dist_abort(2);
     }
-    if (!start)
+    if (lead && !start)
         fprintf(log, "step,train_loss,heldout_scored_loss,heldout_accuracy,best_previous_token,"
                      "best_two_back,best_induction,seconds\n");
     int ex_batch = 0, ex_index = 0;
     longest_example(&heldout, &ex_batch, &ex_index);
 
-    printf("toy_heads: seed %d, %d steps, batch %d, %zu parameters, out %s\n", o.seed, o.steps,
-           BATCH, hl_params_count(m->params), o.out);
+    if (lead)
+        printf("toy_heads: seed %d, %d steps, batch %d over %d rank(s), %zu parameters, out %s\n",
+               o.seed, o.steps, BATCH, hl_dist_size(), hl_params_count(m->params), o.out);
     const hl_lr_schedule sched = {.warmup_steps = 100};
     hl_progress progress;
-    hl_progress_begin(&progress, stdout, o.steps, o.eval_every);
+    if (lead)
+        hl_progress_begin(&progress, stdout, o.steps, o.eval_every);
     double t0 = hl_seconds(), train_loss = NAN;
     for (int step = (int)start; step <= o.steps; step++) {
-        if (step % o.eval_every == 0 || step == o.steps || is_snapshot_step(step)) {
+        bool evaluate_now = step % o.eval_every == 0 || step == o.steps || is_snapshot_step(step);
+        if (lead && evaluate_now) {
             evaluation e;
             if (evaluate(&heldout, m, true, &e))
-                return 1;
+                hl_dist_abort(1);
             double best[3] = {0, 0, 0};
             for (int h = 0; h < cfg.n_heads; h++) {
                 best[0] = fmax(best[0], e.heads[0][h].previous_token);
@@ -533,51 +621,48 @@ int main(int argc, char **argv)
             if (is_snapshot_step(step) &&
                 toy_write_grid_step(o.out, &heldout, m, ex_batch, ex_index, step, &err)) {
                 fprintf(stderr, "toy_heads: %s\n", err.message);
-                return 1;
+                hl_dist_abort(1);
             }
             if (step > 0 && save_model(o.out, m, "checkpoint.safetensors", opt, step, &data_rng))
-                return 1;
+                hl_dist_abort(1);
         }
         if (step == o.steps)
             break;
         hl_toy_sample(batch, &data_rng);
-        hl_params_zero_grad(m->params);
-        toy_forward f = forward(g, m, batch);
-        hl_tensor *loss = hl_add(g, f.scored, f.other);
-        if (hl_graph_backward(g, loss) != HL_OK) {
-            fprintf(stderr, "toy_heads: step %d: %s\n", step, hl_graph_message(g));
-            return 1;
+        train_loss = train_step(g, m, opt, batch, hl_lr_scale(&sched, step), step);
+        if (o.check_sync && hl_dist_check_params_equal(m->params, &err) != HL_OK) {
+            if (lead)
+                fprintf(stderr, "toy_heads: step %d: %s\n", step, err.message);
+            hl_dist_abort(1);
         }
-        train_loss = loss->data[0];
-        if (!check_finite(g, m, train_loss, step))
-            return 1;
-        hl_optim_step(opt, hl_lr_scale(&sched, step));
-        hl_graph_reset(g);
-        hl_progress_update(&progress, step + 1, train_loss, -1);
+        if (lead)
+            hl_progress_update(&progress, step + 1, train_loss, -1);
     }
-    hl_progress_end(&progress);
     double train_seconds = hl_seconds() - t0;
-    fclose(log);
-
-    evaluation e;
-    double deltas[2][8];
-    if (evaluate(&heldout, m, true, &e) || ablate_heads(&heldout, m, e.scored_loss, deltas))
-        return 1;
-    print_table(m, &e, deltas);
-    if (write_scores(o.out, m, &e, deltas) ||
-        toy_write_pictures(o.out, &heldout, m, ex_batch, ex_index, &e, &err) ||
-        save_model(o.out, m, "model.safetensors", NULL, o.steps, &data_rng)) {
-        if (err.message[0])
-            fprintf(stderr, "toy_heads: %s\n", err.message);
-        return 1;
+    if (lead) {
+        hl_progress_end(&progress);
+        fclose(log);
+        evaluation e;
+        double deltas[2][8];
+        if (evaluate(&heldout, m, true, &e) || ablate_heads(&heldout, m, e.scored_loss, deltas))
+            hl_dist_abort(1);
+        print_table(m, &e, deltas);
+        if (write_scores(o.out, m, &e, deltas) ||
+            toy_write_pictures(o.out, &heldout, m, ex_batch, ex_index, &e, &err) ||
+            save_model(o.out, m, "model.safetensors", NULL, o.steps, &data_rng)) {
+            if (err.message[0])
+                fprintf(stderr, "toy_heads: %s\n", err.message);
+            hl_dist_abort(1);
+        }
+        printf("trained in %.1f s (%.1f steps/s, evaluations included); wrote %s/{scores.csv,"
+               "train.csv,grid.png,grid_mean.png,attn_L*H*.png,model.safetensors}\n",
+               train_seconds, (o.steps - start) / train_seconds, o.out);
     }
-    printf("trained in %.1f s (%.1f steps/s, evaluations included); wrote %s/{scores.csv,"
-           "train.csv,grid.png,grid_mean.png,attn_L*H*.png,model.safetensors}\n",
-           train_seconds, (o.steps - start) / train_seconds, o.out);
     heldout_free(&heldout);
     hl_toy_batch_free(batch);
     hl_graph_free(g);
     hl_optim_free(opt);
     hl_gpt_free(m);
+    hl_dist_finalize();
     return 0;
 }

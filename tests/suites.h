@@ -31,6 +31,7 @@
     X(gpt)                \
     X(checkpoint)         \
     X(toy_task)           \
+    X(dist)               \
     X(examples)
 
 #endif
