@@ -170,6 +170,48 @@ START_TEST(test_toy_heads_short_run)
 }
 END_TEST
 
+START_TEST(test_charlm_learns_and_resumes)
+{
+    make_temp_dir();
+    char path[256], command[1024], out[4096];
+    /* A text with structure to learn: a repeated verse with a counter. */
+    snprintf(path, sizeof path, "%s/text.txt", temp_dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 400; i++)
+        fprintf(f, "the cat sat on mat %d.\n", i % 10);
+    fclose(f);
+    const char *model = "--ctx 16 --d-model 32 --heads 2 --layers 1 --batch 8 --eval-every 50";
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s %s --steps 150 --out %s/lm --sample 40", path, model,
+             temp_dir);
+    ck_assert_msg(run(command, out, sizeof out) == 0, "%s", out);
+    snprintf(path, sizeof path, "%s/lm/train.csv", temp_dir);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[256];
+    double first = -1, last = -1, v;
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f)); /* header */
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "%*[^,],%*[^,],%lf", &v) == 1) {
+            if (first < 0)
+                first = v;
+            last = v;
+        }
+    fclose(f);
+    /* Validation loss starts near ln 256 = 5.5 and must fall well below it. */
+    ck_assert_msg(first > 4.5 && last < 3.0, "validation loss %g -> %g", first, last);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s/text.txt %s --steps 200 --out %s/lm --sample 0 "
+             "--resume %s/lm/checkpoint.safetensors",
+             temp_dir, model, temp_dir, temp_dir);
+    ck_assert_msg(run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "resumed from"));
+    ck_assert_ptr_nonnull(strstr(out, "step 200:"));
+    remove_temp_dir();
+}
+END_TEST
+
 START_TEST(test_charlm_bad_input)
 {
     expect_failure(HL_BUILD_DIR "/charlm", 2, "--data");
@@ -188,6 +230,7 @@ Suite *examples_suite(void)
     tcase_add_test(tc, test_mha_run_round_trip);
     tcase_add_test(tc, test_mha_run_bad_input);
     tcase_add_test(tc, test_toy_heads_short_run);
+    tcase_add_test(tc, test_charlm_learns_and_resumes);
     tcase_add_test(tc, test_charlm_bad_input);
     suite_add_tcase(s, tc);
     return s;
