@@ -410,8 +410,11 @@ int main(int argc, char **argv)
             fflush(log);
             if (progress.tty)
                 printf("\n");
-            printf("step %lld: train loss %.4f, validation loss %.4f\n", (long long)step,
-                   train_loss, val_loss);
+            if (isnan(train_loss)) /* nothing trained yet in this run */
+                printf("step %lld: validation loss %.4f\n", (long long)step, val_loss);
+            else
+                printf("step %lld: train loss %.4f, validation loss %.4f\n", (long long)step,
+                       train_loss, val_loss);
             if (step > start &&
                 hl_checkpoint_save(path, m->params, opt, step, rngs, 2, meta, 2, &err) != HL_OK) {
                 fprintf(stderr, "charlm: %s\n", err.message);
