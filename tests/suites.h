@@ -10,6 +10,7 @@
     X(rng)                \
     X(graph)              \
     X(gradcheck)          \
+    X(gradcheck_tool)     \
     X(shape)              \
     X(elementwise)        \
     X(reduce)             \
