@@ -106,6 +106,14 @@ const hl_error *hl_params_error(const hl_params *p) { return &p->error; }
 size_t hl_params_n_tensors(const hl_params *p) { return p->n; }
 hl_tensor *hl_params_tensor(const hl_params *p, size_t i) { return i < p->n ? p->tensors[i] : NULL; }
 size_t hl_params_count(const hl_params *p) { return p->count; }
+
+size_t hl_params_n_values(const hl_params *p)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < p->n; i++)
+        n += p->tensors[i]->numel;
+    return n;
+}
 hl_real *hl_params_values(const hl_params *p) { return p->values; }
 hl_real *hl_params_grads(const hl_params *p) { return p->grads; }
 

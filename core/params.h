@@ -37,8 +37,12 @@ const hl_error *hl_params_error(const hl_params *p);
 size_t hl_params_n_tensors(const hl_params *p);
 hl_tensor *hl_params_tensor(const hl_params *p, size_t i);
 hl_tensor *hl_params_find(const hl_params *p, const char *name);
-/* Total number of values; the blocks below hold exactly that many. */
+/* Length of the value and gradient blocks: every tensor's values, each
+ * tensor padded to a 64-byte boundary (the padding stays 0). Optimizers and
+ * all-reduces run over this many. */
 size_t hl_params_count(const hl_params *p);
+/* The number of parameters proper: the sum of the tensors' sizes. */
+size_t hl_params_n_values(const hl_params *p);
 hl_real *hl_params_values(const hl_params *p);
 hl_real *hl_params_grads(const hl_params *p);
 

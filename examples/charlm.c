@@ -391,7 +391,7 @@ int main(int argc, char **argv)
     if (lead)
         printf("charlm: %s, %zu bytes (%zu train, %zu validation); %zu parameters; batch %d "
                "over %d rank(s)\n  %s\n",
-               o.data, size, train.size, val.size, hl_params_count(m->params), B,
+               o.data, size, train.size, val.size, hl_params_n_values(m->params), B,
                hl_dist_size(), config);
 
     const hl_lr_schedule sched = {.warmup_steps = 100, .total_steps = o.steps, .cosine = true,

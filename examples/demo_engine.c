@@ -82,7 +82,7 @@ int main(int argc, char **argv)
     hl_mha_init_weights(&m.attn, &rng);
 
     printf("demo_engine: %zu parameters; predict the previous token with one causal "
-           "attention layer (%d heads)\n", hl_params_count(m.params), H);
+           "attention layer (%d heads)\n", hl_params_n_values(m.params), H);
     hl_graph *g = hl_graph_new(0);
     int32_t tokens[B * T], targets[B * T];
     const hl_real lr = 0.1f;

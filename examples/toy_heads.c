@@ -597,7 +597,7 @@ int main(int argc, char **argv)
 
     if (lead)
         printf("toy_heads: seed %d, %d steps, batch %d over %d rank(s), %zu parameters, out %s\n",
-               o.seed, o.steps, BATCH, hl_dist_size(), hl_params_count(m->params), o.out);
+               o.seed, o.steps, BATCH, hl_dist_size(), hl_params_n_values(m->params), o.out);
     const hl_lr_schedule sched = {.warmup_steps = 100};
     hl_progress progress;
     if (lead)

@@ -27,12 +27,14 @@
     X(argmax)             \
     X(safetensors)        \
     X(heatmap)            \
+    X(plot)               \
     X(mha)                \
     X(optim)              \
     X(gpt)                \
     X(checkpoint)         \
     X(toy_task)           \
     X(dist)               \
+    X(heads)              \
     X(examples)
 
 #endif
