@@ -1,103 +1,214 @@
-/* The blocked GEMM kernel (see ops/gemm.h). */
+/* The GEMM driver (see ops/gemm.h): cache blocking, packing and threading
+ * around the register-tiled micro-kernels of ops/gemm_kernel.c. */
 #include "ops/gemm.h"
 
-#include "ops/internal.h"
+#include <stdint.h>
+#include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
-/* C is cut into TILE_M×TILE_N tiles, each computed by one thread, which sums
- * over K in blocks of TILE_K. Per block it copies alpha·op(A) into a row-major
- * (TILE_M,TILE_K) buffer and op(B) into a (TILE_K,TILE_N) one, whatever the
- * transposes, so the inner loop always runs over contiguous rows of B and C
- * and vectorises. The buffers (24 KiB in float) live on each thread's stack;
- * the C tile and the B block stay in cache across the k loop. */
-enum { TILE_M = 32, TILE_N = 64, TILE_K = 64 };
+#include "ops/gemm_kernel.h"
+
+/* The Goto/BLIS loop nest: for each nc-wide column panel of C and each
+ * kc-deep slice of K, op(B)'s (kc,nc) block is packed into nr-wide slivers;
+ * then for each mc-tall row block, op(A)'s (mc,kc) block is packed into
+ * mr-tall slivers and every mr×nr tile of the block is updated by the
+ * micro-kernel, the B sliver staying in L1 while A slivers stream from L2.
+ * Packing pads partial slivers with zeros, so the kernel only sees whole
+ * tiles; alpha is applied while packing A. Small products read an operand
+ * already laid out as the kernel wants it in place instead. Block sizes are
+ * the most for each cache level, in elements: the same bytes for float and
+ * double. */
+enum {
+    KC = 1024 / sizeof(hl_real), /* a B sliver of up to 32 KiB for L1 */
+    MC = 192,                    /* an A block of up to 192 KiB for L2 */
+    NC = 2048,                   /* a B panel of up to 2 MiB for L3 */
+    ALIGN = 64,
+    KC_MIN = 64, /* blocks for when the buffers cannot be allocated */
+};
+
+/* Below this many multiply-adds a product runs on one thread: it takes under
+ * 10 µs, and measured on 2 cores a second thread does not make it faster. */
+#define GEMM_PARALLEL_MIN_WORK 1048576.0
 
 typedef struct {
     bool trans_a, trans_b;
     int M, N, K;
     hl_real alpha, beta;
     size_t lda, ldb, ldc;
+    const hl_gemm_kernel *kern;
+    int mr, nr;              /* kern's tile */
+    bool direct_a, direct_b; /* whole slivers read in place, not packed */
 } gemm_shape;
 
+/* Packing buffers of one thread and the block sizes they hold. */
+typedef struct {
+    hl_real *a, *b; /* (mc,kc) as mc/mr slivers; (kc,nc) as nc/nr slivers */
+    int mc, nc, kc;
+} gemm_work;
+
 static int min_int(int a, int b) { return a < b ? a : b; }
+static int round_up(int n, int to) { return (n + to - 1) / to * to; }
 
-/* ap[r][k] = alpha · op(A)[i0+r][k0+k] for an mb×kb block. */
+/* The kernel that does an M×N product in the least time: a big tile is
+ * fastest, but on a small product its zero padding can cost more. */
+static const hl_gemm_kernel *choose_kernel(int M, int N)
+{
+    const hl_gemm_kernel *best = &hl_gemm_kernels[0];
+    double best_cost = 0;
+    for (int i = 0; i < hl_gemm_kernel_count; i++) {
+        const hl_gemm_kernel *k = &hl_gemm_kernels[i];
+        const double cost = (double)round_up(M, k->mr) * round_up(N, k->nr) / k->speed;
+        if (i == 0 || cost < best_cost) {
+            best = k;
+            best_cost = cost;
+        }
+    }
+    return best;
+}
+
+/* Slivers of alpha·op(A)[i0.., k0..] for an mb×kb block: sliver s holds rows
+ * s·mr.. as dst[k·mr + r], rows past mb zero. */
 static void pack_a(const gemm_shape *s, const hl_real *A, int i0, int k0, int mb, int kb,
-                   hl_real *ap)
+                   hl_real *dst)
 {
+    const int mr = s->mr;
     if (s->trans_a) {
-        for (int k = 0; k < kb; k++) {
+        /* A few rows of A at a time across all slivers: rows lda apart can
+         * share one cache set, and a sliver uses only part of each line. */
+        enum { ROWS = 8 };
+        for (int k = 0; k < kb; k += ROWS) {
             const hl_real *src = A + (size_t)(k0 + k) * s->lda + i0;
-            for (int r = 0; r < mb; r++)
-                ap[r * TILE_K + k] = s->alpha * src[r];
+            for (int i = 0; i < mb; i += mr)
+                hl_gemm_pack(min_int(mr, mb - i), mr, min_int(ROWS, kb - k), s->alpha, src + i,
+                             s->lda, dst + (size_t)i * kb + (size_t)k * mr, mr);
         }
-    } else {
-        for (int r = 0; r < mb; r++) {
-            const hl_real *src = A + (size_t)(i0 + r) * s->lda + k0;
-            for (int k = 0; k < kb; k++)
-                ap[r * TILE_K + k] = s->alpha * src[k];
-        }
+        return;
     }
+    for (int i = 0; i < mb; i += mr, dst += (size_t)mr * kb)
+        hl_gemm_pack_transposed(min_int(mr, mb - i), mr, kb, s->alpha,
+                                A + (size_t)(i0 + i) * s->lda + k0, s->lda, dst, mr);
 }
 
-/* bp[k][j] = op(B)[k0+k][j0+j] for a kb×nb block. Copying even an untransposed
- * B pays: rows of B a power of two apart would otherwise collide in cache. */
+/* Slivers of op(B)[k0.., j0..] for a kb×nb block: sliver s holds columns
+ * s·nr.. as dst[k·nr + j], columns past nb zero. */
 static void pack_b(const gemm_shape *s, const hl_real *B, int k0, int j0, int kb, int nb,
-                   hl_real *bp)
+                   hl_real *dst)
 {
-    if (s->trans_b) {
-        for (int j = 0; j < nb; j++) {
-            const hl_real *src = B + (size_t)(j0 + j) * s->ldb + k0;
-            for (int k = 0; k < kb; k++)
-                bp[k * TILE_N + j] = src[k];
-        }
-    } else {
-        for (int k = 0; k < kb; k++) {
-            const hl_real *src = B + (size_t)(k0 + k) * s->ldb + j0;
-            for (int j = 0; j < nb; j++)
-                bp[k * TILE_N + j] = src[j];
+    const int nr = s->nr;
+    for (int j = 0; j < nb; j += nr, dst += (size_t)nr * kb) {
+        if (s->trans_b)
+            hl_gemm_pack_transposed(min_int(nr, nb - j), nr, kb, 1,
+                                    B + (size_t)(j0 + j) * s->ldb + k0, s->ldb, dst, nr);
+        else
+            hl_gemm_pack(min_int(nr, nb - j), nr, kb, 1, B + (size_t)k0 * s->ldb + j0 + j,
+                         s->ldb, dst, nr);
+    }
+}
+
+/* One tile of C, rows×cols of it real: a partial tile goes through a whole
+ * one on the stack, with the same arithmetic. */
+static void tile(const gemm_shape *s, int kc, hl_gemm_micro_fn *fn, const hl_real *a,
+                 size_t a_step, const hl_real *b, size_t b_step, hl_real beta, hl_real *c,
+                 int rows, int cols)
+{
+    if (rows == s->mr && cols == s->nr) {
+        fn(kc, a, a_step, b, b_step, beta, c, s->ldc);
+        return;
+    }
+    _Alignas(ALIGN) hl_real t[HL_GEMM_MAX_MR * HL_GEMM_MAX_NR];
+    const int nr = s->nr;
+    if (beta != 0)
+        for (int r = 0; r < rows; r++)
+            for (int j = 0; j < cols; j++)
+                t[r * nr + j] = c[r * s->ldc + j];
+    fn(kc, a, a_step, b, b_step, beta, t, (size_t)nr);
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < cols; j++)
+            c[r * s->ldc + j] = t[r * nr + j];
+}
+
+/* C[m0..m1, n0..n1) = beta·C + alpha·op(A)·op(B) for one matrix of a batch.
+ * An operand read in place still has its partial sliver, if any, packed. */
+static void gemm_block(const gemm_shape *s, const hl_real *A, const hl_real *B, hl_real *C,
+                       int m0, int m1, int n0, int n1, const gemm_work *w)
+{
+    const int mr = s->mr, nr = s->nr;
+    for (int jc = n0; jc < n1; jc += w->nc) {
+        const int nc = min_int(w->nc, n1 - jc);
+        const int nc_whole = s->direct_b ? nc / nr * nr : 0;
+        for (int pc = 0; pc < s->K; pc += w->kc) {
+            const int kc = min_int(w->kc, s->K - pc);
+            /* beta scales C once, before the first slice is added. */
+            const hl_real beta = pc == 0 ? s->beta : 1;
+            pack_b(s, B, pc, jc + nc_whole, kc, nc - nc_whole, w->b + (size_t)nc_whole * kc);
+            for (int ic = m0; ic < m1; ic += w->mc) {
+                const int mc = min_int(w->mc, m1 - ic);
+                const int mc_whole = s->direct_a ? mc / mr * mr : 0;
+                pack_a(s, A, ic + mc_whole, pc, mc - mc_whole, kc, w->a + (size_t)mc_whole * kc);
+                for (int jr = 0; jr < nc; jr += nr) {
+                    const bool b_direct = jr < nc_whole;
+                    const hl_real *b = b_direct ? B + (size_t)pc * s->ldb + jc + jr
+                                                : w->b + (size_t)jr * kc;
+                    const size_t b_step = b_direct ? s->ldb : (size_t)nr;
+                    for (int ir = 0; ir < mc; ir += mr) {
+                        const bool a_direct = ir < mc_whole;
+                        const hl_real *a = w->a + (size_t)ir * kc;
+                        size_t a_step = mr;
+                        hl_gemm_micro_fn *fn = s->kern->fn;
+                        if (a_direct && s->trans_a) {
+                            a = A + (size_t)pc * s->lda + ic + ir;
+                            a_step = s->lda;
+                        } else if (a_direct) {
+                            a = A + (size_t)(ic + ir) * s->lda + pc;
+                            a_step = s->lda;
+                            fn = s->kern->fn_rows;
+                        }
+                        tile(s, kc, fn, a, a_step, b, b_step, beta,
+                             C + (size_t)(ic + ir) * s->ldc + jc + jr, min_int(mr, mc - ir),
+                             min_int(nr, nc - jr));
+                    }
+                }
+            }
         }
     }
 }
 
-/* c[r][0..nb) += Σ_k ap[r][k] · bp[k][0..nb), k ascending: the only place
- * products are summed, so each element's order is fixed by the tiling alone. */
-static void tile_madd(int mb, int nb, int kb, const hl_real *restrict ap,
-                      const hl_real *restrict bp, hl_real *restrict c, size_t ldc)
+/* C = beta·C over a block, for products with nothing to add (K or alpha 0). */
+static void scale_block(const gemm_shape *s, hl_real *C, int m0, int m1, int n0, int n1)
 {
-    for (int r = 0; r < mb; r++) {
-        hl_real *restrict crow = c + r * ldc;
-        for (int k = 0; k < kb; k++) {
-            const hl_real a = ap[r * TILE_K + k];
-            const hl_real *restrict brow = bp + k * TILE_N;
-            for (int j = 0; j < nb; j++)
-                crow[j] += a * brow[j];
-        }
+    for (int i = m0; i < m1; i++) {
+        hl_real *row = C + (size_t)i * s->ldc;
+        for (int j = n0; j < n1; j++)
+            row[j] = s->beta == 0 ? 0 : s->beta * row[j];
     }
 }
 
-/* One tile of C: rows i0.., columns j0.. of the product of one batch. */
-static void gemm_tile(const gemm_shape *s, const hl_real *A, const hl_real *B, hl_real *C,
-                      int i0, int j0)
+/* Each thread's packing buffer, kept from call to call and grown when a call
+ * needs more (to 2.2 MiB at most; never freed): a fresh allocation per call
+ * would often be freshly mapped memory, paying a page fault per 4 KiB. */
+static _Thread_local hl_real *thread_buf;
+static _Thread_local size_t thread_buf_bytes;
+
+/* Buffers for blocks of up to mb×nb of C; false when out of memory. */
+static bool work_alloc(gemm_work *w, const gemm_shape *s, int mb, int nb)
 {
-    const int mb = min_int(TILE_M, s->M - i0), nb = min_int(TILE_N, s->N - j0);
-    hl_real *c = C + (size_t)i0 * s->ldc + j0;
-    for (int r = 0; r < mb; r++) {
-        hl_real *crow = c + r * s->ldc;
-        if (s->beta == 0) {
-            for (int j = 0; j < nb; j++)
-                crow[j] = 0;
-        } else if (s->beta != 1) {
-            for (int j = 0; j < nb; j++)
-                crow[j] *= s->beta;
-        }
+    w->kc = min_int(KC, s->K);
+    w->mc = min_int(MC / s->mr * s->mr, round_up(mb, s->mr));
+    w->nc = min_int(NC / s->nr * s->nr, round_up(nb, s->nr));
+    const size_t bytes_a = round_up(w->mc * w->kc * (int)sizeof(hl_real), ALIGN);
+    const size_t bytes_b = round_up(w->nc * w->kc * (int)sizeof(hl_real), ALIGN);
+    if (bytes_a + bytes_b > thread_buf_bytes) {
+        free(thread_buf);
+        thread_buf = aligned_alloc(ALIGN, bytes_a + bytes_b);
+        thread_buf_bytes = thread_buf ? bytes_a + bytes_b : 0;
+        if (!thread_buf)
+            return false;
     }
-    hl_real ap[TILE_M * TILE_K], bp[TILE_K * TILE_N];
-    for (int k0 = 0; k0 < s->K; k0 += TILE_K) {
-        const int kb = min_int(TILE_K, s->K - k0);
-        pack_a(s, A, i0, k0, mb, kb, ap);
-        pack_b(s, B, k0, j0, kb, nb, bp);
-        tile_madd(mb, nb, kb, ap, bp, c, s->ldc);
-    }
+    w->a = thread_buf;
+    w->b = thread_buf + bytes_a / sizeof(hl_real);
+    return true;
 }
 
 void hl_gemm_batched(bool trans_a, bool trans_b, int M, int N, int K, hl_real alpha,
@@ -107,19 +218,64 @@ void hl_gemm_batched(bool trans_a, bool trans_b, int M, int N, int K, hl_real al
 {
     if (M <= 0 || N <= 0 || K < 0 || batch <= 0)
         return;
-    const gemm_shape s = {trans_a, trans_b, M, N, K, alpha, beta,
-                          (size_t)lda, (size_t)ldb, (size_t)ldc};
-    const size_t row_tiles = (size_t)(M + TILE_M - 1) / TILE_M;
-    const size_t col_tiles = (size_t)(N + TILE_N - 1) / TILE_N;
-    const size_t tiles_per_batch = row_tiles * col_tiles;
-    const size_t tiles = tiles_per_batch * (size_t)batch;
-    /* One flat loop over batch × row tiles × column tiles: a single parallel
-     * region, and even a one-row product still splits over its columns. */
-#pragma omp parallel for if ((double)batch * M * N * K >= HL_PARALLEL_MIN_WORK) schedule(static)
-    for (size_t t = 0; t < tiles; t++) {
-        const size_t b = t / tiles_per_batch, rest = t % tiles_per_batch;
-        const int i0 = (int)(rest / col_tiles) * TILE_M, j0 = (int)(rest % col_tiles) * TILE_N;
-        gemm_tile(&s, A + b * stride_a, B + b * stride_b, C + b * stride_c, i0, j0);
+    const hl_gemm_kernel *kern = choose_kernel(M, N);
+    /* Whole slivers are read in place, not packed, where an operand is laid
+     * out as a kernel reads it (A transposed, or not for kernels with
+     * fn_rows; B untransposed) and packing would not pay: a sliver is used
+     * by few tiles (N or M small), and its rows are few (K small) or reread
+     * too seldom to fight over cache sets. */
+    const bool direct_a = (trans_a || kern->fn_rows) && alpha == 1 && (N <= 128 || K <= 64);
+    const bool direct_b = !trans_b && (M <= MC || K <= 64);
+    const gemm_shape s = {trans_a,  trans_b,     M,           N,           K,    alpha,
+                          beta,     (size_t)lda, (size_t)ldb, (size_t)ldc, kern, kern->mr,
+                          kern->nr, direct_a,    direct_b};
+    const bool scale_only = K == 0 || alpha == 0;
+
+    /* Tasks are (matrix, part) pairs, a part being a slice of the matrix's
+     * rows (or of its columns, when it is wider than tall) in whole tiles.
+     * Matrices are split only as far as needed to give every thread an equal
+     * share; each element is still summed by one thread in one order. */
+    int threads = 1;
+#ifdef _OPENMP
+    if ((double)batch * M * N * (K > 0 ? K : 1) >= GEMM_PARALLEL_MIN_WORK && !omp_in_parallel())
+        threads = omp_get_max_threads();
+#endif
+    int parts = 1;
+    while ((batch * parts) % threads != 0 && batch * parts < 8 * threads)
+        parts++;
+    const bool split_rows = M >= N;
+    const int unit = split_rows ? s.mr : s.nr;
+    const int units = ((split_rows ? M : N) + unit - 1) / unit;
+    parts = min_int(parts, units);
+    const int tasks = batch * parts;
+    if (threads > tasks)
+        threads = tasks;
+    const int part_max = (units + parts - 1) / parts * unit;
+
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        /* Out of memory, the smallest blocks on the stack give the same sums. */
+        _Alignas(ALIGN) hl_real stack_a[HL_GEMM_MAX_MR * KC_MIN];
+        _Alignas(ALIGN) hl_real stack_b[KC_MIN * HL_GEMM_MAX_NR];
+        gemm_work w = {0};
+        if (!scale_only && !work_alloc(&w, &s, split_rows ? part_max : M,
+                                       split_rows ? N : part_max))
+            w = (gemm_work){stack_a, stack_b, s.mr, s.nr, KC_MIN};
+#pragma omp for schedule(static)
+        for (int t = 0; t < tasks; t++) {
+            const int i = t / parts, p = t % parts;
+            const int lo = (int)((int64_t)units * p / parts) * unit;
+            const int hi = min_int((int)((int64_t)units * (p + 1) / parts) * unit,
+                                   split_rows ? M : N);
+            const int m0 = split_rows ? lo : 0, m1 = split_rows ? hi : M;
+            const int n0 = split_rows ? 0 : lo, n1 = split_rows ? N : hi;
+            hl_real *Ci = C + (size_t)i * stride_c;
+            if (scale_only)
+                scale_block(&s, Ci, m0, m1, n0, n1);
+            else
+                gemm_block(&s, A + (size_t)i * stride_a, B + (size_t)i * stride_b, Ci, m0, m1,
+                           n0, n1, &w);
+        }
     }
 }
 

@@ -16,7 +16,8 @@
 #define REAL_EPS FLT_EPSILON
 #endif
 
-/* Sizes straddling the kernel's tiles (32 rows, 64 columns, 64 of K). */
+/* Sizes straddling the micro-kernel's tiles (at most 16 rows and 32 columns)
+ * and the transposing packers' 8- and 16-wide blocks. */
 static const int sizes[] = {1, 3, 17, 33, 65};
 #define N_SIZES (int)(sizeof sizes / sizeof sizes[0])
 
@@ -119,6 +120,40 @@ START_TEST(test_gemm_against_naive)
 }
 END_TEST
 
+/* Products larger than one cache block in each dimension (blocks are 256 or
+ * 128 deep in K, under 200 rows, 2048 columns), packed or, with few rows or
+ * columns, read in place; and products with nothing to sum. */
+START_TEST(test_gemm_blocks)
+{
+    static const int shapes[][3] = {{300, 500, 600}, {5, 2100, 300}, {16, 100, 700},
+                                    {37, 33, 0},     {3, 2, 0}};
+    uint64_t seed = 500;
+    for (int flags = 0; flags < 4; flags++)
+        for (int i = 0; i < 5; i++)
+            for (int beta = 0; beta < 2; beta++) {
+                gemm_case t = {.ta = flags & 1, .tb = flags & 2, .M = shapes[i][0],
+                               .N = shapes[i][1], .K = shapes[i][2], .alpha = 1.5,
+                               .beta = beta ? -0.5 : 0};
+                run_case(&t, seed += 3);
+            }
+    /* alpha 0 scales C by beta without reading A or B (here A is all NaN). */
+    for (int beta = 0; beta < 2; beta++) {
+        gemm_case t = {.M = 4, .N = 40, .K = 7, .alpha = 0, .beta = beta ? 2 : 0};
+        size_t na, nb, nc;
+        layout(&t, &na, &nb, &nc);
+        hl_real *A = random_values(na, 1), *B = random_values(nb, 2), *C = random_values(nc, 3);
+        const hl_real c0 = C[t.ldc + 5];
+        for (size_t i = 0; i < na; i++)
+            A[i] = NAN;
+        hl_gemm(false, false, t.M, t.N, t.K, 0, A, t.lda, B, t.ldb, (hl_real)t.beta, C, t.ldc);
+        ck_assert(C[t.ldc + 5] == (hl_real)t.beta * c0);
+        free(A);
+        free(B);
+        free(C);
+    }
+}
+END_TEST
+
 START_TEST(test_gemm_batched)
 {
     enum { BATCH = 3 };
@@ -165,11 +200,13 @@ START_TEST(test_gemm_threads_bitwise)
 {
 #ifdef _OPENMP
     int saved = omp_get_max_threads();
-    for (int flags = 0; flags < 4; flags++)
+    /* Over 1e6 multiply-adds each: parallel, split by rows, then by columns. */
+    static const int shapes[][3] = {{150, 97, 75}, {20, 300, 180}};
+    for (int flags = 0; flags < 8; flags++)
         for (int batch = 1; batch <= 5; batch += 4) {
-            /* 130·97·65 ≈ 8e5 multiply-adds: parallel, over several tiles. */
-            gemm_case t = {.ta = flags & 1, .tb = flags & 2, .M = 130, .N = 97, .K = 65,
-                           .alpha = 0.5, .beta = 1};
+            const int *mnk = shapes[flags >> 2];
+            gemm_case t = {.ta = flags & 1, .tb = flags & 2, .M = mnk[0], .N = mnk[1],
+                           .K = mnk[2], .alpha = 0.5, .beta = 1};
             size_t na, nb, nc;
             layout(&t, &na, &nb, &nc);
             hl_real *A = random_values(na * batch, 40 + flags), *B = random_values(nb, 50);
@@ -177,8 +214,8 @@ START_TEST(test_gemm_threads_bitwise)
             hl_real *one = gemm_with_threads(1, &t, batch, A, B, C0, na, nc);
             hl_real *two = gemm_with_threads(2, &t, batch, A, B, C0, na, nc);
             ck_assert_msg(memcmp(one, two, nc * batch * sizeof *one) == 0,
-                          "gemm ta=%d tb=%d batch=%d differs between 1 and 2 threads", t.ta,
-                          t.tb, batch);
+                          "gemm ta=%d tb=%d M=%d N=%d batch=%d differs between 1 and 2 threads",
+                          t.ta, t.tb, t.M, t.N, batch);
             free(A);
             free(B);
             free(C0);
@@ -196,6 +233,7 @@ Suite *gemm_suite(void)
     TCase *tc = tcase_create("gemm");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_gemm_against_naive);
+    tcase_add_test(tc, test_gemm_blocks);
     tcase_add_test(tc, test_gemm_batched);
     tcase_add_test(tc, test_gemm_threads_bitwise);
     suite_add_tcase(s, tc);
