@@ -106,8 +106,8 @@ static void binary_backward(hl_graph *g, hl_node *n, binary_kind kind)
 {
     hl_tensor *a = n->inputs[0], *b = n->inputs[1];
     hl_real *da = hl_op_grad(g, a), *db = hl_op_grad(g, b);
-    broadcast_map m;
-    broadcast_map_make(a, b, &m);
+    broadcast_map m = {0};
+    broadcast_map_make(a, b, &m); /* succeeded in the forward */
     const hl_real *dy = n->out->grad;
     size_t count = n->out->numel;
     if (da) {
