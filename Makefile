@@ -4,6 +4,9 @@
 #   make demo       installs missing packages, builds, runs the main example
 #   make test       the Check suite: float and double builds, 1 and 2 OpenMP threads
 #   make asan       the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make bench      times headlab against OpenBLAS and PyTorch when installed (optional:
+#                   apt-get install libopenblas0 python3-torch); a table and bench.csv.
+#                   BENCH_ARGS=--quick for a smoke run, BENCH_ARGS=--help for the rest
 #   make deps       installs missing Debian packages (apt-get; sudo when not root)
 #   make clean
 #
@@ -53,7 +56,7 @@ EXAMPLES := $(patsubst examples/%.c,$(BUILD)/%,$(wildcard examples/*.c))
 TEST_SRC := $(wildcard tests/*.c)
 TEST_BIN := $(BUILD)/test_headlab
 
-.PHONY: all lib examples demo test test-one asan deps clean
+.PHONY: all lib examples demo test test-one asan bench deps clean
 all: lib examples
 lib: $(LIB)
 examples: $(EXAMPLES)
@@ -68,6 +71,11 @@ $(LIB): $(LIB_OBJ)
 
 $(BUILD)/%: examples/%.c $(LIB)
 	$(CC) $(CFLAGS) $< $(LIB) $(LDLIBS) -o $@
+
+# The benchmark program (bench/): OpenBLAS is dlopen'ed at run time, hence -ldl.
+BENCH_SRC := $(wildcard bench/*.c)
+$(BUILD)/bench: $(BENCH_SRC) $(wildcard bench/*.h) $(LIB)
+	$(CC) $(CFLAGS) $(BENCH_SRC) $(LIB) $(LDLIBS) -ldl -o $@
 
 # The examples suite runs the programs of the same build.
 $(TEST_BIN): $(TEST_SRC) $(wildcard tests/*.h) $(LIB) $(EXAMPLES)
@@ -93,6 +101,12 @@ else
 	@$(MAKE) --no-print-directory test-one REAL=float
 	@$(MAKE) --no-print-directory test-one REAL=double
 endif
+
+# OpenBLAS is loaded at run time and PyTorch runs in bench/torch_worker.py: neither is
+# needed to build, and a missing one only empties its columns.
+bench: deps
+	@$(MAKE) --no-print-directory $(BUILD)/bench
+	$(BUILD)/bench $(BENCH_ARGS)
 
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 asan: deps

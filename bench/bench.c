@@ -1,0 +1,569 @@
+/*
+ * bench: headlab against OpenBLAS and PyTorch on the same work, in one run.
+ *
+ *     build/bench [--quick] [--csv FILE] [--threads LIST] [--only LIST]
+ *                 [--python PATH] [--torch-worker PATH] [--openblas LIB]
+ *
+ * Rows: GEMM GFLOP/s (square sizes, transformer shapes, the batched products
+ * of attention; all four transpose variants), MHA forward and forward +
+ * backward ms, the toy model's training step, each at 1 and 2 threads; then
+ * the peak RSS of the MHA configs. Every cell is the median of at least 10
+ * timed calls after warm-up (3 with --quick), with the fastest and slowest;
+ * blocks alternate between headlab, OpenBLAS (cblas_sgemm, loaded with
+ * dlopen) and PyTorch (bench/torch_worker.py, a persistent process), and
+ * each row shows speed-up = the other's median time / headlab's. A missing
+ * OpenBLAS or PyTorch makes its column say "absent"; nothing fails. The rows
+ * also go to FILE (default bench.csv), which is replaced only when the run
+ * completes. See bench/README.md.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "bench/bench.h"
+
+#define MAX_THREAD_COUNTS 8
+#define WHY_SIZE 512
+/* A row whose blocks shared the CPUs with other processes for more than this
+ * share is measured again (once), after waiting up to QUIET_WAIT seconds for
+ * the machine to calm down, and the quieter attempt is kept; only in the
+ * first REDO_SECONDS of a run, so a busy machine cannot stretch it much. */
+#define FOREIGN_MAX 0.10
+#define QUIET_WAIT 15.0
+#define REDO_SECONDS 600.0
+/* Idle time before each block: after a multi-threaded block, libgomp's idle
+ * threads (headlab's, PyTorch's) spin for a few ms and would slow whatever
+ * runs next. */
+#define SETTLE_SECONDS 0.015
+/* The least warm-up of a block: freshly woken threads (OpenBLAS's especially)
+ * can share one core for the first few ms until the scheduler spreads them. */
+#define WARMUP_SECONDS 0.03
+
+enum { SECTION_GEMM = 1, SECTION_MHA = 2, SECTION_TOY = 4, SECTION_RSS = 8 };
+
+typedef struct {
+    bool quick;
+    const char *csv, *python, *worker, *openblas;
+    int threads[MAX_THREAD_COUNTS], n_threads;
+    unsigned sections;
+} options;
+
+typedef struct {
+    options o;
+    bench_plan gemm, mha, toy;
+    int attempts;
+    double redo_until; /* bench_now() after which rows are not measured again */
+    bench_openblas *ob;
+    char ob_why[WHY_SIZE], ob_note[64];
+    bench_torch torch;
+    bool torch_started;
+    bench_report report;
+    bool failed; /* a headlab block failed: exit 1 at the end */
+} bench_run;
+
+/* The MHA configurations of the issue, (B,T,E,H). */
+static const int mha_configs[][4] = {{8, 64, 128, 4}, {8, 128, 256, 8}, {4, 256, 512, 8},
+                                     {1, 1024, 256, 4}};
+#define N_MHA_CONFIGS (int)(sizeof mha_configs / sizeof mha_configs[0])
+
+/* ---- options ---- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: bench [--quick] [--csv FILE] [--threads LIST] [--only LIST]\n"
+            "             [--python PATH] [--torch-worker PATH] [--openblas LIB]\n"
+            "Times headlab's GEMM, multi-head attention and toy training step against\n"
+            "OpenBLAS and PyTorch in the same run, prints a table and writes FILE.\n"
+            "  --quick              a few sizes and runs: a smoke test of a minute or two\n"
+            "  --csv FILE           where the rows go (default bench.csv)\n"
+            "  --threads LIST       thread counts, e.g. 1,2 (the default)\n"
+            "  --only LIST          some of gemm,mha,toy,rss (default all)\n"
+            "  --python PATH        the Python with torch (default /usr/bin/python3)\n"
+            "  --torch-worker PATH  the PyTorch side (default bench/torch_worker.py)\n"
+            "  --openblas LIB       the OpenBLAS to dlopen (default libopenblas.so.0)\n"
+            "A missing Python, torch or OpenBLAS makes its columns say \"absent\".\n"
+            "speed-up = the other's median time / headlab's (> 1: headlab is faster).\n");
+}
+
+static void bad_option(const char *fmt, const char *what)
+{
+    fprintf(stderr, "bench: ");
+    fprintf(stderr, fmt, what);
+    fprintf(stderr, "\n");
+    usage(stderr);
+    exit(2);
+}
+
+static void parse_threads(options *o, const char *list)
+{
+    o->n_threads = 0;
+    for (const char *p = list; *p;) {
+        char *end;
+        errno = 0;
+        long n = strtol(p, &end, 10);
+        if (end == p || errno || n < 1 || n > 256 || o->n_threads == MAX_THREAD_COUNTS ||
+            (*end && *end != ','))
+            bad_option("--threads needs up to 8 counts in 1..256 like 1,2, got %s", list);
+        o->threads[o->n_threads++] = (int)n;
+        p = *end ? end + 1 : end;
+    }
+    if (!o->n_threads)
+        bad_option("--threads needs up to 8 counts in 1..256 like 1,2, got \"%s\"", list);
+}
+
+static void parse_sections(options *o, const char *list)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } names[] = {{"gemm", SECTION_GEMM}, {"mha", SECTION_MHA}, {"toy", SECTION_TOY},
+                 {"rss", SECTION_RSS}};
+    o->sections = 0;
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        unsigned bit = 0;
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (strlen(names[i].name) == n && !strncmp(p, names[i].name, n))
+                bit = names[i].bit;
+        if (!bit)
+            bad_option("--only takes some of gemm,mha,toy,rss, got %s", list);
+        o->sections |= bit;
+        p += n + (p[n] == ',');
+    }
+    if (!o->sections)
+        bad_option("--only takes some of gemm,mha,toy,rss, got \"%s\"", list);
+}
+
+static options parse_options(int argc, char **argv)
+{
+    options o = {.csv = "bench.csv", .python = "/usr/bin/python3",
+                 .worker = "bench/torch_worker.py", .openblas = "libopenblas.so.0",
+                 .threads = {1, 2}, .n_threads = 2,
+                 .sections = SECTION_GEMM | SECTION_MHA | SECTION_TOY | SECTION_RSS};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--quick")) {
+            o.quick = true;
+        } else if (!v) {
+            bad_option("unknown or incomplete option %s", a);
+        } else if (!strcmp(a, "--csv") && *v) {
+            o.csv = v, i++;
+        } else if (!strcmp(a, "--threads")) {
+            parse_threads(&o, v), i++;
+        } else if (!strcmp(a, "--only")) {
+            parse_sections(&o, v), i++;
+        } else if (!strcmp(a, "--python")) {
+            o.python = v, i++;
+        } else if (!strcmp(a, "--torch-worker")) {
+            o.worker = v, i++;
+        } else if (!strcmp(a, "--openblas")) {
+            o.openblas = v, i++;
+        } else {
+            bad_option("unknown or incomplete option %s", a);
+        }
+    }
+    return o;
+}
+
+/* ---- measuring one row ---- */
+
+typedef struct {
+    bench_block_fn fn[BENCH_IMPLS]; /* NULL: not measured */
+    void *ctx[BENCH_IMPLS];
+} row_work;
+
+/* PyTorch's block: one command to the worker. */
+typedef struct {
+    bench_torch *torch;
+    char command[160];
+} torch_block;
+
+static int run_torch_block(void *ctx, const bench_plan *p, double *seconds, char *why,
+                           size_t why_size)
+{
+    torch_block *b = ctx;
+    char line[240];
+    snprintf(line, sizeof line, "%s %d %g %d", b->command, p->warmup, p->warmup_seconds, p->reps);
+    int n = bench_torch_call(b->torch, line, seconds, p->reps, why, why_size);
+    if (n >= 0 && n != p->reps)
+        snprintf(why, why_size, "the worker sent %d of %d timings", n, p->reps);
+    return n == p->reps ? 0 : -1;
+}
+
+static void set_threads(bench_run *run, int n, int torch_blas_threads)
+{
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#endif
+    if (run->ob)
+        bench_openblas_set_threads(run->ob, n);
+    if (bench_torch_alive(&run->torch)) {
+        char command[64], why[WHY_SIZE];
+        double none;
+        snprintf(command, sizeof command, "threads %d %d", n, torch_blas_threads);
+        if (bench_torch_call(&run->torch, command, &none, 0, why, sizeof why) < 0)
+            fprintf(stderr, "bench: PyTorch worker: %s\n", why);
+    }
+}
+
+/* What a column shows before measuring: absent libraries say so. */
+static void init_cells(const bench_run *run, bench_row *row, const row_work *w)
+{
+    row->cell[BENCH_HEADLAB] = BENCH_CELL_OK;
+    row->cell[BENCH_OPENBLAS] = !w->fn[BENCH_OPENBLAS] ? BENCH_CELL_NA
+                                : run->ob               ? BENCH_CELL_OK
+                                                        : BENCH_CELL_ABSENT;
+    row->cell[BENCH_TORCH] = bench_torch_alive(&run->torch) ? BENCH_CELL_OK
+                             : run->torch_started           ? BENCH_CELL_FAILED
+                                                            : BENCH_CELL_ABSENT;
+}
+
+/* One attempt: rounds of blocks, alternating implementations. Returns the
+ * foreign CPU share; fills row->cell and row->stats. */
+static double attempt_row(bench_run *run, bench_row *row, const row_work *w, const bench_plan *p,
+                          double *samples[BENCH_IMPLS])
+{
+    int n[BENCH_IMPLS] = {0};
+    bench_load_mark before, after;
+    bench_load_mark_take(&before, run->torch.pid);
+    for (int r = 0; r < p->rounds; r++)
+        for (int i = 0; i < BENCH_IMPLS; i++) {
+            if (row->cell[i] != BENCH_CELL_OK)
+                continue;
+            char why[WHY_SIZE];
+            bench_sleep(SETTLE_SECONDS);
+            if (w->fn[i](w->ctx[i], p, samples[i] + n[i], why, sizeof why)) {
+                fprintf(stderr, "bench: %s %s %s: %s\n", i == BENCH_HEADLAB ? "headlab"
+                                                          : i == BENCH_OPENBLAS ? "OpenBLAS"
+                                                                                : "PyTorch",
+                        row->name, row->variant, why);
+                row->cell[i] = BENCH_CELL_FAILED;
+                run->failed |= i == BENCH_HEADLAB;
+                continue;
+            }
+            n[i] += p->reps;
+        }
+    bench_load_mark_take(&after, run->torch.pid);
+    for (int i = 0; i < BENCH_IMPLS; i++)
+        bench_stats_of(samples[i], n[i], &row->stats[i]);
+    return bench_load_foreign(&before, &after);
+}
+
+/* Returns once other processes used less than FOREIGN_MAX of the CPUs for
+ * half a second, or after QUIET_WAIT seconds. */
+static void wait_for_quiet(const bench_run *run)
+{
+    for (double start = bench_now(); bench_now() - start < QUIET_WAIT;) {
+        bench_load_mark a, b;
+        bench_load_mark_take(&a, run->torch.pid);
+        bench_sleep(0.5);
+        bench_load_mark_take(&b, run->torch.pid);
+        if (bench_load_foreign(&a, &b) <= FOREIGN_MAX)
+            return;
+    }
+}
+
+static void measure_row(bench_run *run, bench_row *row, const row_work *w, const bench_plan *p)
+{
+    double *samples[BENCH_IMPLS], *store = malloc(sizeof(double) * BENCH_IMPLS * p->rounds *
+                                                   p->reps);
+    if (!store) {
+        fprintf(stderr, "bench: out of memory\n");
+        bench_report_abandon(&run->report);
+        exit(1);
+    }
+    for (int i = 0; i < BENCH_IMPLS; i++)
+        samples[i] = store + (size_t)i * p->rounds * p->reps;
+    bench_row best = *row;
+    best.foreign = 2;
+    for (int a = 0; a < run->attempts && best.foreign > FOREIGN_MAX; a++) {
+        if (a > 0 && bench_now() > run->redo_until)
+            break;
+        if (a > 0)
+            wait_for_quiet(run);
+        bench_row now = *row;
+        init_cells(run, &now, w);
+        now.foreign = attempt_row(run, &now, w, p, samples);
+        if (now.foreign < best.foreign)
+            best = now;
+    }
+    *row = best;
+    free(store);
+    bench_report_row(&run->report, row);
+}
+
+/* ---- GEMM rows ---- */
+
+static void gemm_row(bench_run *run, const char *name, int M, int N, int K, int batch)
+{
+    static const char *const variants[] = {"NN", "NT", "TN", "TT"};
+    for (int v = 0; v < 4; v++) {
+        bool ta = v >= 2, tb = v % 2;
+        bench_gemm c;
+        if (bench_gemm_init(&c, ta, tb, M, N, K, batch, run->ob)) {
+            fprintf(stderr, "bench: out of memory for GEMM %s\n", name);
+            run->failed = true;
+            return;
+        }
+        torch_block tb_ctx = {.torch = &run->torch};
+        snprintf(tb_ctx.command, sizeof tb_ctx.command, "gemm %d %d %d %d %d %d %d", ta, tb, M,
+                 N, K, batch, c.inner);
+        row_work w = {.fn = {bench_gemm_headlab, bench_gemm_openblas, run_torch_block},
+                      .ctx = {&c, &c, &tb_ctx}};
+        for (int t = 0; t < run->o.n_threads; t++) {
+            bench_row row = {.section = "gemm", .threads = run->o.threads[t],
+                             .flops = bench_gemm_flops(&c)};
+            snprintf(row.name, sizeof row.name, "%s", name);
+            snprintf(row.variant, sizeof row.variant, "%s", variants[v]);
+            /* a lone GEMM is one BLAS call: PyTorch's threads are OpenBLAS's */
+            set_threads(run, row.threads, row.threads);
+            measure_row(run, &row, &w, &run->gemm);
+        }
+        bench_gemm_release(&c);
+    }
+}
+
+static void gemm_section(bench_run *run)
+{
+    static const int square[] = {64, 128, 256, 512, 1024}, square_quick[] = {64, 512};
+    static const int rows[] = {1024, 4096}, depths[] = {64, 128, 256, 512};
+    const bool q = run->o.quick;
+    char name[48];
+    for (int i = 0; i < (q ? 2 : 5); i++) {
+        int n = q ? square_quick[i] : square[i];
+        snprintf(name, sizeof name, "M=N=K=%d", n);
+        gemm_row(run, name, n, n, n, 1);
+    }
+    /* transformer shapes: (B·T, K) times a (K, N) weight, N = K or 4K */
+    for (int i = 0; i < (q ? 1 : 2); i++)
+        for (int j = 0; j < 4; j++)
+            for (int wide = 0; wide < 2; wide++) {
+                int M = rows[i], K = depths[j], N = wide ? 4 * K : K;
+                /* --quick: the smallest and the widest */
+                if (q && !(j == 0 && !wide) && !(j == 3 && wide))
+                    continue;
+                snprintf(name, sizeof name, "M=%d N=%d K=%d", M, N, K);
+                gemm_row(run, name, M, N, K, 1);
+            }
+    /* attention's batched products per MHA config: scores Q·Kᵀ (T,T,D) and
+     * context A·V (T,D,T), B·H matrices each */
+    for (int i = 0; i < (q ? 1 : N_MHA_CONFIGS); i++) {
+        const int *c = mha_configs[i];
+        int BH = c[0] * c[3], T = c[1], D = c[2] / c[3];
+        snprintf(name, sizeof name, "%dx M=%d N=%d K=%d", BH, T, T, D);
+        gemm_row(run, name, T, T, D, BH);
+        snprintf(name, sizeof name, "%dx M=%d N=%d K=%d", BH, T, D, T);
+        gemm_row(run, name, T, D, T, BH);
+    }
+}
+
+/* ---- MHA rows ---- */
+
+static void mha_section(bench_run *run)
+{
+    for (int i = 0; i < (run->o.quick ? 1 : N_MHA_CONFIGS); i++) {
+        const int *c = mha_configs[i];
+        bench_mha_work *work = bench_mha_new(c[0], c[1], c[2], c[3]);
+        if (!work) {
+            fprintf(stderr, "bench: cannot build MHA %d,%d,%d,%d\n", c[0], c[1], c[2], c[3]);
+            run->failed = true;
+            continue;
+        }
+        for (int bwd = 0; bwd < 2; bwd++)
+            for (int causal = 0; causal < 2; causal++) {
+                bench_mha_select(work, causal, bwd);
+                torch_block tb_ctx = {.torch = &run->torch};
+                snprintf(tb_ctx.command, sizeof tb_ctx.command, "mha %d %d %d %d %d %d", c[0],
+                         c[1], c[2], c[3], causal, bwd);
+                row_work w = {.fn = {bench_mha_block, NULL, run_torch_block},
+                              .ctx = {work, NULL, &tb_ctx}};
+                for (int t = 0; t < run->o.n_threads; t++) {
+                    bench_row row = {.section = "mha", .threads = run->o.threads[t]};
+                    snprintf(row.name, sizeof row.name, "%d,%d,%d,%d", c[0], c[1], c[2], c[3]);
+                    snprintf(row.variant, sizeof row.variant, "%s%s", bwd ? "fwd+bwd" : "fwd",
+                             causal ? " causal" : "");
+                    set_threads(run, row.threads, 1);
+                    measure_row(run, &row, &w, &run->mha);
+                }
+            }
+        bench_mha_free(work);
+    }
+}
+
+/* ---- the toy training step ---- */
+
+static void toy_section(bench_run *run)
+{
+    bench_toy *work = bench_toy_new();
+    if (!work) {
+        fprintf(stderr, "bench: cannot build the toy model\n");
+        run->failed = true;
+        return;
+    }
+    torch_block tb_ctx = {.torch = &run->torch, .command = "toy"};
+    row_work w = {.fn = {bench_toy_block, NULL, run_torch_block}, .ctx = {work, NULL, &tb_ctx}};
+    for (int t = 0; t < run->o.n_threads; t++) {
+        bench_row row = {.section = "toy", .name = "2x4 heads, d 64",
+                         .variant = "train step", .threads = run->o.threads[t]};
+        set_threads(run, row.threads, 1);
+        measure_row(run, &row, &w, &run->toy);
+    }
+    bench_toy_free(work);
+}
+
+/* ---- peak memory: one fresh process per MHA config ---- */
+
+/* Fills rows (2 per config) and returns their count. A child's ru_maxrss
+ * starts at its parent's peak (the spawn shares the parent's memory until
+ * exec), so this runs while the benchmark itself is still small. */
+static int rss_measure(bench_run *run, const char *dtype, bench_row *rows)
+{
+    int n = 0;
+    for (int i = 0; i < (run->o.quick ? 1 : N_MHA_CONFIGS); i++)
+        for (int causal = 0; causal < 2; causal++) {
+            const int *c = mha_configs[i];
+            bench_row row = {.section = "rss", .threads = 1};
+            snprintf(row.name, sizeof row.name, "%d,%d,%d,%d", c[0], c[1], c[2], c[3]);
+            snprintf(row.variant, sizeof row.variant, "%s", causal ? "causal" : "none");
+            char config[64], why[WHY_SIZE];
+            snprintf(config, sizeof config, "%d,%d,%d,%d,%d", c[0], c[1], c[2], c[3], causal);
+            char *self[] = {"/proc/self/exe", "--rss-child", config, NULL};
+            row.cell[BENCH_HEADLAB] = BENCH_CELL_OK;
+            if (bench_child_rss(self, &row.peak_mib[BENCH_HEADLAB], &row.base_mib[BENCH_HEADLAB],
+                                why, sizeof why)) {
+                fprintf(stderr, "bench: headlab peak RSS %s: %s\n", config, why);
+                row.cell[BENCH_HEADLAB] = BENCH_CELL_FAILED;
+                run->failed = true;
+            }
+            row.cell[BENCH_TORCH] = run->torch_started ? BENCH_CELL_OK : BENCH_CELL_ABSENT;
+            char *worker[] = {(char *)run->o.python, (char *)run->o.worker, "--dtype",
+                              (char *)dtype, "--rss", config, NULL};
+            if (run->torch_started &&
+                bench_child_rss(worker, &row.peak_mib[BENCH_TORCH], &row.base_mib[BENCH_TORCH],
+                                why, sizeof why)) {
+                fprintf(stderr, "bench: PyTorch peak RSS %s: %s\n", config, why);
+                row.cell[BENCH_TORCH] = BENCH_CELL_FAILED;
+            }
+            rows[n++] = row;
+        }
+    return n;
+}
+
+/* The hidden --rss-child B,T,E,H,CAUSAL mode of the process above. */
+static int rss_child(const char *config)
+{
+    int B, T, E, H, causal;
+    if (sscanf(config, "%d,%d,%d,%d,%d", &B, &T, &E, &H, &causal) != 5 || B < 1 || T < 1 ||
+        E < 1 || H < 1) {
+        fprintf(stderr, "bench: --rss-child needs B,T,E,H,CAUSAL, got %s\n", config);
+        return 2;
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(1);
+#endif
+    return bench_mha_rss_child(B, T, E, H, causal != 0);
+}
+
+/* ---- main ---- */
+
+static void print_intro(const bench_run *run)
+{
+    char date[64];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %Z", localtime(&now));
+    __builtin_cpu_init();
+    const char *isa = __builtin_cpu_supports("avx512f") ? "AVX-512"
+                      : __builtin_cpu_supports("avx2")  ? "AVX2"
+                                                        : "no AVX2";
+#ifdef _OPENMP
+    const char *omp = "OpenMP";
+#else
+    const char *omp = "no OpenMP (every thread count runs on 1)";
+#endif
+    printf("headlab bench, %s: %ld CPUs (%s), hl_real %s, %s%s\n", date,
+           sysconf(_SC_NPROCESSORS_ONLN), isa, HL_REAL_NAME, omp,
+           run->o.quick ? ", --quick" : "");
+    if (run->ob)
+        printf("OpenBLAS: %s%s\n", bench_openblas_about(run->ob), run->ob_note);
+    else
+        printf("OpenBLAS: absent (%s)\n", run->ob_why);
+    if (run->torch_started)
+        printf("PyTorch:  %s; torch.set_num_threads(thr), OpenBLAS threads = thr for GEMM "
+               "rows, 1 for the others\n", run->torch.about);
+    else
+        printf("PyTorch:  absent (%s)\n", run->torch.about);
+    char redo[96] = "";
+    if (run->attempts > 1)
+        snprintf(redo, sizeof redo, "; above %.0f%% the row is measured again and the quieter "
+                 "attempt kept", 100 * FOREIGN_MAX);
+    printf("Each cell: the median of %d timed calls (toy step: %d) after warm-up; a row runs %d "
+           "round%s of one block per\nimplementation, alternating headlab, OpenBLAS, PyTorch.\n"
+           "vs OB, vs PT: speed-up = the other's median time / headlab's (> 1: headlab is "
+           "faster).\nbusy: the share of all CPUs other processes used during the row%s.\n",
+           run->mha.rounds * run->mha.reps, run->toy.rounds * run->toy.reps, run->mha.rounds,
+           run->mha.rounds > 1 ? "s" : "", redo);
+    if (getenv("OMP_PROC_BIND"))
+        printf("note: OMP_PROC_BIND is set; it can cap OpenBLAS at one thread\n");
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && !strcmp(argv[1], "--rss-child"))
+        return rss_child(argv[2]);
+    bench_run run = {.o = parse_options(argc, argv)};
+    if (run.o.quick) {
+        run.gemm = run.mha = (bench_plan){.rounds = 1, .reps = 3, .warmup = 1};
+        run.toy = (bench_plan){.rounds = 1, .reps = 5, .warmup = 2};
+        run.attempts = 1;
+    } else {
+        run.gemm = (bench_plan){.rounds = 4, .reps = 5, .warmup = 1};
+        run.mha = (bench_plan){.rounds = 4, .reps = 5, .warmup = 2};
+        run.toy = (bench_plan){.rounds = 4, .reps = 10, .warmup = 5};
+        run.attempts = 2;
+    }
+    run.gemm.warmup_seconds = run.mha.warmup_seconds = run.toy.warmup_seconds = WARMUP_SECONDS;
+    run.redo_until = bench_now() + REDO_SECONDS;
+    if (bench_report_open(&run.report, run.o.csv)) {
+        bench_report_abandon(&run.report);
+        return 2;
+    }
+    int max_threads = 1;
+    for (int t = 0; t < run.o.n_threads; t++)
+        max_threads = run.o.threads[t] > max_threads ? run.o.threads[t] : max_threads;
+    /* the PyTorch worker inherits this environment */
+    bench_openblas_environment(max_threads, run.ob_note, sizeof run.ob_note);
+    const char *dtype = sizeof(hl_real) == sizeof(double) ? "float64" : "float32";
+    run.torch_started = bench_torch_start(&run.torch, run.o.python, run.o.worker, dtype);
+    bench_row rss_rows[2 * N_MHA_CONFIGS];
+    int n_rss = run.o.sections & SECTION_RSS ? rss_measure(&run, dtype, rss_rows) : 0;
+    run.ob = bench_openblas_open(run.o.openblas, run.ob_why, sizeof run.ob_why);
+    print_intro(&run);
+
+    if (run.o.sections & SECTION_GEMM)
+        gemm_section(&run);
+    if (run.o.sections & SECTION_MHA)
+        mha_section(&run);
+    if (run.o.sections & SECTION_TOY)
+        toy_section(&run);
+    bench_torch_stop(&run.torch);
+    for (int i = 0; i < n_rss; i++)
+        bench_report_row(&run.report, &rss_rows[i]);
+    bench_openblas_close(run.ob);
+    if (bench_report_close(&run.report))
+        return 2;
+    printf("\nwrote %s\n", run.o.csv);
+    if (run.failed)
+        fprintf(stderr, "bench: some headlab rows failed (see above)\n");
+    return run.failed ? 1 : 0;
+}

@@ -1,0 +1,310 @@
+#!/usr/bin/python3
+"""torch_worker.py: PyTorch's side of headlab's benchmark (bench/bench.c starts it).
+
+The benchmark keeps one worker alive for the whole run and sends it one command per
+timing block, so headlab's and PyTorch's blocks alternate. Commands come one per line
+on stdin; each gets one line on stdout:
+
+  (at start, unasked)               "ready <about>", or "absent <reason>" and exit
+  threads N M                       torch.set_num_threads(N), OpenBLAS threads M -> "ok"
+  gemm TA TB M N K BATCH INNER W S R
+                                    C = op(A)·op(B) into a preallocated C (torch.mm, or
+                                    torch.bmm over BATCH matrices; a transposed operand
+                                    is a transposed view, as BLAS reads it in place)
+  mha B T E H CAUSAL BWD W S R      nn.MultiheadAttention(E, H, batch_first=True) on
+                                    x (B,T,E): forward in training mode (autograd
+                                    recording), or forward + backward into x and weights
+  toy W S R                         one training step of the TOYTASK.md model (as
+                                    ../shared/bench/toytask.py builds it): zero-grad,
+                                    forward, CE(scored) + CE(other), backward, AdamW
+  timed commands: a warm-up of at least W calls and S seconds, then R timed runs (of
+                  INNER calls for gemm) -> "ok s1 .. sR", seconds per call
+  errors -> "error <message>"
+
+  --dtype float32|float64   the element type (headlab's hl_real)
+  --rss B,T,E,H,CAUSAL      instead: build that MHA config at 1 thread, print
+                            "base <KiB>" (RSS after import and setup), run forward +
+                            backward 3 times and exit; the parent reads the peak RSS.
+
+For the timings glibc malloc keeps freed memory (see keep_freed_memory); the --rss runs
+use its defaults, which give the smaller peak.
+
+Run with Debian's torch: /usr/bin/python3 (apt-get install python3-torch).
+"""
+import math
+import os
+import random
+import resource
+import sys
+import time
+
+# Debian's torch calls OpenBLAS without setting its thread count; OpenBLAS's own
+# threads would then fight torch's on the same cores. "threads N M" sets both.
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
+
+def reply(text):
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+try:
+    import ctypes
+
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except Exception as e:  # ImportError, or a torch that fails to load
+    reply("absent %s: %s" % (sys.executable, e))
+    sys.exit(0)
+
+try:  # the OpenBLAS instance libtorch already loaded (Debian: through libblas.so.3)
+    OPENBLAS = ctypes.CDLL("libopenblas.so.0")
+except OSError:
+    OPENBLAS = None
+
+DTYPE = torch.float32
+
+
+def keep_freed_memory():
+    """glibc malloc gives big freed blocks back to the kernel (munmap, heap trimming),
+    so every call of a large MHA page-faults its activations in again: 2-5x slower at
+    T = 1024 on this VM. Keeping freed memory is PyTorch's best speed (headlab reuses
+    an arena); it costs some peak RSS, so the --rss runs keep glibc's defaults."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
+    return bool(libc.mallopt(M_MMAP_THRESHOLD, 32 << 20) and
+                libc.mallopt(M_TRIM_THRESHOLD, 1 << 30) and
+                libc.mallopt(M_TOP_PAD, 256 << 20))
+
+
+def about(malloc_tuned):
+    text = "torch %s (%s)%s" % (torch.__version__, sys.executable,
+                                ", malloc keeps freed memory" if malloc_tuned else "")
+    if OPENBLAS is None:
+        return text + ", BLAS is not OpenBLAS"
+    OPENBLAS.openblas_get_corename.restype = ctypes.c_char_p
+    core = OPENBLAS.openblas_get_corename().decode()
+    return text + ", OpenBLAS core %s" % core
+
+
+def set_threads(n, blas):
+    torch.set_num_threads(n)
+    if OPENBLAS is not None:
+        OPENBLAS.openblas_set_num_threads(blas)
+
+
+def timed(fn, warmup, warmup_seconds, reps, inner=1):
+    start, done = time.perf_counter(), 0
+    while done < warmup or time.perf_counter() - start < warmup_seconds:
+        fn()
+        done += 1
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        out.append((time.perf_counter() - t0) / inner)
+    return out
+
+
+# ------------------------------------------------------------------------------ GEMM
+def operand(batch, rows, cols, trans, gen):
+    """A (rows, cols) operand; stored (cols, rows) and viewed transposed when trans."""
+    shape = (cols, rows) if trans else (rows, cols)
+    if batch > 1:
+        shape = (batch,) + shape
+    t = torch.rand(shape, generator=gen, dtype=DTYPE) * 2 - 1
+    return t.transpose(-1, -2) if trans else t
+
+
+def gemm(ta, tb, M, N, K, batch, inner, warmup, warmup_seconds, reps):
+    gen = torch.Generator().manual_seed(1)
+    a = operand(batch, M, K, ta, gen)
+    b = operand(batch, K, N, tb, gen)
+    if batch > 1:
+        c = torch.empty(batch, M, N, dtype=DTYPE)
+        return timed(lambda: torch.bmm(a, b, out=c), warmup, warmup_seconds, reps, inner)
+    c = torch.empty(M, N, dtype=DTYPE)
+    return timed(lambda: torch.mm(a, b, out=c), warmup, warmup_seconds, reps, inner)
+
+
+# ------------------------------------------------------------------------------- MHA
+MHA_CACHE = {}
+
+
+def mha_setup(B, T, E, H):
+    key = (B, T, E, H)
+    if key not in MHA_CACHE:
+        torch.manual_seed(0)
+        mha = nn.MultiheadAttention(E, H, batch_first=True, dtype=DTYPE)
+        mha.train()
+        x = torch.randn(B, T, E, dtype=DTYPE, requires_grad=True)
+        gout = torch.randn(B, T, E, dtype=DTYPE)
+        causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+        MHA_CACHE.clear()  # one config at a time: the benchmark goes through them in order
+        MHA_CACHE[key] = (mha, x, gout, causal)
+    return MHA_CACHE[key]
+
+
+def mha_call(B, T, E, H, causal, backward):
+    mha, x, gout, mask = mha_setup(B, T, E, H)
+    mask = mask if causal else None
+    if not backward:
+        # need_weights=False: PyTorch's faster path; headlab keeps the weights anyway
+        return lambda: mha(x, x, x, need_weights=False, attn_mask=mask)
+
+    def fwdbwd():
+        x.grad = None
+        mha.zero_grad(set_to_none=True)
+        out, _ = mha(x, x, x, need_weights=False, attn_mask=mask)
+        out.backward(gout)
+    return fwdbwd
+
+
+# ------------------------------------------------------------------- the toy model
+V, T_TOY, D_TOY, HEADS, LAYERS, BATCH = 16, 32, 64, 4, 2, 32
+BOS = V
+
+
+class ToyBlock(nn.Module):
+    """Attention-only block: packed q|k|v Linear, causal softmax attention, out Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(D_TOY, 3 * D_TOY, dtype=DTYPE)
+        self.o = nn.Linear(D_TOY, D_TOY, dtype=DTYPE)
+        self.register_buffer("mask", torch.triu(torch.ones(T_TOY, T_TOY, dtype=torch.bool), 1))
+
+    def forward(self, x):
+        B, T, D = x.shape
+        dh = D // HEADS
+        q, k, v = self.qkv(x).view(B, T, 3, HEADS, dh).permute(2, 0, 3, 1, 4)
+        att = (q @ k.transpose(-1, -2)) / math.sqrt(dh)
+        att = att.masked_fill(self.mask, float("-inf")).softmax(-1)
+        return x + self.o((att @ v).transpose(1, 2).reshape(B, T, D))
+
+
+class ToyModel(nn.Module):
+    """TOYTASK.md: token + position embeddings (N(0,1)), 2 blocks, Linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(V + 1, D_TOY, dtype=DTYPE)
+        self.pos = nn.Embedding(T_TOY, D_TOY, dtype=DTYPE)
+        self.blocks = nn.ModuleList([ToyBlock() for _ in range(LAYERS)])
+        self.un = nn.Linear(D_TOY, V, dtype=DTYPE)
+        self.register_buffer("positions", torch.arange(T_TOY))
+
+    def forward(self, x):
+        h = self.emb(x) + self.pos(self.positions)
+        for b in self.blocks:
+            h = b(h)
+        return self.un(h)
+
+
+def toy_batch(rng):
+    """32 sequences of TOYTASK.md: tokens (B,T), targets (B,T-1), scored mask (B,T-1)."""
+    xs, scored = [], []
+    for _ in range(BATCH):
+        x = [BOS] + [rng.randrange(V) for _ in range(T_TOY - 1)]
+        L = rng.randint(4, 12)
+        s = rng.randint(1, T_TOY - 2 * L)
+        d = rng.randint(s + L, T_TOY - L)
+        x[d:d + L] = x[s:s + L]
+        xs.append(x)
+        scored.append([d + 1 <= t <= d + L - 1 for t in range(1, T_TOY)])
+    x = torch.tensor(xs)
+    return x, x[:, 1:].contiguous(), torch.tensor(scored)
+
+
+TOY = None
+
+
+def toy_setup():
+    global TOY
+    if TOY is None:
+        torch.manual_seed(0)
+        model = ToyModel()
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.98), eps=1e-8,
+                                weight_decay=0.01)
+        rng = random.Random(0)
+        TOY = (model, opt, [toy_batch(rng) for _ in range(8)], [0])
+    return TOY
+
+
+def toy_step():
+    model, opt, batches, it = toy_setup()
+    x, tgt, scored = batches[it[0] % len(batches)]
+    it[0] += 1
+    opt.zero_grad(set_to_none=True)
+    logits = model(x)[:, :-1]
+    loss = F.cross_entropy(logits.reshape(-1, V), tgt.reshape(-1), reduction="none")
+    loss = loss.view(tgt.shape)
+    total = loss[scored].mean() + loss[~scored].mean()
+    total.backward()
+    opt.step()
+
+
+# ---------------------------------------------------------------------------- main
+def rss_mode(config):
+    B, T, E, H, causal = (int(v) for v in config.split(","))
+    set_threads(1, 1)
+    fn = mha_call(B, T, E, H, causal, True)
+    reply("base %d" % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    for _ in range(3):
+        fn()
+
+
+def serve():
+    reply("ready " + about(keep_freed_memory()))
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            continue
+        try:
+            cmd = words[0]
+            if cmd == "threads":
+                set_threads(*(int(w) for w in words[1:]))
+                reply("ok")
+                continue
+            # timed commands: integer arguments, then W S R
+            args = [int(w) for w in words[1:-3]]
+            block = (int(words[-3]), float(words[-2]), int(words[-1]))
+            if cmd == "gemm":
+                times = gemm(*args, *block)
+            elif cmd == "mha":
+                times = timed(mha_call(*args), *block)
+            elif cmd == "toy" and not args:
+                times = timed(toy_step, *block)
+            else:
+                reply("error unknown command %s" % cmd)
+                continue
+            reply("ok " + " ".join("%.9g" % t for t in times))
+        except Exception as e:  # report, keep serving
+            reply("error %s: %s" % (type(e).__name__, e))
+
+
+def main():
+    global DTYPE
+    args = sys.argv[1:]
+    rss = None
+    while args:
+        flag = args.pop(0)
+        if flag == "--dtype" and args:
+            DTYPE = {"float32": torch.float32, "float64": torch.float64}[args.pop(0)]
+        elif flag == "--rss" and args:
+            rss = args.pop(0)
+        else:
+            sys.exit("torch_worker.py: unknown or incomplete option %s" % flag)
+    if rss:
+        rss_mode(rss)
+    else:
+        serve()
+
+
+if __name__ == "__main__":
+    main()
