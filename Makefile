@@ -107,6 +107,9 @@ endif
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench
 	$(BUILD)/bench $(BENCH_ARGS)
+	@if command -v mpirun >/dev/null 2>&1; then \
+	    $(MAKE) --no-print-directory MPI=1 build/mpi/toy_heads && bench/mpi_row.sh build/mpi; \
+	else bench/mpi_row.sh build/mpi; fi
 
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 asan: deps
