@@ -19,8 +19,10 @@
 
 #include "core/arena.h"
 #include "core/checkpoint.h"
+#include "core/dist.h"
 #include "core/error.h"
 #include "core/gradcheck.h"
+#include "core/gradcheck_sweep.h"
 #include "core/graph.h"
 #include "core/heatmap.h"
 #include "core/optim.h"
@@ -32,6 +34,7 @@
 #include "core/safetensors.h"
 #include "core/tensor.h"
 #include "models/gpt.h"
+#include "models/gradcheck_cases.h"
 #include "models/heads.h"
 #include "models/mha.h"
 #include "ops/ops.h"
