@@ -96,6 +96,27 @@ START_TEST(test_steps_allocate_nothing_after_the_first)
 }
 END_TEST
 
+START_TEST(test_first_nonfinite_names_the_op)
+{
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *x = tu_random("x", 2, (int[]){2, 3}, true, 1, -1, 1);
+    /* Masks write -inf on purpose and are not blamed; the softmax after a
+     * fully masked row gives zeros, so all is finite. */
+    hl_tensor *p = hl_softmax(g, hl_mask_causal(g, hl_scale(g, x, 2)));
+    ck_assert_ptr_null(hl_graph_first_nonfinite(g));
+    /* A NaN entering through the data: the first op computing with it is named. */
+    x->data[4] = NAN;
+    hl_graph_reset(g);
+    p = hl_sum(g, hl_gelu(g, hl_scale(g, x, 2)));
+    const hl_node *bad = hl_graph_first_nonfinite(g);
+    ck_assert_ptr_nonnull(bad);
+    ck_assert_str_eq(hl_op_get(bad->op)->name, "scale");
+    ck_assert(isnan(p->data[0]));
+    hl_tensor_free(x);
+    hl_graph_free(g);
+}
+END_TEST
+
 Suite *graph_suite(void)
 {
     Suite *s = suite_create("graph");
@@ -105,6 +126,7 @@ Suite *graph_suite(void)
     tcase_add_test(tc, test_backward_needs_one_element);
     tcase_add_test(tc, test_errors_are_sticky_and_reset_clears);
     tcase_add_test(tc, test_steps_allocate_nothing_after_the_first);
+    tcase_add_test(tc, test_first_nonfinite_names_the_op);
     suite_add_tcase(s, tc);
     return s;
 }
