@@ -21,6 +21,7 @@
 #include "core/checkpoint.h"
 #include "core/dist.h"
 #include "core/error.h"
+#include "core/fs.h"
 #include "core/gradcheck.h"
 #include "core/gradcheck_sweep.h"
 #include "core/graph.h"

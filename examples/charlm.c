@@ -21,6 +21,7 @@
 #endif
 
 #include "core/dist.h"
+#include "core/fs.h"
 #include "headlab.h"
 
 #define VAL_BATCHES 8
@@ -157,21 +158,6 @@ static unsigned char *read_file(const char *path, size_t *size)
     }
     *size = n;
     return buf;
-}
-
-static int make_dirs(const char *path)
-{
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return -1;
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(buf, 0777) && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
 }
 
 typedef struct {
@@ -346,7 +332,7 @@ int main(int argc, char **argv)
                     err.message);
         hl_dist_abort(2);
     }
-    if (lead && make_dirs(o.out)) {
+    if (lead && hl_make_dirs(o.out)) {
         fprintf(stderr, "charlm: cannot create %s: %s\n", o.out, strerror(errno));
         hl_dist_abort(2);
     }

@@ -29,6 +29,7 @@
 #endif
 
 #include "core/plot.h"
+#include "core/fs.h"
 #include "headlab.h"
 #include "models/heads.h"
 #include "tasks/toy_task.h"
@@ -195,27 +196,11 @@ static options parse_options(int argc, char **argv)
 
 /* ---- files ------------------------------------------------------------------ */
 
-/* mkdir -p */
-static int make_dirs(const char *path)
-{
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return -1;
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(buf, 0777) && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
-}
-
 /* Creates --out once the inputs are known to be good, before the work: a
  * place that cannot be written is bad input, found early. */
 static void make_out_dir(const options *o)
 {
-    if (make_dirs(o->out))
+    if (hl_make_dirs(o->out))
         bad_input("cannot create %s: %s", o->out, strerror(errno));
 }
 

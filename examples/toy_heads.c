@@ -25,6 +25,7 @@
 #include "core/checkpoint.h"
 #include "core/dist.h"
 #include "core/progress.h"
+#include "core/fs.h"
 #include "headlab.h"
 #include "models/gpt.h"
 #include "core/heatmap.h"
@@ -102,22 +103,6 @@ static options parse_options(int argc, char **argv)
         }
     }
     return o;
-}
-
-/* mkdir -p */
-static int make_dirs(const char *path)
-{
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return -1;
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(buf, 0777) && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
 }
 
 /* ---- the model and its loss ---- */
@@ -546,7 +531,7 @@ int main(int argc, char **argv)
         omp_set_num_threads(o.threads);
 #endif
     check_ranks_agree(&o);
-    if (lead && make_dirs(o.out)) {
+    if (lead && hl_make_dirs(o.out)) {
         fprintf(stderr, "toy_heads: cannot create %s: %s\n", o.out, strerror(errno));
         hl_dist_abort(2);
     }

@@ -34,23 +34,6 @@ END_TEST
 
 #define MPIRUN "timeout 120 mpirun --allow-run-as-root --oversubscribe "
 
-static int run(const char *command, char *out, size_t size)
-{
-    char full[2048];
-    snprintf(full, sizeof full, "%s 2>&1", command);
-    FILE *p = popen(full, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = 0;
-    for (size_t got; n + 1 < size && (got = fread(out + n, 1, size - 1 - n, p)) > 0;)
-        n += got;
-    out[n] = '\0';
-    char sink[256];
-    while (fread(sink, 1, sizeof sink, p) > 0) {
-    }
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 /* Largest |a - b| over every tensor of two model files, leaving out the key
  * part of each in_proj_bias: its true gradient is 0 (a constant added to all
  * scores of a row does not change the softmax), so its computed gradient is
@@ -93,10 +76,10 @@ START_TEST(test_two_ranks_equal_one)
     const char *args = "--steps 40 --eval-every 1000 --threads 1";
     snprintf(command, sizeof command, MPIRUN "-np 1 " HL_BUILD_DIR "/toy_heads %s --out %s/one",
              args, dir);
-    ck_assert_msg(run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
     snprintf(command, sizeof command,
              MPIRUN "-np 2 " HL_BUILD_DIR "/toy_heads %s --check-sync --out %s/two", args, dir);
-    ck_assert_msg(run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "over 2 rank(s)"));
     char a[256], b[256];
     snprintf(a, sizeof a, "%s/one/model.safetensors", dir);
@@ -118,13 +101,13 @@ START_TEST(test_mismatched_or_dying_ranks_end_the_job)
 {
     char out[8192];
     /* Different seeds on the two ranks: refused before training. */
-    int rc = run(MPIRUN "-np 1 " HL_BUILD_DIR "/toy_heads --steps 5 --seed 1 --out /tmp/hl-x : "
+    int rc = tu_run(MPIRUN "-np 1 " HL_BUILD_DIR "/toy_heads --steps 5 --seed 1 --out /tmp/hl-x : "
                  "-np 1 " HL_BUILD_DIR "/toy_heads --steps 5 --seed 2 --out /tmp/hl-x",
                  out, sizeof out);
     ck_assert_msg(rc != 0 && rc != 124, "exit %d: %s", rc, out);
     ck_assert_msg(strstr(out, "different options"), "%s", out);
     /* Rank 1 dies at once (a bad flag) while rank 0 waits in a collective. */
-    rc = run(MPIRUN "-np 1 " HL_BUILD_DIR "/toy_heads --steps 5 --out /tmp/hl-x : "
+    rc = tu_run(MPIRUN "-np 1 " HL_BUILD_DIR "/toy_heads --steps 5 --out /tmp/hl-x : "
              "-np 1 " HL_BUILD_DIR "/toy_heads --no-such-flag",
              out, sizeof out);
     ck_assert_msg(rc != 0 && rc != 124, "exit %d (124 = hung until the timeout): %s", rc, out);

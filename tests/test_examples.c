@@ -16,25 +16,6 @@
 #define HL_BUILD_DIR "build"
 #endif
 
-/* Runs a shell command with stderr captured into *output (first 4 KiB);
- * returns the exit status. */
-static int run(const char *command, char *output, size_t size)
-{
-    char full[2048];
-    snprintf(full, sizeof full, "%s 2>&1", command);
-    FILE *p = popen(full, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = 0;
-    for (size_t got; n + 1 < size && (got = fread(output + n, 1, size - 1 - n, p)) > 0;)
-        n += got;
-    output[n] = '\0';
-    char sink[256];
-    while (fread(sink, 1, sizeof sink, p) > 0) {
-    }
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 static char temp_dir[64];
 
 static void make_temp_dir(void)
@@ -53,7 +34,7 @@ static void remove_temp_dir(void)
 static void expect_failure(const char *command, int code, const char *fragment)
 {
     char out[4096];
-    int rc = run(command, out, sizeof out);
+    int rc = tu_run(command, out, sizeof out);
     ck_assert_msg(rc == code, "%s: exit %d, wanted %d; said: %s", command, rc, code, out);
     ck_assert_msg(strstr(out, fragment), "%s: message \"%s\" lacks \"%s\"", command, out, fragment);
 }
@@ -71,7 +52,7 @@ START_TEST(test_mha_run_round_trip)
                  HL_BUILD_DIR "/mha_run --weights tests/fixtures/mha/%s/weights.safetensors "
                  "--inputs tests/fixtures/mha/%s/inputs.safetensors --out %s --heads %s %s",
                  name, name, path, !strcmp(name, "self_causal") ? "4" : "2", cases[c][1]);
-        ck_assert_msg(run(command, out, sizeof out) == 0, "%s: %s", command, out);
+        ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s: %s", command, out);
         hl_error err = {0};
         hl_safetensors *got = NULL, *want = NULL;
         char expected[256];
@@ -140,7 +121,7 @@ START_TEST(test_toy_heads_short_run)
     expect_failure(HL_BUILD_DIR "/toy_heads --frobnicate", 2, "unknown");
     snprintf(command, sizeof command,
              HL_BUILD_DIR "/toy_heads --steps 20 --eval-every 10 --out %s/toy", temp_dir);
-    ck_assert_msg(run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
     const char *files[] = {"scores.csv", "train.csv", "grid.png", "grid_mean.png",
                            "grid_step0.png", "attn_L0H0.png", "attn_L1H3.png",
                            "model.safetensors", "checkpoint.safetensors"};
@@ -164,7 +145,7 @@ START_TEST(test_toy_heads_short_run)
              HL_BUILD_DIR "/toy_heads --steps 30 --eval-every 10 --out %s/toy "
              "--resume %s/toy/checkpoint.safetensors",
              temp_dir, temp_dir);
-    ck_assert_msg(run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "resumed from"));
     remove_temp_dir();
 }
@@ -185,7 +166,7 @@ START_TEST(test_charlm_learns_and_resumes)
     snprintf(command, sizeof command,
              HL_BUILD_DIR "/charlm --data %s %s --steps 150 --out %s/lm --sample 40", path, model,
              temp_dir);
-    ck_assert_msg(run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
     snprintf(path, sizeof path, "%s/lm/train.csv", temp_dir);
     f = fopen(path, "r");
     ck_assert_ptr_nonnull(f);
@@ -205,7 +186,7 @@ START_TEST(test_charlm_learns_and_resumes)
              HL_BUILD_DIR "/charlm --data %s/text.txt %s --steps 200 --out %s/lm --sample 0 "
              "--resume %s/lm/checkpoint.safetensors",
              temp_dir, model, temp_dir, temp_dir);
-    ck_assert_msg(run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "resumed from"));
     ck_assert_ptr_nonnull(strstr(out, "step 200:"));
     remove_temp_dir();

@@ -201,24 +201,6 @@ END_TEST
 
 /* ---- the program ---- */
 
-/* Runs a command with stderr merged into *out; returns its exit status. */
-static int run(const char *command, char *out, size_t size)
-{
-    char full[2048];
-    snprintf(full, sizeof full, "%s 2>&1", command);
-    FILE *p = popen(full, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = 0;
-    for (size_t got; n + 1 < size && (got = fread(out + n, 1, size - 1 - n, p)) > 0;)
-        n += got;
-    out[n] = '\0';
-    char sink[256];
-    while (fread(sink, 1, sizeof sink, p) > 0) {
-    }
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 static char out[65536];
 
 /* The number of table rows: one per input of every case. */
@@ -255,7 +237,7 @@ static int count_rows(const char *text, const char *result, const char *op, int 
 
 START_TEST(test_tool_all_pass)
 {
-    int rc = run(TOOL, out, sizeof out);
+    int rc = tu_run(TOOL, out, sizeof out);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
     ck_assert_ptr_nonnull(strstr(out, "hl_real = " HL_REAL_NAME));
     int with_op;
@@ -271,7 +253,7 @@ END_TEST
 
 START_TEST(test_tool_one_op)
 {
-    int rc = run(TOOL " --op softmax", out, sizeof out);
+    int rc = tu_run(TOOL " --op softmax", out, sizeof out);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
     int with_op;
     int rows = count_rows(out, "pass", "softmax", &with_op);
@@ -279,12 +261,12 @@ START_TEST(test_tool_one_op)
     ck_assert_int_eq(with_op, 1);
     ck_assert_ptr_null(strstr(out, "mask_causal"));
     /* --op again adds an op. */
-    rc = run(TOOL " --op softmax --op layernorm", out, sizeof out);
+    rc = tu_run(TOOL " --op softmax --op layernorm", out, sizeof out);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
     ck_assert_int_eq(count_rows(out, "pass", "layernorm", &with_op), 4);
     ck_assert_int_eq(with_op, 3);
     /* A tolerance nothing can meet fails, with exit status 1 and the worst element. */
-    rc = run(TOOL " --op gelu --atol 0 --rtol 0", out, sizeof out);
+    rc = tu_run(TOOL " --op gelu --atol 0 --rtol 0", out, sizeof out);
     ck_assert_msg(rc == 1, "exit %d: %s", rc, out);
     ck_assert_int_eq(count_rows(out, "FAIL", "gelu", &with_op), 1);
     ck_assert_ptr_nonnull(strstr(out, "worst element"));
@@ -294,7 +276,7 @@ END_TEST
 
 static void expect_exit(const char *command, int code, const char *fragment)
 {
-    int rc = run(command, out, sizeof out);
+    int rc = tu_run(command, out, sizeof out);
     ck_assert_msg(rc == code, "%s: exit %d, wanted %d; said: %s", command, rc, code, out);
     ck_assert_msg(strstr(out, fragment), "%s: \"%s\" lacks \"%s\"", command, out, fragment);
 }
@@ -356,7 +338,7 @@ START_TEST(test_tool_csv)
     char command[1024], path[256];
     snprintf(path, sizeof path, "%s/table.csv", temp_dir);
     snprintf(command, sizeof command, TOOL " --csv %s", path);
-    ck_assert_int_eq(run(command, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run(command, out, sizeof out), 0);
     read_file(path);
     ck_assert_msg(!strncmp(out, "real,op,input,shape,eps,max_abs_err,max_rel_err,passed\n", 55),
                   "header: %.80s", out);
@@ -369,7 +351,7 @@ START_TEST(test_tool_csv)
     fputs("keep me\n", f);
     fclose(f);
     snprintf(command, sizeof command, TOOL " --csv %s --eps 0", path);
-    ck_assert_int_eq(run(command, out, sizeof out), 2);
+    ck_assert_int_eq(tu_run(command, out, sizeof out), 2);
     read_file(path);
     ck_assert_str_eq(out, "keep me\n");
     snprintf(command, sizeof command, TOOL " --csv %s/missing/dir/t.csv", temp_dir);
@@ -412,7 +394,7 @@ START_TEST(test_tool_sweep_gelu)
     char command[1024], path[256];
     snprintf(path, sizeof path, "%s/sweep.csv", temp_dir);
     snprintf(command, sizeof command, TOOL " --sweep --op gelu --csv %s", path);
-    int rc = run(command, out, sizeof out);
+    int rc = tu_run(command, out, sizeof out);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
     ck_assert_ptr_nonnull(strstr(out, "hl_real = " HL_REAL_NAME));
     ck_assert_ptr_nonnull(strchr(out, '*'));
@@ -446,7 +428,7 @@ START_TEST(test_tool_sweep_gelu)
 
     /* Half decades: 15 steps, 1e-1 to 1e-8. */
     snprintf(command, sizeof command, TOOL " --sweep --op gelu --per-decade 2 --csv %s", path);
-    ck_assert_int_eq(run(command, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run(command, out, sizeof out), 0);
     sweep_row fine[15];
     ck_assert_int_eq(read_sweep_csv(path, "gelu", fine, 15), 15);
     ck_assert(fabs(fine[1].eps / pow(10, -1.5) - 1) < 1e-6);

@@ -500,36 +500,17 @@ END_TEST
 
 /* ---- the program ------------------------------------------------------------ */
 
-/* Runs a shell command with stdout and stderr captured into output (first
- * 8 KiB); returns the exit status. */
-static int run(const char *command, char *output, size_t size)
-{
-    char full[2048];
-    snprintf(full, sizeof full, "%s 2>&1", command);
-    FILE *p = popen(full, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = 0;
-    for (size_t got; n + 1 < size && (got = fread(output + n, 1, size - 1 - n, p)) > 0;)
-        n += got;
-    output[n] = '\0';
-    char sink[256];
-    while (fread(sink, 1, sizeof sink, p) > 0) {
-    }
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 static void run_ok(const char *command)
 {
     char out[8192];
-    int rc = run(command, out, sizeof out);
+    int rc = tu_run(command, out, sizeof out);
     ck_assert_msg(rc == 0, "%s: exit %d: %s", command, rc, out);
 }
 
 static void expect_failure(const char *command, const char *fragment)
 {
     char out[8192];
-    int rc = run(command, out, sizeof out);
+    int rc = tu_run(command, out, sizeof out);
     ck_assert_msg(rc == 2, "%s: exit %d, wanted 2; said: %s", command, rc, out);
     ck_assert_msg(strstr(out, fragment), "%s: message \"%s\" lacks \"%s\"", command, out,
                   fragment);

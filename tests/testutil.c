@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -132,4 +133,21 @@ void tu_assert_close(const char *what, const hl_real *a, const hl_real *b, size_
         ck_assert_msg(fabs((double)a[i] - (double)b[i]) <= tol,
                       "%s: element %zu: %.9g vs %.9g (tolerance %.3g)", what, i, (double)a[i],
                       (double)b[i], tol);
+}
+
+int tu_run(const char *command, char *out, size_t size)
+{
+    char full[4096];
+    snprintf(full, sizeof full, "%s 2>&1", command);
+    FILE *p = popen(full, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = 0;
+    for (size_t got; n + 1 < size && (got = fread(out + n, 1, size - 1 - n, p)) > 0;)
+        n += got;
+    out[n] = '\0';
+    char sink[256];
+    while (fread(sink, 1, sizeof sink, p) > 0) {
+    }
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

@@ -34,6 +34,11 @@ void tu_check_threads_bitwise(const char *what, hl_gradcheck_fn fn, void *ctx,
  * given fragment (a NULL-terminated list). */
 void tu_expect_error(hl_graph *g, const hl_tensor *result, ...);
 
+/* Runs a shell command with stderr joined to stdout, keeps the first size-1
+ * bytes of its output in out (NUL-terminated) and returns its exit status
+ * (-1 when it did not exit normally). */
+int tu_run(const char *command, char *out, size_t size);
+
 /* Fails unless |a[i] - b[i]| <= tol for all i. */
 void tu_assert_close(const char *what, const hl_real *a, const hl_real *b, size_t n, double tol);
 

@@ -1,0 +1,14 @@
+/*
+ * fs.h: file-system helpers the programs share.
+ *
+ *     if (hl_make_dirs("out/toy_heads") != 0)
+ *         fprintf(stderr, "cannot create out/toy_heads: %s\n", strerror(errno));
+ */
+#ifndef HL_FS_H
+#define HL_FS_H
+
+/* Creates a directory and its missing parents, like `mkdir -p`. Returns 0, or
+ * -1 with errno set (ENAMETOOLONG for a path of 4096 bytes or more). */
+int hl_make_dirs(const char *path);
+
+#endif
