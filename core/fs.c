@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 int hl_make_dirs(const char *path)
@@ -19,4 +20,32 @@ int hl_make_dirs(const char *path)
             *p = '/';
         }
     return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
+}
+
+unsigned char *hl_read_file(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *buf = malloc(cap);
+    for (size_t got; buf && (got = fread(buf + n, 1, cap - n, f)) > 0;) {
+        n += got;
+        if (n == cap) {
+            unsigned char *grown = realloc(buf, cap *= 2);
+            if (!grown)
+                free(buf);
+            buf = grown;
+        }
+    }
+    int read_error = ferror(f);
+    fclose(f);
+    if (!buf || read_error) {
+        int why = buf ? EIO : ENOMEM;
+        free(buf);
+        errno = why;
+        return NULL;
+    }
+    *size = n;
+    return buf;
 }

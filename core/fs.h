@@ -7,8 +7,14 @@
 #ifndef HL_FS_H
 #define HL_FS_H
 
+#include <stddef.h>
+
 /* Creates a directory and its missing parents, like `mkdir -p`. Returns 0, or
  * -1 with errno set (ENAMETOOLONG for a path of 4096 bytes or more). */
 int hl_make_dirs(const char *path);
+
+/* The whole file in a malloc'ed buffer (caller frees), its length in *size;
+ * NULL with errno set when it cannot be opened, read or held in memory. */
+unsigned char *hl_read_file(const char *path, size_t *size);
 
 #endif

@@ -130,34 +130,10 @@ static options parse_options(int argc, char **argv)
 /* The whole file; NULL with a message on error. */
 static unsigned char *read_file(const char *path, size_t *size)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "charlm: cannot open %s: %s\n", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *buf = malloc(cap);
-    for (size_t got; buf && (got = fread(buf + n, 1, cap - n, f)) > 0;) {
-        n += got;
-        if (n == cap) {
-            unsigned char *grown = realloc(buf, cap *= 2);
-            if (!grown) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = grown;
-        }
-    }
-    bool failed = ferror(f) || !buf;
-    fclose(f);
-    if (failed) {
-        fprintf(stderr, "charlm: cannot read %s\n", path);
-        free(buf);
-        return NULL;
-    }
-    *size = n;
-    return buf;
+    unsigned char *text = hl_read_file(path, size);
+    if (!text)
+        fprintf(stderr, "charlm: cannot read %s: %s\n", path, strerror(errno));
+    return text;
 }
 
 typedef struct {
