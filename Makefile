@@ -2,7 +2,8 @@
 #
 #   make            the library (build/libheadlab.a) and the example programs
 #   make demo       installs missing packages, builds, runs the main example
-#   make test       the Check suite: float and double builds, 1 and 2 OpenMP threads
+#   make test       the layering check, then the Check suite: float and double builds,
+#                   1 and 2 OpenMP threads
 #   make asan       the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench      times headlab against OpenBLAS and PyTorch when installed (optional:
 #                   apt-get install libopenblas0 python3-torch); a table and bench.csv.
@@ -49,7 +50,8 @@ CFLAGS  += -std=c11 $(OPT) $(WARN) $(OMPFLAG) $(REALFLAG) $(MPIFLAG) -D_POSIX_C_
            -I. $(PKG_CFLAGS) $(SAN)
 LDLIBS  := $(PKG_LIBS) -lm
 
-LIB_SRC  := $(wildcard core/*.c ops/*.c models/*.c tasks/*.c)
+LIB_DIRS := core ops models io viz train analysis
+LIB_SRC  := $(wildcard $(LIB_DIRS:%=%/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB      := $(BUILD)/libheadlab.a
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/%,$(wildcard examples/*.c))
@@ -61,7 +63,7 @@ all: lib examples
 lib: $(LIB)
 examples: $(EXAMPLES)
 
-$(BUILD)/obj/%.o: %.c $(wildcard core/*.h ops/*.h models/*.h tasks/*.h) headlab.h
+$(BUILD)/obj/%.o: %.c $(wildcard $(LIB_DIRS:%=%/*.h)) headlab.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -c $< -o $@
 
@@ -95,6 +97,7 @@ test-one: $(TEST_BIN)
 	OMP_NUM_THREADS=2 $(TEST_BIN)
 
 test: deps
+	@tools/check_layers.sh
 ifeq ($(MPI),1)
 	@$(MAKE) --no-print-directory test-one REAL=float MPI=1
 else

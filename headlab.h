@@ -10,34 +10,44 @@
  *     if (hl_graph_backward(g, loss) != HL_OK)
  *         fprintf(stderr, "%s\n", hl_graph_message(g));
  *
- * Modules: core/ (tensors, arena, graph, params, RNG, gradient check,
- * optimizers, safetensors and checkpoint I/O, PNG heatmaps), ops/
- * (differentiable ops), models/ (multi-head attention, a GPT-style model).
+ * Layers, each building only on those before it (tools/check_layers.sh):
+ *   core/      the engine: tensors, step arena, autograd graph, params, RNG,
+ *              errors, the op vocabulary, the gradient checker
+ *   ops/       differentiable ops, a forward and a backward kernel each
+ *   models/    multi-head attention composed of ops, a GPT-style model
+ *   io/        safetensors, checkpoints, model files, atomic writes
+ *   viz/       PNG heatmaps, grids and line plots
+ *   train/     optimizers, the training step, progress display, MPI
+ *   analysis/  head evaluation, ablation, importance, pruning, the toy task,
+ *              gradient-check cases and sweeps
  */
 #ifndef HEADLAB_H
 #define HEADLAB_H
 
 #include "core/arena.h"
-#include "core/checkpoint.h"
-#include "core/dist.h"
 #include "core/error.h"
-#include "core/fs.h"
 #include "core/gradcheck.h"
-#include "core/gradcheck_sweep.h"
 #include "core/graph.h"
-#include "core/heatmap.h"
-#include "core/optim.h"
 #include "core/params.h"
-#include "core/plot.h"
-#include "core/progress.h"
 #include "core/real.h"
 #include "core/rng.h"
-#include "core/safetensors.h"
 #include "core/tensor.h"
-#include "models/gpt.h"
-#include "models/gradcheck_cases.h"
-#include "models/heads.h"
-#include "models/mha.h"
 #include "ops/ops.h"
+#include "models/gpt.h"
+#include "models/head_set.h"
+#include "models/mha.h"
+#include "io/checkpoint.h"
+#include "io/fs.h"
+#include "io/model_io.h"
+#include "io/safetensors.h"
+#include "viz/heatmap.h"
+#include "viz/plot.h"
+#include "train/dist.h"
+#include "train/optim.h"
+#include "train/progress.h"
+#include "analysis/gradcheck_cases.h"
+#include "analysis/gradcheck_sweep.h"
+#include "analysis/heads.h"
+#include "analysis/toy_task.h"
 
 #endif

@@ -7,7 +7,7 @@
 #include "bench/bench.h"
 #include "headlab.h"
 #include "ops/gemm.h"
-#include "tasks/toy_task.h"
+#include "analysis/toy_task.h"
 
 /* One call of some work; 0, or -1 with a reason. */
 typedef int (*work_fn)(void *ctx, char *why, size_t why_size);

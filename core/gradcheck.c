@@ -1,4 +1,4 @@
-#include "gradcheck.h"
+#include "core/gradcheck.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -25,7 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "graph.h"
+#include "core/graph.h"
 
 #define HL_GRADCHECK_MAX_INPUTS 8
 

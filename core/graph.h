@@ -32,11 +32,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "arena.h"
-#include "error.h"
-#include "op.h"
-#include "rng.h"
-#include "tensor.h"
+#include "core/arena.h"
+#include "core/error.h"
+#include "core/op.h"
+#include "core/rng.h"
+#include "core/tensor.h"
 
 #define HL_NODE_MAX_INPUTS 3
 #define HL_NODE_MAX_INTS 8

@@ -1,9 +1,9 @@
-#include "params.h"
+#include "core/params.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
+#include "core/arena.h"
 
 struct hl_params {
     hl_tensor **tensors;

@@ -19,8 +19,8 @@
 
 #include <stddef.h>
 
-#include "error.h"
-#include "tensor.h"
+#include "core/error.h"
+#include "core/tensor.h"
 
 typedef struct hl_params hl_params;
 

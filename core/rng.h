@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 
-#include "tensor.h"
+#include "core/tensor.h"
 
 typedef struct hl_rng {
     uint64_t s[4];

@@ -1,11 +1,11 @@
-#include "tensor.h"
+#include "core/tensor.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "core/error.h"
 
 void hl_tensor_set_name(hl_tensor *t, const char *name)
 {

@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "real.h"
+#include "core/real.h"
 
 #define HL_MAX_RANK 4
 #define HL_NAME_MAX 64

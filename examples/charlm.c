@@ -20,8 +20,8 @@
 #include <omp.h>
 #endif
 
-#include "core/dist.h"
-#include "core/fs.h"
+#include "train/dist.h"
+#include "io/fs.h"
 #include "headlab.h"
 
 #define VAL_BATCHES 8

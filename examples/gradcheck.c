@@ -18,8 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "models/gradcheck_cases.h"
-#include "core/gradcheck_sweep.h"
+#include "analysis/gradcheck_cases.h"
+#include "analysis/gradcheck_sweep.h"
 #include "headlab.h"
 
 /* The sweep's steps: 1e-1 down to 1e-8. */

@@ -28,11 +28,11 @@
 #include <omp.h>
 #endif
 
-#include "core/plot.h"
-#include "core/fs.h"
+#include "viz/plot.h"
+#include "io/fs.h"
 #include "headlab.h"
-#include "models/heads.h"
-#include "tasks/toy_task.h"
+#include "analysis/heads.h"
+#include "analysis/toy_task.h"
 
 #define TOY_SEED 1000003     /* toy_heads' held-out set */
 #define FINETUNE_SEED 777    /* fine-tuning data, apart from the evaluation set */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/safetensors.h"
+#include "io/safetensors.h"
 #include "headlab.h"
 #include "models/mha.h"
 

@@ -22,14 +22,14 @@
 #include <omp.h>
 #endif
 
-#include "core/checkpoint.h"
-#include "core/dist.h"
-#include "core/progress.h"
-#include "core/fs.h"
+#include "io/checkpoint.h"
+#include "train/dist.h"
+#include "train/progress.h"
+#include "io/fs.h"
 #include "headlab.h"
 #include "models/gpt.h"
-#include "core/heatmap.h"
-#include "tasks/toy_task.h"
+#include "viz/heatmap.h"
+#include "analysis/toy_task.h"
 
 #define HELDOUT_SIZE 1000
 #define HELDOUT_BATCH 250

@@ -1,12 +1,11 @@
 /* A small GPT-style decoder composed of ops: see gpt.h. */
-#include "gpt.h"
+#include "models/gpt.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/safetensors.h"
 #include "ops/ops.h"
 
 #define LN_EPS 1e-5f
@@ -248,24 +247,4 @@ hl_status hl_gpt_config_parse(const char *text, hl_gpt_config *c, hl_error *err)
         }
     }
     return HL_OK;
-}
-
-hl_gpt *hl_gpt_load(const char *path, hl_error *err)
-{
-    hl_safetensors *f = NULL;
-    if (hl_safetensors_read(path, &f, err) != HL_OK)
-        return NULL;
-    hl_gpt_config cfg;
-    hl_gpt *m = NULL;
-    if (hl_gpt_config_parse(hl_safetensors_metadata(f, "config"), &cfg, err) == HL_OK)
-        m = hl_gpt_new(&cfg, err);
-    for (size_t i = 0; m && i < hl_params_n_tensors(m->params); i++) {
-        hl_tensor *t = hl_params_tensor(m->params, i);
-        if (hl_safetensors_copy_to(f, t->name, t, err) != HL_OK) {
-            hl_gpt_free(m);
-            m = NULL;
-        }
-    }
-    hl_safetensors_free(f);
-    return m;
 }

@@ -80,12 +80,6 @@ int hl_gpt_layer_heads(const hl_gpt_config *cfg, int l);
 int hl_gpt_config_format(const hl_gpt_config *cfg, char *buf, size_t size);
 hl_status hl_gpt_config_parse(const char *text, hl_gpt_config *cfg, hl_error *err);
 
-/* A model built from the "config" metadata of a safetensors file (a
- * checkpoint or a model.safetensors) with every parameter copied from it.
- * NULL, with the reason in err, when the file, the config or a parameter is
- * missing or misshapen. */
-hl_gpt *hl_gpt_load(const char *path, hl_error *err);
-
 /* Sets every head gate to 1 (no ablation). */
 void hl_gpt_reset_gates(hl_gpt *m);
 

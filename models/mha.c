@@ -1,5 +1,5 @@
 /* Multi-head attention, composed of ops: see mha.h. */
-#include "mha.h"
+#include "models/mha.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -97,15 +97,4 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
  * tensor outside autograd (for inspection). */
 hl_tensor *hl_mha_head_average(hl_graph *g, const hl_tensor *attn);
 
-/* ---- weights on disk (models/mha_io.c) ---- */
-
-struct hl_safetensors;
-
-/* Builds a module from PyTorch-named weights in f (under prefix), deducing E,
- * kdim, vdim and bias from the shapes found; declares its parameters in p and
- * commits p, then copies the values in. Errors name the missing or misshapen
- * tensor. */
-hl_status hl_mha_load(hl_mha *m, hl_params *p, const struct hl_safetensors *f,
-                      const char *prefix, int num_heads, hl_error *err);
-
 #endif

@@ -5,8 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/checkpoint.h"
-#include "core/safetensors.h"
+#include "io/checkpoint.h"
+#include "io/safetensors.h"
 #include "models/gpt.h"
 #include "tests/testutil.h"
 

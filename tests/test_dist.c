@@ -9,8 +9,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "core/dist.h"
-#include "core/safetensors.h"
+#include "train/dist.h"
+#include "io/safetensors.h"
 #include "tests/testutil.h"
 
 #ifndef HL_BUILD_DIR

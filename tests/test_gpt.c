@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/safetensors.h"
+#include "io/safetensors.h"
 #include "models/gpt.h"
 #include "tests/testutil.h"
 

@@ -8,8 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "models/gradcheck_cases.h"
-#include "core/gradcheck_sweep.h"
+#include "analysis/gradcheck_cases.h"
+#include "analysis/gradcheck_sweep.h"
 #include "tests/testutil.h"
 
 #ifndef HL_BUILD_DIR

@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/safetensors.h"
-#include "models/heads.h"
+#include "io/safetensors.h"
+#include "analysis/heads.h"
 #include "tests/testutil.h"
 
 #ifndef HL_BUILD_DIR

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/heatmap.h"
+#include "viz/heatmap.h"
 #include "tests/testutil.h"
 
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/safetensors.h"
+#include "io/safetensors.h"
 #include "models/mha.h"
 #include "tests/testutil.h"
 

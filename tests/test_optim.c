@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/optim.h"
-#include "core/safetensors.h"
+#include "train/optim.h"
+#include "io/safetensors.h"
 #include "tests/testutil.h"
 
 #ifdef HL_REAL_DOUBLE

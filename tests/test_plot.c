@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/plot.h"
+#include "viz/plot.h"
 #include "tests/testutil.h"
 
 static char dir[64];

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "tasks/toy_task.h"
+#include "analysis/toy_task.h"
 #include "tests/testutil.h"
 
 START_TEST(test_sequences_follow_the_recipe)

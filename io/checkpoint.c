@@ -1,0 +1,202 @@
+#include "io/checkpoint.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/safetensors.h"
+
+#ifdef HL_REAL_DOUBLE
+#define NATIVE_DTYPE HL_DTYPE_F64
+#else
+#define NATIVE_DTYPE HL_DTYPE_F32
+#endif
+
+#define FORMAT_NAME "headlab-checkpoint-1"
+
+/* A view of one slice of an optimizer state block, shaped as parameter t. */
+static hl_tensor state_view(const hl_params *params, const hl_tensor *t, hl_real *block)
+{
+    hl_tensor v = *t;
+    v.data = block + (t->data - hl_params_values(params));
+    v.grad = NULL;
+    return v;
+}
+
+static void state_name(char *buf, size_t size, char which, const char *param)
+{
+    snprintf(buf, size, "optim.%c.%s", which, param);
+}
+
+static void rng_format(const hl_rng *rng, char *buf, size_t size)
+{
+    snprintf(buf, size, "%016" PRIx64 "%016" PRIx64 "%016" PRIx64 "%016" PRIx64, rng->s[0],
+             rng->s[1], rng->s[2], rng->s[3]);
+}
+
+static bool rng_parse(const char *text, hl_rng *rng)
+{
+    if (!text || strlen(text) != 64)
+        return false;
+    for (int i = 0; i < 4; i++) {
+        char part[17];
+        memcpy(part, text + 16 * i, 16);
+        part[16] = '\0';
+        char *end;
+        rng->s[i] = strtoull(part, &end, 16);
+        if (*end)
+            return false;
+    }
+    return true;
+}
+
+static hl_status add_params(hl_st_writer *w, const hl_params *params, const hl_optim *opt,
+                            hl_error *err)
+{
+    for (size_t i = 0; i < hl_params_n_tensors(params); i++) {
+        const hl_tensor *t = hl_params_tensor(params, i);
+        if (hl_st_writer_add(w, t->name, t, NATIVE_DTYPE, err) != HL_OK)
+            return err->status;
+        if (!opt)
+            continue;
+        char name[HL_NAME_MAX + 16];
+        hl_tensor m = state_view(params, t, opt->m);
+        state_name(name, sizeof name, 'm', t->name);
+        if (hl_st_writer_add(w, name, &m, NATIVE_DTYPE, err) != HL_OK)
+            return err->status;
+        if (opt->v) {
+            hl_tensor v = state_view(params, t, opt->v);
+            state_name(name, sizeof name, 'v', t->name);
+            if (hl_st_writer_add(w, name, &v, NATIVE_DTYPE, err) != HL_OK)
+                return err->status;
+        }
+    }
+    return HL_OK;
+}
+
+hl_status hl_checkpoint_save(const char *path, const hl_params *params, const hl_optim *opt,
+                             int64_t step, const hl_checkpoint_rng *rngs, int n_rngs,
+                             const hl_checkpoint_meta *meta, int n_meta, hl_error *err)
+{
+    hl_st_writer *w = hl_st_writer_new();
+    if (!w)
+        return hl_error_set(err, HL_ERR_NOMEM, "checkpoint: out of memory");
+    char text[128];
+    hl_status s = add_params(w, params, opt, err);
+    if (s == HL_OK)
+        s = hl_st_writer_set_metadata(w, "format", FORMAT_NAME, err);
+    snprintf(text, sizeof text, "%" PRId64, step);
+    if (s == HL_OK)
+        s = hl_st_writer_set_metadata(w, "step", text, err);
+    if (s == HL_OK && opt) {
+        snprintf(text, sizeof text, "%s %" PRId64, opt->cfg.kind == HL_OPTIM_ADAMW ? "adamw" : "sgd",
+                 opt->step);
+        s = hl_st_writer_set_metadata(w, "optim", text, err);
+    }
+    for (int i = 0; i < n_rngs && s == HL_OK; i++) {
+        char key[96];
+        snprintf(key, sizeof key, "rng.%s", rngs[i].name);
+        rng_format(rngs[i].rng, text, sizeof text);
+        s = hl_st_writer_set_metadata(w, key, text, err);
+    }
+    for (int i = 0; i < n_meta && s == HL_OK; i++)
+        s = hl_st_writer_set_metadata(w, meta[i].key, meta[i].value, err);
+    if (s == HL_OK)
+        s = hl_st_writer_save(w, path, err);
+    hl_st_writer_free(w);
+    return s;
+}
+
+/* Every tensor the load will copy must exist with the right shape before
+ * anything is overwritten. */
+static hl_status check_entry(const hl_safetensors *f, const char *path, const char *name,
+                             const hl_tensor *t, hl_error *err)
+{
+    const hl_st_entry *e = hl_safetensors_find(f, name);
+    if (!e)
+        return hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: no tensor %s", path, name);
+    bool same = e->rank == t->rank;
+    for (int d = 0; same && d < t->rank; d++)
+        same = e->shape[d] == t->shape[d];
+    if (!same) {
+        char ts[HL_SHAPE_STR_MAX];
+        return hl_error_set(err, HL_ERR_SHAPE,
+                            "checkpoint %s: %s has rank %d in the file, the model wants %s", path,
+                            name, e->rank, hl_shape_str(t, ts));
+    }
+    return HL_OK;
+}
+
+static hl_status check_all(const hl_safetensors *f, const char *path, hl_params *params,
+                           hl_optim *opt, hl_error *err)
+{
+    const char *format = hl_safetensors_metadata(f, "format");
+    if (!format || strcmp(format, FORMAT_NAME) != 0)
+        return hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: not a headlab checkpoint "
+                            "(metadata format is %s)", path, format ? format : "missing");
+    for (size_t i = 0; i < hl_params_n_tensors(params); i++) {
+        const hl_tensor *t = hl_params_tensor(params, i);
+        char name[HL_NAME_MAX + 16];
+        if (check_entry(f, path, t->name, t, err) != HL_OK)
+            return err->status;
+        state_name(name, sizeof name, 'm', t->name);
+        if (opt && check_entry(f, path, name, t, err) != HL_OK)
+            return err->status;
+        state_name(name, sizeof name, 'v', t->name);
+        if (opt && opt->v && check_entry(f, path, name, t, err) != HL_OK)
+            return err->status;
+    }
+    return HL_OK;
+}
+
+hl_status hl_checkpoint_load(const char *path, hl_params *params, hl_optim *opt, int64_t *step,
+                             const hl_checkpoint_rng *rngs, int n_rngs, hl_error *err)
+{
+    hl_safetensors *f = NULL;
+    if (hl_safetensors_read(path, &f, err) != HL_OK)
+        return err->status;
+    hl_status s = check_all(f, path, params, opt, err);
+    const char *step_text = hl_safetensors_metadata(f, "step");
+    const char *optim_text = hl_safetensors_metadata(f, "optim");
+    char *end = NULL;
+    long long saved_step = step_text ? strtoll(step_text, &end, 10) : -1;
+    long long optim_step = -1;
+    if (s == HL_OK && (!step_text || *end || saved_step < 0))
+        s = hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: bad or missing step", path);
+    if (s == HL_OK && opt && (!optim_text || sscanf(optim_text, "%*s %lld", &optim_step) != 1))
+        s = hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: no optimizer state", path);
+    hl_rng parsed[8];
+    for (int i = 0; i < n_rngs && s == HL_OK; i++) {
+        char key[96];
+        snprintf(key, sizeof key, "rng.%s", rngs[i].name);
+        if (i >= 8 || !rng_parse(hl_safetensors_metadata(f, key), &parsed[i]))
+            s = hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: bad or missing %s", path, key);
+    }
+    /* Everything is there: now overwrite. */
+    for (size_t i = 0; i < hl_params_n_tensors(params) && s == HL_OK; i++) {
+        hl_tensor *t = hl_params_tensor(params, i);
+        s = hl_safetensors_copy_to(f, t->name, t, err);
+        char name[HL_NAME_MAX + 16];
+        if (s == HL_OK && opt) {
+            hl_tensor m = state_view(params, t, opt->m);
+            state_name(name, sizeof name, 'm', t->name);
+            s = hl_safetensors_copy_to(f, name, &m, err);
+        }
+        if (s == HL_OK && opt && opt->v) {
+            hl_tensor v = state_view(params, t, opt->v);
+            state_name(name, sizeof name, 'v', t->name);
+            s = hl_safetensors_copy_to(f, name, &v, err);
+        }
+    }
+    if (s == HL_OK) {
+        if (step)
+            *step = saved_step;
+        if (opt)
+            opt->step = optim_step;
+        for (int i = 0; i < n_rngs; i++)
+            *rngs[i].rng = parsed[i];
+    }
+    hl_safetensors_free(f);
+    return s;
+}

@@ -1,0 +1,49 @@
+/*
+ * checkpoint.h: training checkpoints as safetensors files.
+ *
+ * A checkpoint holds every parameter under its own name (F32, or F64 in the
+ * double build, so saving and loading is exact), the optimizer state as
+ * `optim.m.<name>` and `optim.v.<name>`, and in the metadata the step, the
+ * optimizer's settings and step count, named RNG states and whatever
+ * key/value pairs the caller adds (e.g. the model config). Resuming from it
+ * continues bitwise as if the run had never stopped. Files are written
+ * atomically (temporary file, then rename).
+ *
+ *     hl_checkpoint_rng rngs[] = {{"data", &data_rng}};
+ *     hl_checkpoint_meta meta[] = {{"config", config_text}};
+ *     hl_checkpoint_save("ckpt.safetensors", params, opt, step, rngs, 1, meta, 1, &err);
+ *     ...
+ *     hl_checkpoint_load("ckpt.safetensors", params, opt, &step, rngs, 1, &err);
+ */
+#ifndef HL_CHECKPOINT_H
+#define HL_CHECKPOINT_H
+
+#include <stdint.h>
+
+#include "core/error.h"
+#include "train/optim.h"
+#include "core/params.h"
+#include "core/rng.h"
+
+typedef struct hl_checkpoint_rng {
+    const char *name;
+    hl_rng *rng;
+} hl_checkpoint_rng;
+
+typedef struct hl_checkpoint_meta {
+    const char *key;
+    const char *value;
+} hl_checkpoint_meta;
+
+/* opt may be NULL (weights only). */
+hl_status hl_checkpoint_save(const char *path, const hl_params *params, const hl_optim *opt,
+                             int64_t step, const hl_checkpoint_rng *rngs, int n_rngs,
+                             const hl_checkpoint_meta *meta, int n_meta, hl_error *err);
+
+/* Loads into an already built model: every parameter must be in the file with
+ * its shape (else an error naming it, and the model is left untouched). opt,
+ * step and rngs may be NULL/0; when given, their state must be in the file. */
+hl_status hl_checkpoint_load(const char *path, hl_params *params, hl_optim *opt, int64_t *step,
+                             const hl_checkpoint_rng *rngs, int n_rngs, hl_error *err);
+
+#endif

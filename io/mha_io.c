@@ -1,0 +1,63 @@
+/* Loading an MHA module from PyTorch-named safetensors weights: see model_io.h. */
+#include <stdio.h>
+
+#include "io/model_io.h"
+
+static const hl_st_entry *find(const hl_safetensors *f, const char *prefix, const char *name)
+{
+    char full[HL_NAME_MAX];
+    snprintf(full, sizeof full, "%s%s", prefix, name);
+    return hl_safetensors_find(f, full);
+}
+
+/* The 2-d weight's dims, or an error naming it. */
+static hl_status matrix_dims(const hl_st_entry *e, const char *what, int *rows, int *cols,
+                             hl_error *err)
+{
+    if (!e)
+        return hl_error_set(err, HL_ERR_FORMAT, "mha: the weights have no %s", what);
+    if (e->rank != 2 || e->shape[0] < 1 || e->shape[1] < 1 || e->shape[0] > 1 << 20 ||
+        e->shape[1] > 1 << 20)
+        return hl_error_set(err, HL_ERR_SHAPE, "mha: %s must be a matrix, it has rank %d", what,
+                            e->rank);
+    *rows = (int)e->shape[0];
+    *cols = (int)e->shape[1];
+    return HL_OK;
+}
+
+hl_status hl_mha_load(hl_mha *m, hl_params *p, const hl_safetensors *f, const char *prefix,
+                      int num_heads, hl_error *err)
+{
+    prefix = prefix ? prefix : "";
+    hl_mha_config cfg = {.num_heads = num_heads};
+    int rows = 0, cols = 0;
+    if (matrix_dims(find(f, prefix, "out_proj.weight"), "out_proj.weight", &rows, &cols, err))
+        return err->status;
+    cfg.embed_dim = rows;
+    /* out_proj.weight is (E, H·D): its width gives D, also after pruning. */
+    if (num_heads < 1 || cols % num_heads != 0)
+        return hl_error_set(err, HL_ERR_ARG,
+                            "mha: out_proj.weight (%d,%d) does not split into %d heads", rows,
+                            cols, num_heads);
+    cfg.head_dim = cols / num_heads;
+    const hl_st_entry *packed = find(f, prefix, "in_proj_weight");
+    if (!packed) {
+        int r = 0;
+        if (matrix_dims(find(f, prefix, "k_proj_weight"), "in_proj_weight or k_proj_weight", &r,
+                        &cfg.kdim, err) ||
+            matrix_dims(find(f, prefix, "v_proj_weight"), "v_proj_weight", &r, &cfg.vdim, err))
+            return err->status;
+    }
+    cfg.bias = find(f, prefix, "in_proj_bias") != NULL;
+    if (hl_mha_declare(m, p, prefix, &cfg, err) != HL_OK)
+        return err->status;
+    if (hl_params_commit(p) != HL_OK)
+        return hl_error_set(err, hl_params_error(p)->status, "%s", hl_params_error(p)->message);
+    hl_tensor *tensors[] = {m->in_proj_weight, m->q_proj_weight, m->k_proj_weight,
+                            m->v_proj_weight, m->in_proj_bias,   m->out_proj_weight,
+                            m->out_proj_bias};
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++)
+        if (tensors[i] && hl_safetensors_copy_to(f, tensors[i]->name, tensors[i], err) != HL_OK)
+            return err->status;
+    return HL_OK;
+}

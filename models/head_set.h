@@ -1,0 +1,51 @@
+/*
+ * head_set.h: naming heads of a GPT, and the record of the heads pruned away.
+ *
+ * A head set marks heads by layer and index in the model at hand
+ * (0..layer_heads-1), as the gates are:
+ *
+ *     hl_head_set off = {0};
+ *     off.on[1][3] = true;                    // layer 1, head 3
+ *
+ * A pruned model keeps its remaining heads in their original order, so a
+ * record of the ORIGINAL indices removed (the "pruned_heads" metadata of its
+ * checkpoint, e.g. "0:1,3;1:" = heads 1 and 3 of layer 0) maps current
+ * indices back (hl_head_original) and forth (hl_head_current).
+ */
+#ifndef HL_HEAD_SET_H
+#define HL_HEAD_SET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/error.h"
+#include "models/gpt.h"
+
+/* Heads per layer that a head set can name. */
+#define HL_HEADS_MAX 256
+
+typedef struct hl_head_set {
+    bool on[HL_GPT_MAX_LAYERS][HL_HEADS_MAX];
+} hl_head_set;
+
+/* Heads in the set (over every layer). */
+int hl_head_set_count(const hl_head_set *s);
+
+/* The original index of head `current` of layer l, given the original heads
+ * removed (NULL: none); -1 when out of range. */
+int hl_head_original(const hl_head_set *pruned, int n_heads, int l, int current);
+/* The current index of original head `original` of layer l; -1 when it was
+ * pruned or is out of range. */
+int hl_head_current(const hl_head_set *pruned, int n_heads, int l, int original);
+
+/* "0:1,3;1:": per layer its number, a colon and the pruned original heads,
+ * layers separated by semicolons. Returns what snprintf returns. */
+int hl_pruned_heads_format(const hl_head_set *pruned, const hl_gpt_config *cfg, char *buf,
+                           size_t size);
+/* Parses that text and checks it against cfg: every layer listed once in
+ * order, heads in range, ascending, and as many per layer as the config says
+ * were pruned. NULL text means nothing pruned (then no layer may be short). */
+hl_status hl_pruned_heads_parse(const char *text, const hl_gpt_config *cfg, hl_head_set *pruned,
+                                hl_error *err);
+
+#endif

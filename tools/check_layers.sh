@@ -1,0 +1,51 @@
+#!/bin/sh
+# Checks the dependency rule between headlab's layers (README, "Layout"):
+#
+#   core <- ops <- models <- analysis;  io, viz and train build on core (io and
+#   train also on models, io on train for the optimizer state it checkpoints).
+#
+# Every `#include "dir/..."` in a library file must name its own layer or one
+# it may build on. Prints each offending file and line; exit 1 if any.
+# Run by `make test`.
+set -eu
+cd "$(dirname "$0")/.."
+
+allowed() {
+    case $1 in
+    core)     echo "core" ;;
+    ops)      echo "core ops" ;;
+    models)   echo "core ops models" ;;
+    viz)      echo "core viz" ;;
+    train)    echo "core ops models train" ;;
+    io)       echo "core models train io" ;;
+    analysis) echo "core ops models io viz train analysis" ;;
+    esac
+}
+
+status=0
+for layer in core ops models viz train io analysis; do
+    ok=$(allowed "$layer")
+    for file in "$layer"/*.c "$layer"/*.h; do
+        [ -e "$file" ] || continue
+        # file:line:dir for every quoted include with a directory
+        grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"/]*/' "$file" |
+            sed 's|^\([0-9]*\):[^"]*"\([^"/]*\)/.*|\1 \2|' >"${TMPDIR:-/tmp}/hl_layers.$$" || true
+        while read -r line dir; do
+            case " $ok " in
+            *" $dir "*) ;;
+            *)
+                echo "$file:$line: $layer/ may not include $dir/ (it builds on: $ok)" >&2
+                status=1
+                ;;
+            esac
+        done <"${TMPDIR:-/tmp}/hl_layers.$$"
+        # a bare "name.h" would hide which layer it comes from
+        if grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"/]*"' "$file" >&2; then
+            echo "$file: includes must name their directory (\"core/tensor.h\")" >&2
+            status=1
+        fi
+    done
+done
+rm -f "${TMPDIR:-/tmp}/hl_layers.$$"
+[ "$status" = 0 ] && echo "layers: every include follows the dependency rule"
+exit "$status"

@@ -1,0 +1,149 @@
+#include "train/optim.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/arena.h"
+
+/* Kernels go parallel above this many values (cf. HL_PARALLEL_MIN_WORK). */
+#define OPTIM_PARALLEL_MIN 32768
+
+hl_optim *hl_optim_new(hl_params *params, const hl_optim_config *cfg, hl_error *err)
+{
+    if (!params || !cfg || !hl_params_values(params)) {
+        hl_error_set(err, HL_ERR_ARG, "optim: needs a committed parameter block and a config");
+        return NULL;
+    }
+    if (!(cfg->lr >= 0) || !(cfg->weight_decay >= 0) ||
+        (cfg->kind == HL_OPTIM_ADAMW &&
+         (!(cfg->beta1 >= 0 && cfg->beta1 < 1) || !(cfg->beta2 >= 0 && cfg->beta2 < 1) ||
+          !(cfg->eps > 0))) ||
+        (cfg->kind == HL_OPTIM_SGD && !(cfg->momentum >= 0 && cfg->momentum < 1))) {
+        hl_error_set(err, HL_ERR_ARG,
+                     "optim: bad hyper-parameters (lr %g, betas %g %g, eps %g, momentum %g, "
+                     "weight decay %g)",
+                     cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, cfg->momentum, cfg->weight_decay);
+        return NULL;
+    }
+    hl_optim *opt = calloc(1, sizeof *opt);
+    size_t bytes = (hl_params_count(params) ? hl_params_count(params) : 1) * sizeof(hl_real);
+    if (opt) {
+        opt->m = aligned_alloc(HL_ARENA_ALIGN, bytes);
+        opt->v = cfg->kind == HL_OPTIM_ADAMW ? aligned_alloc(HL_ARENA_ALIGN, bytes) : NULL;
+    }
+    if (!opt || !opt->m || (cfg->kind == HL_OPTIM_ADAMW && !opt->v)) {
+        hl_optim_free(opt);
+        hl_error_set(err, HL_ERR_NOMEM, "optim: out of memory for the optimizer state");
+        return NULL;
+    }
+    memset(opt->m, 0, bytes);
+    if (opt->v)
+        memset(opt->v, 0, bytes);
+    opt->cfg = *cfg;
+    opt->params = params;
+    return opt;
+}
+
+void hl_optim_free(hl_optim *opt)
+{
+    if (!opt)
+        return;
+    free(opt->m);
+    free(opt->v);
+    free(opt);
+}
+
+static void adamw_step(hl_optim *opt, double lr)
+{
+    const size_t n = hl_params_count(opt->params);
+    hl_real *w = hl_params_values(opt->params);
+    const hl_real *grad = hl_params_grads(opt->params);
+    hl_real *m = opt->m, *v = opt->v;
+    const double t = (double)opt->step;
+    /* torch.optim.AdamW: decay, then p -= lr/bc1 · m / (sqrt(v)/sqrt(bc2) + eps). */
+    const hl_real decay = (hl_real)(1 - lr * opt->cfg.weight_decay);
+    const hl_real b1 = (hl_real)opt->cfg.beta1, b2 = (hl_real)opt->cfg.beta2;
+    const hl_real step_size = (hl_real)(lr / (1 - pow(opt->cfg.beta1, t)));
+    const hl_real sqrt_bc2 = (hl_real)sqrt(1 - pow(opt->cfg.beta2, t));
+    const hl_real eps = (hl_real)opt->cfg.eps;
+#pragma omp parallel for if (n >= OPTIM_PARALLEL_MIN) schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        hl_real g = grad[i];
+        w[i] *= decay;
+        m[i] = b1 * m[i] + (1 - b1) * g;
+        v[i] = b2 * v[i] + (1 - b2) * g * g;
+        w[i] -= step_size * m[i] / (HL_SQRT(v[i]) / sqrt_bc2 + eps);
+    }
+}
+
+static void sgd_step(hl_optim *opt, double lr)
+{
+    const size_t n = hl_params_count(opt->params);
+    hl_real *w = hl_params_values(opt->params);
+    const hl_real *grad = hl_params_grads(opt->params);
+    hl_real *buf = opt->m;
+    const hl_real wd = (hl_real)opt->cfg.weight_decay, mu = (hl_real)opt->cfg.momentum;
+    const hl_real rate = (hl_real)lr;
+    const int first = opt->step == 1;
+    /* torch.optim.SGD: g += wd·p; buf = g on the first step, else mu·buf + g. */
+#pragma omp parallel for if (n >= OPTIM_PARALLEL_MIN) schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        hl_real g = grad[i] + wd * w[i];
+        if (mu != 0) {
+            buf[i] = first ? g : mu * buf[i] + g;
+            g = buf[i];
+        }
+        w[i] -= rate * g;
+    }
+}
+
+void hl_optim_step(hl_optim *opt, double lr_scale)
+{
+    opt->step++;
+    double lr = opt->cfg.lr * lr_scale;
+    if (opt->cfg.kind == HL_OPTIM_ADAMW)
+        adamw_step(opt, lr);
+    else
+        sgd_step(opt, lr);
+}
+
+double hl_lr_scale(const hl_lr_schedule *s, int64_t k)
+{
+    if (s->warmup_steps > 0 && k < s->warmup_steps)
+        return (double)(k + 1) / (double)s->warmup_steps;
+    if (!s->cosine || s->total_steps <= s->warmup_steps)
+        return 1.0;
+    double progress = (double)(k - s->warmup_steps) / (double)(s->total_steps - s->warmup_steps);
+    if (progress > 1)
+        progress = 1;
+    return s->min_scale + (1 - s->min_scale) * 0.5 * (1 + cos(3.14159265358979323846 * progress));
+}
+
+double hl_clip_grad_norm(hl_params *params, double max_norm)
+{
+    const size_t n = hl_params_count(params);
+    hl_real *grad = hl_params_grads(params);
+    /* Fixed chunks summed in order: the same norm for any thread count. */
+    double partial[256] = {0};
+    const size_t chunk = n / 256 + 1;
+#pragma omp parallel for if (n >= OPTIM_PARALLEL_MIN) schedule(static)
+    for (int c = 0; c < 256; c++) {
+        double s = 0;
+        size_t end = (size_t)(c + 1) * chunk < n ? (size_t)(c + 1) * chunk : n;
+        for (size_t i = (size_t)c * chunk; i < end; i++)
+            s += (double)grad[i] * grad[i];
+        partial[c] = s;
+    }
+    double total = 0;
+    for (int c = 0; c < 256; c++)
+        total += partial[c];
+    double norm = sqrt(total);
+    if (max_norm > 0 && norm > max_norm) {
+        hl_real coef = (hl_real)(max_norm / (norm + 1e-6));
+#pragma omp parallel for if (n >= OPTIM_PARALLEL_MIN) schedule(static)
+        for (size_t i = 0; i < n; i++)
+            grad[i] *= coef;
+    }
+    return norm;
+}
