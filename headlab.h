@@ -43,6 +43,7 @@
 #include "viz/heatmap.h"
 #include "viz/plot.h"
 #include "train/dist.h"
+#include "train/eval.h"
 #include "train/optim.h"
 #include "train/progress.h"
 #include "analysis/gradcheck_cases.h"

@@ -25,6 +25,7 @@ struct hl_gradcheck_case_data {
     hl_params *params;           /* mha cases */
     hl_mha mha;
     hl_mha_masks masks;
+    hl_tensor *gate; /* (H) per-head gate of the MHA run, or NULL */
     hl_gpt *gpt;
 };
 
@@ -147,7 +148,8 @@ static hl_tensor *build_cross_entropy(hl_graph *g, hl_tensor *const *in, void *c
 static hl_tensor *build_mha_self(hl_graph *g, hl_tensor *const *in, void *ctx)
 {
     case_data *d = ctx;
-    return hl_mha_forward(g, &d->mha, in[0], in[0], in[0], &d->masks, NULL);
+    return hl_mha_forward(g, &d->mha, in[0], in[0], in[0], &d->masks,
+                          &(hl_mha_run){.gate = d->gate});
 }
 
 static hl_tensor *build_mha_cross(hl_graph *g, hl_tensor *const *in, void *ctx)
@@ -296,13 +298,14 @@ static hl_status setup_mha_self(case_data *d, hl_gradcheck_case *c, hl_rng *rng,
     hl_mha_config cfg = {.embed_dim = 6, .num_heads = 2, .bias = true};
     if (declare_mha(d, &cfg, rng, err) != HL_OK)
         return err->status;
-    hl_init_uniform(d->mha.gate, rng, 0.5, 1.5);
-    hl_tensor *x = owned_tensor(d, "x", 3, (int[]){2, 5, 6}, true, rng, -1, 1, err);
+    d->gate = owned_tensor(d, "gate", 1, (int[]){2}, true, rng, 0.5, 1.5, err);
+    hl_tensor *x = d->gate ? owned_tensor(d, "x", 3, (int[]){2, 5, 6}, true, rng, -1, 1, err)
+                           : NULL;
     if (!x)
         return err->status;
     d->masks = (hl_mha_masks){.causal = true};
     hl_tensor *in[] = {x, d->mha.in_proj_weight, d->mha.in_proj_bias, d->mha.out_proj_weight,
-                       d->mha.out_proj_bias, d->mha.gate};
+                       d->mha.out_proj_bias, d->gate};
     c->n_inputs = 6;
     memcpy(c->inputs, in, sizeof in);
     return HL_OK;
@@ -458,10 +461,7 @@ void hl_gradcheck_case_free(hl_gradcheck_case *c)
     if (d) {
         for (int k = 0; k < d->n_owned; k++)
             hl_tensor_free(d->owned[k]);
-        if (d->params) {
-            hl_mha_release(&d->mha);
-            hl_params_free(d->params);
-        }
+        hl_params_free(d->params);
         hl_gpt_free(d->gpt);
         free(d);
     }

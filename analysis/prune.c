@@ -53,7 +53,6 @@ static void copy_kept_heads(const hl_mha *a, hl_mha *b, const bool *removed)
     for (int h = 0, i = 0; h < H; h++) {
         if (removed[h])
             continue;
-        b->gate->data[i] = a->gate->data[h];
         for (int part = 0; part < 3; part++) {
             memcpy(b->in_proj_weight->data + (size_t)(part * K + i) * row,
                    a->in_proj_weight->data + (size_t)(part * H + h) * row, row * sizeof(hl_real));
@@ -92,11 +91,9 @@ hl_gpt *hl_gpt_prune(const hl_gpt *m, const hl_head_set *remove, hl_head_set *pr
         if (src && hl_tensor_same_shape(src, t))
             memcpy(t->data, src->data, t->numel * sizeof(hl_real));
     }
-    /* ...then the pruned layers' projections and gates, head by head. */
-    for (int l = 0; l < cfg.n_layers; l++) {
+    /* ...then the pruned layers' projections, head by head. */
+    for (int l = 0; l < cfg.n_layers; l++)
         copy_kept_heads(&m->blocks[l].attn, &out->blocks[l].attn, remove->on[l]);
-        out->blocks[l].attn.head_offset = NULL;
-    }
     if (pruned) {
         hl_head_set gone = {0};
         for (int l = 0; l < cfg.n_layers; l++)

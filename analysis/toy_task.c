@@ -121,3 +121,10 @@ void hl_toy_scores_finish(const hl_toy_score_sums *s, hl_toy_head_scores *out)
         };
     }
 }
+
+hl_gpt_config hl_toy_gpt_config(void)
+{
+    return (hl_gpt_config){.vocab_in = HL_TOY_VOCAB + 1, .vocab_out = HL_TOY_VOCAB,
+                           .n_ctx = HL_TOY_T, .d_model = 64, .n_heads = 4, .n_layers = 2,
+                           .emb_std = 1.0};
+}

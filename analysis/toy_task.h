@@ -21,11 +21,18 @@
 
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "models/gpt.h"
 
 #define HL_TOY_VOCAB 16 /* content tokens 0..15 */
 #define HL_TOY_BOS 16
 #define HL_TOY_T 32
 #define HL_TOY_IGNORE (-1)
+/* The held-out set every program evaluates toy models on. */
+#define HL_TOY_HELDOUT_SEED 1000003
+#define HL_TOY_HELDOUT_SEQUENCES 1000
+
+/* TOYTASK.md's model: 2 layers of 4 heads, d_model 64, attention only. */
+hl_gpt_config hl_toy_gpt_config(void);
 
 typedef struct hl_toy_batch {
     int B;

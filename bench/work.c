@@ -161,7 +161,6 @@ void bench_mha_free(bench_mha_work *w)
 {
     if (!w)
         return;
-    hl_mha_release(&w->mha);
     hl_params_free(w->params);
     hl_tensor_free(w->x);
     free(w->grad_out);
@@ -184,7 +183,6 @@ static int mha_once(void *ctx, char *why, size_t why_size)
     if (w->backward) {
         hl_params_zero_grad(w->params);
         hl_tensor_zero_grad(w->x);
-        hl_tensor_zero_grad(w->mha.gate);
     }
     hl_tensor *y = hl_mha_forward(w->g, &w->mha, w->x, w->x, w->x, &masks, NULL);
     if (w->backward)
@@ -244,7 +242,7 @@ bench_toy *bench_toy_new(void)
     if (!w)
         return NULL;
     hl_error err = {0};
-    hl_gpt_config cfg = hl_gpt_config_default();
+    hl_gpt_config cfg = hl_toy_gpt_config();
     w->model = hl_gpt_new(&cfg, &err);
     w->opt = w->model ? hl_optim_new(w->model->params,
                                      &(hl_optim_config){.kind = HL_OPTIM_ADAMW, .lr = 3e-3,

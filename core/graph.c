@@ -143,17 +143,11 @@ hl_status hl_graph_backward(hl_graph *g, hl_tensor *loss)
     return hl_graph_backward_from(g, loss, &one);
 }
 
-static bool is_mask(hl_op op)
-{
-    return op == HL_OP_MASK_CAUSAL || op == HL_OP_MASK_KEY_PADDING || op == HL_OP_MASK_BLOCKED ||
-           op == HL_OP_MASK_ADDITIVE;
-}
-
 const hl_node *hl_graph_first_nonfinite(const hl_graph *g)
 {
     const hl_node *first = NULL;
     for (const hl_node *n = g->tail; n; n = n->prev) {
-        if (is_mask(n->op))
+        if (hl_op_get(n->op)->flags & HL_OP_EMITS_INF)
             continue;
         for (size_t i = 0; i < n->out->numel; i++)
             if (!isfinite(n->out->data[i])) {

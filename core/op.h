@@ -39,10 +39,18 @@ typedef enum hl_op {
 /* Adds the gradient of node->out into the gradients of the node's inputs. */
 typedef void (*hl_backward_fn)(struct hl_graph *g, struct hl_node *node);
 
+/* What the engine may assume of an op's output (hl_op_info.flags). */
+enum {
+    /* -inf is a meaningful output (a mask), not a numerical failure: such an
+     * op is never blamed by hl_graph_first_nonfinite. */
+    HL_OP_EMITS_INF = 1 << 0,
+};
+
 typedef struct hl_op_info {
     const char *name;
     int n_inputs;           /* tensor inputs recorded on the node */
     hl_backward_fn backward; /* NULL: not differentiable */
+    unsigned flags;          /* HL_OP_EMITS_INF, ... */
 } hl_op_info;
 
 const hl_op_info *hl_op_get(hl_op op);

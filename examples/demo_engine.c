@@ -43,7 +43,7 @@ static hl_tensor *forward(hl_graph *g, demo_model *m, const int32_t *tokens,
         positions[i] = i % T;
     x = hl_add(g, x, hl_embedding(g, m->pos, positions, 2, (int[]){B, T}));
     hl_mha_masks masks = {.causal = true};
-    hl_tensor *h = hl_add(g, x, hl_mha_forward(g, &m->attn, x, x, x, &masks, trace));
+    hl_tensor *h = hl_add(g, x, hl_mha_forward(g, &m->attn, x, x, x, &masks, &(hl_mha_run){.trace = trace}));
     hl_tensor *logits = hl_linear(g, h, m->unembed, m->unembed_bias);
     return hl_cross_entropy(g, logits, targets, -1);
 }
@@ -117,7 +117,6 @@ int main(int argc, char **argv)
     printf("arena: %zu bytes at the high-water mark, %zu allocations over %d steps\n",
            g->arena.high_water, g->arena.n_mallocs, steps + 1);
     hl_graph_free(g);
-    hl_mha_release(&m.attn);
     hl_params_free(m.params);
     return 0;
 }

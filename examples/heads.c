@@ -714,8 +714,10 @@ static double forward_seconds(const hl_gpt *m, const hl_eval_set *set, int runs,
     return runs % 2 ? times[runs / 2] : (times[runs / 2 - 1] + times[runs / 2]) / 2;
 }
 
-/* Largest |logit difference| between two models on the set's first batch. */
-static double logit_difference(const hl_gpt *a, const hl_gpt *b, const hl_eval_set *set)
+/* Largest |logit difference| between two models (a run with its ablation) on
+ * the set's first batch. */
+static double logit_difference(const hl_gpt *a, const hl_gpt_run *a_run, const hl_gpt *b,
+                               const hl_eval_set *set)
 {
     hl_graph *g = hl_graph_new(0);
     if (!g)
@@ -723,7 +725,7 @@ static double logit_difference(const hl_gpt *a, const hl_gpt *b, const hl_eval_s
     hl_graph_set_grad_enabled(g, false);
     hl_graph_set_training(g, false);
     int B = set->n < set->batch ? set->n : set->batch;
-    hl_tensor *x = hl_gpt_forward(g, a, set->tokens, B, set->T, NULL);
+    hl_tensor *x = hl_gpt_forward(g, a, set->tokens, B, set->T, a_run);
     hl_tensor *y = hl_gpt_forward(g, b, set->tokens, B, set->T, NULL);
     double worst = hl_graph_failed(g) ? NAN : 0;
     for (size_t i = 0; !hl_graph_failed(g) && i < x->numel; i++)
@@ -759,11 +761,11 @@ static int run_prune_once(const options *o, study *s)
     if (hl_heads_evaluate(s->m, s->set, &remove, NULL, &gated, &err) ||
         hl_heads_evaluate(small, s->set, NULL, NULL, &after, &err))
         fail(&err);
-    for (int l = 0; l < s->m->cfg.n_layers; l++)
-        for (int h = 0; h < hl_gpt_layer_heads(&s->m->cfg, l); h++)
-            s->m->blocks[l].attn.gate->data[h] = remove.on[l][h] ? 0 : 1;
-    double diff = logit_difference(s->m, small, s->set);
-    hl_gpt_reset_gates(s->m);
+    hl_heads_run gated_run;
+    if (hl_heads_run_ablate(&gated_run, s->m, s->set->T, &remove, NULL, &err))
+        fail(&err);
+    double diff = logit_difference(s->m, &gated_run.run, small, s->set);
+    hl_heads_run_free(&gated_run);
     double t_before = forward_seconds(s->m, s->set, o->timing_runs, &err);
     double t_after = forward_seconds(small, s->set, o->timing_runs, &err);
     char record[1024];

@@ -119,7 +119,7 @@ static int run(const options *o, hl_error *err)
 
     hl_mha_masks masks = {.causal = o->causal, .key_padding = pad, .additive = mask};
     hl_mha_trace trace;
-    hl_tensor *y = hl_mha_forward(g, &m, q, k, v, &masks, &trace);
+    hl_tensor *y = hl_mha_forward(g, &m, q, k, v, &masks, &(hl_mha_run){.trace = &trace});
     if (!hl_graph_failed(g) && dy && !hl_tensor_same_shape(dy, y)) {
         char ys[HL_SHAPE_STR_MAX], ds[HL_SHAPE_STR_MAX];
         hl_error_set(err, HL_ERR_SHAPE, "grad_output %s does not match the output %s",
@@ -165,7 +165,6 @@ done:
     hl_tensor_free(pad);
     hl_tensor_free(mask);
     hl_tensor_free(dy);
-    hl_mha_release(&m);
     hl_st_writer_free(w);
     hl_graph_free(g);
     hl_params_free(params);

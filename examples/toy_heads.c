@@ -113,10 +113,13 @@ typedef struct {
     hl_mha_trace trace[2];     /* attention (B,H,T,T) and head outputs per layer */
 } toy_forward;
 
-static toy_forward forward(hl_graph *g, const hl_gpt *m, const hl_toy_batch *b)
+static toy_forward forward(hl_graph *g, const hl_gpt *m, const hl_toy_batch *b,
+                           const hl_gpt_run *ablation)
 {
     toy_forward f;
-    f.logits = hl_gpt_forward(g, m, b->tokens, b->B, HL_TOY_T, f.trace);
+    hl_gpt_run run = ablation ? *ablation : (hl_gpt_run){0};
+    run.trace = f.trace;
+    f.logits = hl_gpt_forward(g, m, b->tokens, b->B, HL_TOY_T, &run);
     f.scored = hl_cross_entropy(g, f.logits, b->scored, HL_TOY_IGNORE);
     f.other = hl_cross_entropy(g, f.logits, b->other, HL_TOY_IGNORE);
     return f;
@@ -156,7 +159,8 @@ static void heldout_free(heldout_set *h)
 }
 
 /* Scored loss and accuracy, and (when heads is set) every head's scores. */
-static int evaluate(heldout_set *h, const hl_gpt *m, bool heads, evaluation *e)
+static int evaluate(heldout_set *h, const hl_gpt *m, bool heads, const hl_gpt_run *ablation,
+                    evaluation *e)
 {
     const int L = m->cfg.n_layers, H = m->cfg.n_heads, V = m->cfg.vocab_out;
     hl_toy_score_sums sums[2];
@@ -166,7 +170,7 @@ static int evaluate(heldout_set *h, const hl_gpt *m, bool heads, evaluation *e)
     hl_graph_set_grad_enabled(h->g, false);
     for (int i = 0; i < HELDOUT_SIZE / HELDOUT_BATCH; i++) {
         const hl_toy_batch *b = h->batches[i];
-        toy_forward f = forward(h->g, m, b);
+        toy_forward f = forward(h->g, m, b, ablation);
         if (hl_graph_failed(h->g)) {
             fprintf(stderr, "toy_heads: evaluation: %s\n", hl_graph_message(h->g));
             return -1;
@@ -275,7 +279,7 @@ static hl_tensor *collect_maps(heldout_set *h, const hl_gpt *m, int batch, int i
     for (int i = 0; i < HELDOUT_SIZE / HELDOUT_BATCH; i++) {
         if (index >= 0 && i != batch)
             continue;
-        toy_forward f = forward(h->g, m, h->batches[i]);
+        toy_forward f = forward(h->g, m, h->batches[i], NULL);
         if (hl_graph_failed(h->g)) {
             hl_tensor_free(maps);
             return NULL;
@@ -390,14 +394,19 @@ static int toy_write_pictures(const char *dir, heldout_set *h, const hl_gpt *m, 
 }
 
 /* Held-out scored loss with each head alone gated to 0, minus the baseline. */
-static int ablate_heads(heldout_set *h, hl_gpt *m, double baseline, double deltas[2][8])
+static int ablate_heads(heldout_set *h, const hl_gpt *m, double baseline, double deltas[2][8])
 {
     for (int l = 0; l < m->cfg.n_layers; l++)
         for (int k = 0; k < m->cfg.n_heads; k++) {
             evaluation e;
-            m->blocks[l].attn.gate->data[k] = 0;
-            int rc = evaluate(h, m, false, &e);
-            m->blocks[l].attn.gate->data[k] = 1;
+            hl_head_set one = {0};
+            one.on[l][k] = true;
+            hl_heads_run run;
+            hl_error err = {0};
+            if (hl_heads_run_ablate(&run, m, HL_TOY_T, &one, NULL, &err) != HL_OK)
+                return -1;
+            int rc = evaluate(h, m, false, &run.run, &e);
+            hl_heads_run_free(&run);
             if (rc)
                 return rc;
             deltas[l][k] = e.scored_loss - baseline;
@@ -489,7 +498,7 @@ static double train_step(hl_graph *g, hl_gpt *m, hl_optim *opt, const hl_toy_bat
     count_targets(batch, begin, end, &scored_mine, &other_mine);
     hl_toy_batch shard = shard_of(batch, begin, end);
     hl_params_zero_grad(m->params);
-    toy_forward f = forward(g, m, &shard);
+    toy_forward f = forward(g, m, &shard, NULL);
     hl_tensor *loss = hl_add(g, hl_scale(g, f.scored, (hl_real)(scored_mine / scored_all)),
                              hl_scale(g, f.other, (hl_real)(other_mine / other_all)));
     if (hl_graph_backward(g, loss) != HL_OK) {
@@ -536,7 +545,7 @@ int main(int argc, char **argv)
         hl_dist_abort(2);
     }
     hl_error err = {0};
-    hl_gpt_config cfg = hl_gpt_config_default();
+    hl_gpt_config cfg = hl_toy_gpt_config();
     hl_gpt *m = hl_gpt_new(&cfg, &err);
     hl_optim *opt = m ? hl_optim_new(m->params,
                                      &(hl_optim_config){.kind = HL_OPTIM_ADAMW, .lr = 3e-3,
@@ -592,7 +601,7 @@ int main(int argc, char **argv)
         bool evaluate_now = step % o.eval_every == 0 || step == o.steps || is_snapshot_step(step);
         if (lead && evaluate_now) {
             evaluation e;
-            if (evaluate(&heldout, m, true, &e))
+            if (evaluate(&heldout, m, true, NULL, &e))
                 hl_dist_abort(1);
             double best[3] = {0, 0, 0};
             for (int h = 0; h < cfg.n_heads; h++) {
@@ -629,7 +638,7 @@ int main(int argc, char **argv)
         fclose(log);
         evaluation e;
         double deltas[2][8];
-        if (evaluate(&heldout, m, true, &e) || ablate_heads(&heldout, m, e.scored_loss, deltas))
+        if (evaluate(&heldout, m, true, NULL, &e) || ablate_heads(&heldout, m, e.scored_loss, deltas))
             hl_dist_abort(1);
         print_table(m, &e, deltas);
         if (write_scores(o.out, m, &e, deltas) ||

@@ -10,12 +10,6 @@
 
 #define LN_EPS 1e-5f
 
-hl_gpt_config hl_gpt_config_default(void)
-{
-    return (hl_gpt_config){.vocab_in = 17, .vocab_out = 16, .n_ctx = 32, .d_model = 64,
-                           .n_heads = 4, .n_layers = 2, .emb_std = 1.0};
-}
-
 static hl_tensor *declare(hl_params *p, const char *name, int rank, const int *shape)
 {
     return hl_params_add(p, name, rank, shape);
@@ -107,8 +101,6 @@ void hl_gpt_free(hl_gpt *m)
 {
     if (!m)
         return;
-    for (int l = 0; l < m->cfg.n_layers; l++)
-        hl_mha_release(&m->blocks[l].attn);
     hl_params_free(m->params);
     free(m);
 }
@@ -146,13 +138,6 @@ void hl_gpt_init_weights(hl_gpt *m, hl_rng *rng)
     }
     init_layernorm(m->lnf_w, m->lnf_b);
     init_linear(m->head_w, m->head_b, rng);
-    hl_gpt_reset_gates(m);
-}
-
-void hl_gpt_reset_gates(hl_gpt *m)
-{
-    for (int l = 0; l < m->cfg.n_layers; l++)
-        hl_tensor_fill(m->blocks[l].attn.gate, 1);
 }
 
 static hl_tensor *maybe_layernorm(hl_graph *g, hl_tensor *x, hl_tensor *w, hl_tensor *b)
@@ -161,7 +146,7 @@ static hl_tensor *maybe_layernorm(hl_graph *g, hl_tensor *x, hl_tensor *w, hl_te
 }
 
 hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, int B, int T,
-                          hl_mha_trace *trace)
+                          const hl_gpt_run *run)
 {
     if (hl_graph_failed(g))
         return &g->poison;
@@ -185,7 +170,11 @@ hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, i
     for (int l = 0; l < m->cfg.n_layers; l++) {
         const hl_gpt_block *b = &m->blocks[l];
         hl_tensor *a = maybe_layernorm(g, h, b->ln1_w, b->ln1_b);
-        hl_tensor *y = hl_mha_forward(g, &b->attn, a, a, a, &causal, trace ? &trace[l] : NULL);
+        hl_mha_run layer = {0};
+        if (run)
+            layer = (hl_mha_run){run->gate[l], run->head_offset[l],
+                                 run->trace ? &run->trace[l] : NULL};
+        hl_tensor *y = hl_mha_forward(g, &b->attn, a, a, a, &causal, run ? &layer : NULL);
         h = hl_add(g, h, p > 0 ? hl_dropout(g, y, p) : y);
         if (b->fc_w) {
             hl_tensor *x = maybe_layernorm(g, h, b->ln2_w, b->ln2_b);

@@ -13,10 +13,16 @@
  * blocks.<l>.mlp.fc.{weight,bias}, blocks.<l>.mlp.proj.*, ln_f.*, head.weight,
  * head.bias.
  *
- *     hl_gpt_config cfg = hl_gpt_config_default();   // then set the fields
+ *     hl_gpt_config cfg = {.vocab_in = 256, .vocab_out = 256, .n_ctx = 64,
+ *                          .d_model = 128, .n_heads = 4, .n_layers = 4,
+ *                          .mlp = true, .layernorm = true, .emb_std = 0.02};
  *     hl_gpt *m = hl_gpt_new(&cfg, &err);
  *     hl_gpt_init_weights(m, &rng);
- *     hl_tensor *logits = hl_gpt_forward(g, m, tokens, B, T, traces);   // traces may be NULL
+ *     hl_tensor *logits = hl_gpt_forward(g, m, tokens, B, T, NULL);
+ *
+ *     hl_mha_trace trace[2];                          // one per layer
+ *     hl_gpt_run run = {.trace = trace, .gate = {[1] = gate1}};   // gate1 (H)
+ *     logits = hl_gpt_forward(g, m, tokens, B, T, &run);         // m is not changed
  */
 #ifndef HL_GPT_H
 #define HL_GPT_H
@@ -59,7 +65,6 @@ typedef struct hl_gpt {
     hl_tensor *head_w, *head_b;                        /* (vocab_out,d), (vocab_out) */
 } hl_gpt;
 
-hl_gpt_config hl_gpt_config_default(void);
 /* A model with committed, zeroed parameters; NULL with the reason in err. */
 hl_gpt *hl_gpt_new(const hl_gpt_config *cfg, hl_error *err);
 void hl_gpt_free(hl_gpt *m);
@@ -67,11 +72,18 @@ void hl_gpt_free(hl_gpt *m);
  * embeddings N(0, emb_std), LayerNorm weight 1 and bias 0. */
 void hl_gpt_init_weights(hl_gpt *m, hl_rng *rng);
 
-/* tokens (B,T) with T <= n_ctx -> logits (B,T,vocab_out). When trace is not
- * NULL, trace[l] receives layer l's attention probabilities (B,H,T,T) and
- * head outputs (B,H,T,D). */
+/* One forward pass's changes and requests (analysis); every field may be
+ * NULL. Layer l's attention gets gate[l] (H_l) and head_offset[l] (H_l,T,D)
+ * as in hl_mha_run. */
+typedef struct hl_gpt_run {
+    hl_tensor *gate[HL_GPT_MAX_LAYERS];
+    const hl_tensor *head_offset[HL_GPT_MAX_LAYERS];
+    hl_mha_trace *trace; /* n_layers entries: attention (B,H,T,T), heads (B,H,T,D) */
+} hl_gpt_run;
+
+/* tokens (B,T) with T <= n_ctx -> logits (B,T,vocab_out). run may be NULL. */
 hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, int B, int T,
-                          hl_mha_trace *trace);
+                          const hl_gpt_run *run);
 
 /* Heads in layer l (n_heads unless pruned). */
 int hl_gpt_layer_heads(const hl_gpt_config *cfg, int l);
@@ -79,8 +91,5 @@ int hl_gpt_layer_heads(const hl_gpt_config *cfg, int l);
 /* The config as safetensors metadata strings, and back (for checkpoints). */
 int hl_gpt_config_format(const hl_gpt_config *cfg, char *buf, size_t size);
 hl_status hl_gpt_config_parse(const char *text, hl_gpt_config *cfg, hl_error *err);
-
-/* Sets every head gate to 1 (no ablation). */
-void hl_gpt_reset_gates(hl_gpt *m);
 
 #endif

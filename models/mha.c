@@ -48,12 +48,6 @@ hl_status hl_mha_declare(hl_mha *m, hl_params *p, const char *prefix,
         m->out_proj_bias = declare(p, prefix, "out_proj.bias", 1, (int[]){E});
     if (hl_error_failed(hl_params_error(p)))
         return hl_error_set(err, hl_params_error(p)->status, "%s", hl_params_error(p)->message);
-    char gate_name[HL_NAME_MAX];
-    snprintf(gate_name, sizeof gate_name, "%sgate", prefix);
-    m->gate = hl_tensor_new_checked(gate_name, 1, &cfg->num_heads, true, err);
-    if (!m->gate)
-        return err->status;
-    hl_tensor_fill(m->gate, 1);
     return HL_OK;
 }
 
@@ -75,12 +69,6 @@ void hl_mha_init_weights(hl_mha *m, hl_rng *rng)
 }
 
 int hl_mha_inner_dim(const hl_mha *m) { return m->cfg.num_heads * m->cfg.head_dim; }
-
-void hl_mha_release(hl_mha *m)
-{
-    hl_tensor_free(m->gate);
-    m->gate = NULL;
-}
 
 /* (B,L,E) -> (B,H,L,D) */
 static hl_tensor *split_heads(hl_graph *g, hl_tensor *x, int heads, int head_dim)
@@ -170,9 +158,31 @@ static bool check_inputs(hl_graph *g, const hl_mha *m, const hl_tensor *query,
     return true;
 }
 
-hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_tensor *key,
-                          hl_tensor *value, const hl_mha_masks *masks, hl_mha_trace *trace)
+/* The run's gate and offset applied to the head outputs (B,H,T,D). */
+static hl_tensor *gate_heads(hl_graph *g, hl_tensor *heads, const hl_mha_run *run)
 {
+    if (!run)
+        return heads;
+    const int H = heads->shape[1];
+    if (run->gate) {
+        if (run->gate->rank != 1 || run->gate->shape[0] != H) {
+            char gs[HL_SHAPE_STR_MAX];
+            hl_shape_str(run->gate, gs);
+            hl_error_set(&g->error, HL_ERR_SHAPE, "mha: gate %s must be (%d), one per head", gs,
+                         H);
+            return &g->poison;
+        }
+        heads = hl_mul(g, heads, hl_reshape(g, run->gate, 3, (int[]){H, 1, 1}));
+    }
+    if (run->head_offset)
+        heads = hl_add(g, heads, (hl_tensor *)run->head_offset); /* read, never written */
+    return heads;
+}
+
+hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_tensor *key,
+                          hl_tensor *value, const hl_mha_masks *masks, const hl_mha_run *run)
+{
+    hl_mha_trace *trace = run ? run->trace : NULL;
     if (trace)
         *trace = (hl_mha_trace){&g->poison, &g->poison};
     if (!check_inputs(g, m, query, key, value))
@@ -197,16 +207,13 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
         return &g->poison;
     hl_tensor_set_name(probs, "attn");
 
-    hl_tensor *heads = hl_matmul(g, probs, vh, 0);
-    hl_tensor *gated = hl_mul(g, heads, hl_reshape(g, m->gate, 3, (int[]){H, 1, 1}));
-    if (m->head_offset)
-        gated = hl_add(g, gated, (hl_tensor *)m->head_offset);
-    hl_tensor *out = hl_linear(g, merge_heads(g, gated), m->out_proj_weight, m->out_proj_bias);
+    hl_tensor *heads = gate_heads(g, hl_matmul(g, probs, vh, 0), run);
+    hl_tensor *out = hl_linear(g, merge_heads(g, heads), m->out_proj_weight, m->out_proj_bias);
     if (hl_graph_failed(g))
         return &g->poison;
-    hl_tensor_set_name(gated, "heads");
+    hl_tensor_set_name(heads, "heads");
     if (trace)
-        *trace = (hl_mha_trace){probs, gated};
+        *trace = (hl_mha_trace){probs, heads};
     return out;
 }
 

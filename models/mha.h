@@ -3,7 +3,7 @@
  * backward comes from autograd and no attention-specific gradient code exists.
  *
  *   MultiHead(Q,K,V) = Concat(head_1..head_H)·W_Oᵀ + b_O,
- *   head_h = gate_h · softmax(Q_h K_hᵀ / √D + mask) V_h,   D = E / H
+ *   head_h = softmax(Q_h K_hᵀ / √D + mask) V_h,   D = E / H
  *
  * Weights use PyTorch's nn.MultiheadAttention state_dict names under a prefix:
  * `<prefix>in_proj_weight (3E,E)` and `<prefix>in_proj_bias (3E)` when kdim =
@@ -13,9 +13,12 @@
  * pruning, H·D < E takes the place of E as the in-projection's output width
  * and the out-projection's input width.
  *
- * The per-head gate (H) starts at ones and is not a trained parameter: set
- * gate_h = 0 to ablate head h; after backward, gate->grad holds ∂L/∂g_h, the
- * head-importance score of Michel et al. (2019).
+ * Analysis changes a forward pass, never the module: a run (hl_mha_run) may
+ * multiply head h's output by a gate g_h (g_h = 0 ablates it; with a gate
+ * that requires grad, ∂L/∂g_h after backward is the head-importance score of
+ * Michel et al. 2019), add an offset to the head outputs (mean ablation), and
+ * ask for a trace of the attention probabilities and head outputs. A module is
+ * therefore const in every forward pass and may serve several at once.
  *
  *     hl_params *p = hl_params_new();
  *     hl_mha mha;
@@ -24,10 +27,11 @@
  *     hl_params_commit(p);
  *     hl_mha_init_weights(&mha, &rng);
  *     hl_mha_masks masks = {.causal = true};
+ *     hl_tensor *y = hl_mha_forward(g, &mha, x, x, x, &masks, NULL);
+ *
  *     hl_mha_trace trace;                                  // attn (B,H,T,S), heads
- *     hl_tensor *y = hl_mha_forward(g, &mha, x, x, x, &masks, &trace);
- *     ...
- *     hl_mha_release(&mha);                                // frees the gate
+ *     hl_mha_run run = {.gate = gate, .trace = &trace};    // gate (H), e.g. 1,0,1,1
+ *     y = hl_mha_forward(g, &mha, x, x, x, &masks, &run);
  */
 #ifndef HL_MHA_H
 #define HL_MHA_H
@@ -54,11 +58,6 @@ typedef struct hl_mha {
     hl_tensor *in_proj_weight, *in_proj_bias;             /* (3HD,E), (3HD) */
     hl_tensor *q_proj_weight, *k_proj_weight, *v_proj_weight; /* unpacked only */
     hl_tensor *out_proj_weight, *out_proj_bias;           /* (E,HD), (E) */
-    hl_tensor *gate;        /* (H), heap, requires grad, not in the params */
-    /* (H,T,D) or NULL: added to the gated head outputs. With gate_h = 0 and
-     * head_offset_h = head h's mean output, head h is mean-ablated. Owned by
-     * the caller; its T must match the queries'. */
-    const hl_tensor *head_offset;
 } hl_mha;
 
 /* Which keys each query may see. Mask tensors use nonzero = true. */
@@ -72,26 +71,37 @@ typedef struct hl_mha_masks {
 /* What a forward pass can hand back for inspection (named graph tensors). */
 typedef struct hl_mha_trace {
     hl_tensor *attn;  /* (B,H,T,S) attention probabilities */
-    hl_tensor *heads; /* (B,H,T,D) each head's output after its gate, before W_O */
+    hl_tensor *heads; /* (B,H,T,D) each head's output after gate and offset, before W_O */
 } hl_mha_trace;
 
+/* One forward pass's changes and requests; every field may be NULL. */
+typedef struct hl_mha_run {
+    /* (H): head h's output is multiplied by gate_h. A heap or graph tensor of
+     * the caller's; when it requires grad, backward fills its gradient. */
+    hl_tensor *gate;
+    /* (H,T,D): added to the (gated) head outputs; its T must match the
+     * queries'. With gate_h = 0 and head_offset_h = head h's mean output,
+     * head h is mean-ablated. */
+    const hl_tensor *head_offset;
+    hl_mha_trace *trace; /* filled with this pass's attention and head outputs */
+} hl_mha_run;
+
 /* Declares the module's parameters in p (prefix may be "" or e.g.
- * "blocks.0.attn.") and allocates its gate. HL_OK, or an error in err. */
+ * "blocks.0.attn."). HL_OK, or an error in err. */
 hl_status hl_mha_declare(hl_mha *m, hl_params *p, const char *prefix,
                          const hl_mha_config *cfg, hl_error *err);
 /* PyTorch's initialisation, after hl_params_commit: xavier-uniform over the
  * in-projection (each unpacked weight on its own), zero biases, out-projection
  * weight U(±1/√E). */
 void hl_mha_init_weights(hl_mha *m, hl_rng *rng);
-void hl_mha_release(hl_mha *m);
 /* H·D: the width of the concatenated heads (E unless heads were pruned). */
 int hl_mha_inner_dim(const hl_mha *m);
 
 /* query (B,T,E), key (B,S,kdim), value (B,S,vdim) -> (B,T,E). masks and
- * trace may be NULL. Pass the same tensor as query, key and value for
+ * run may be NULL. Pass the same tensor as query, key and value for
  * self-attention (one packed projection). */
 hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_tensor *key,
-                          hl_tensor *value, const hl_mha_masks *masks, hl_mha_trace *trace);
+                          hl_tensor *value, const hl_mha_masks *masks, const hl_mha_run *run);
 
 /* The head average of attention probabilities (B,H,T,S) -> (B,T,S), a graph
  * tensor outside autograd (for inspection). */

@@ -112,7 +112,7 @@ END_TEST
 
 START_TEST(test_gpt_config_round_trip)
 {
-    hl_gpt_config a = hl_gpt_config_default(), b;
+    hl_gpt_config a = hl_toy_gpt_config(), b;
     a.mlp = true;
     a.dropout = 0.1;
     char text[512];
@@ -142,7 +142,7 @@ END_TEST
 START_TEST(test_gpt_errors)
 {
     hl_error err = {0};
-    hl_gpt_config cfg = hl_gpt_config_default();
+    hl_gpt_config cfg = hl_toy_gpt_config();
     cfg.n_heads = 5;
     ck_assert_ptr_null(hl_gpt_new(&cfg, &err));
     ck_assert_ptr_nonnull(strstr(err.message, "not divisible"));
@@ -154,7 +154,7 @@ START_TEST(test_gpt_errors)
     ck_assert_ptr_null(hl_gpt_load("tests/fixtures/mha/self/weights.safetensors", &err));
     ck_assert_ptr_nonnull(strstr(err.message, "config"));
 
-    cfg = hl_gpt_config_default();
+    cfg = hl_toy_gpt_config();
     hl_gpt *m = hl_gpt_new(&cfg, &err);
     hl_graph *g = hl_graph_new(0);
     int32_t tokens[40] = {0};

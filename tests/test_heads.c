@@ -72,11 +72,11 @@ static size_t n_values(const hl_gpt *m)
 }
 
 /* The logits of every sequence of the set in one forward pass, copied. */
-static double *all_logits(const hl_gpt *m, const hl_eval_set *set)
+static double *all_logits_run(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run *run)
 {
     hl_graph *g = hl_graph_new(0);
     hl_graph_set_grad_enabled(g, false);
-    hl_tensor *y = hl_gpt_forward(g, m, set->tokens, set->n, set->T, NULL);
+    hl_tensor *y = hl_gpt_forward(g, m, set->tokens, set->n, set->T, run);
     ck_assert_msg(!hl_graph_failed(g), "%s", hl_graph_message(g));
     double *out = malloc(y->numel * sizeof *out);
     for (size_t i = 0; i < y->numel; i++)
@@ -93,11 +93,12 @@ static void expect_close(const char *what, const double *a, const double *b, siz
 
 /* Group losses and accuracies computed in one pass over the whole set, as
  * the definition says: mean cross-entropy and argmax hits over the targets. */
-static void by_hand(const hl_gpt *m, const hl_eval_set *set, hl_eval_result *r)
+static void by_hand(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run *run,
+                    hl_eval_result *r)
 {
     hl_graph *g = hl_graph_new(0);
     hl_graph_set_grad_enabled(g, false);
-    hl_tensor *logits = hl_gpt_forward(g, m, set->tokens, set->n, set->T, NULL);
+    hl_tensor *logits = hl_gpt_forward(g, m, set->tokens, set->n, set->T, run);
     memset(r, 0, sizeof *r);
     for (int k = 0; k < set->n_groups; k++) {
         hl_tensor *ce = hl_cross_entropy(g, logits, set->targets[k], HL_EVAL_IGNORE);
@@ -129,21 +130,47 @@ static void expect_results_close(const hl_eval_result *a, const hl_eval_result *
     }
 }
 
-static void expect_gates_one(const hl_gpt *m)
+static double *all_logits(const hl_gpt *m, const hl_eval_set *set)
 {
-    for (int l = 0; l < m->cfg.n_layers; l++) {
-        ck_assert_ptr_null(m->blocks[l].attn.head_offset);
-        for (int h = 0; h < m->blocks[l].attn.gate->shape[0]; h++)
-            ck_assert(m->blocks[l].attn.gate->data[h] == 1);
-    }
+    return all_logits_run(m, set, NULL);
 }
 
-static void set_gates(hl_gpt *m, const double *layer0, const double *layer1)
+/* A run gating the heads of both layers as given (free with free_run). */
+static hl_gpt_run gates_run(const double *layer0, const double *layer1)
 {
-    for (int h = 0; h < N_HEADS; h++) {
-        m->blocks[0].attn.gate->data[h] = (hl_real)layer0[h];
-        m->blocks[1].attn.gate->data[h] = (hl_real)layer1[h];
+    hl_gpt_run run = {0};
+    for (int l = 0; l < 2; l++) {
+        run.gate[l] = hl_tensor_new("gate", 1, (int[]){N_HEADS}, false);
+        for (int h = 0; h < N_HEADS; h++)
+            run.gate[l]->data[h] = (hl_real)(l ? layer1 : layer0)[h];
     }
+    return run;
+}
+
+static void free_run(hl_gpt_run *run)
+{
+    for (int l = 0; l < 2; l++)
+        hl_tensor_free(run->gate[l]);
+}
+
+/* The logits with the heads of both layers gated as given. */
+static double *gated_logits(const hl_gpt *m, const hl_eval_set *set, const double *layer0,
+                            const double *layer1)
+{
+    hl_gpt_run run = gates_run(layer0, layer1);
+    double *out = all_logits_run(m, set, &run);
+    free_run(&run);
+    return out;
+}
+
+/* Every weight, to show a function left the model as it was. */
+static double weights_checksum(const hl_gpt *m)
+{
+    const hl_real *v = hl_params_values(m->params);
+    double sum = 0;
+    for (size_t i = 0; i < hl_params_count(m->params); i++)
+        sum += (double)v[i] * (double)(i % 7 + 1);
+    return sum;
 }
 
 /* ---- pruning ---------------------------------------------------------------- */
@@ -153,8 +180,6 @@ START_TEST(test_prune_equals_gating)
     hl_gpt *m = tiny_model(1);
     hl_eval_set *set = random_set(5, CTX, 1, 5, 2);
     const size_t V = (size_t)set->n * CTX * VOCAB_OUT;
-    /* A kept head with a gate other than 1 keeps it through pruning. */
-    m->blocks[0].attn.gate->data[2] = (hl_real)0.5;
     hl_head_set remove = {0}, pruned = {0};
     remove.on[0][1] = remove.on[1][0] = remove.on[1][2] = true;
     hl_error err = {0};
@@ -171,15 +196,13 @@ START_TEST(test_prune_equals_gating)
     ck_assert_int_eq(a1->out_proj_weight->shape[1], HEAD_DIM);
     const size_t per_head = 3 * HEAD_DIM * D_MODEL + 3 * HEAD_DIM + D_MODEL * HEAD_DIM;
     ck_assert_uint_eq(n_values(p), n_values(m) - 3 * per_head);
-    ck_assert(a0->gate->data[0] == 1 && a0->gate->data[1] == (hl_real)0.5);
     ck_assert(pruned.on[0][1] && pruned.on[1][0] && pruned.on[1][2]);
     ck_assert_int_eq(hl_head_set_count(&pruned), 3);
     /* The source is untouched. */
     ck_assert_int_eq(m->blocks[0].attn.in_proj_weight->shape[0], 3 * D_MODEL);
-    ck_assert(m->blocks[0].attn.gate->data[1] == 1);
 
-    set_gates(m, (double[]){1, 0, 0.5}, (double[]){0, 1, 0});
-    double *gated = all_logits(m, set), *small = all_logits(p, set);
+    double *gated = gated_logits(m, set, (double[]){1, 0, 1}, (double[]){0, 1, 0});
+    double *small = all_logits(p, set);
     expect_close("pruned vs gated logits", small, gated, V, TOL);
     free(gated);
     free(small);
@@ -198,8 +221,7 @@ START_TEST(test_prune_equals_gating)
     ck_assert_int_eq(hl_head_original(&pruned, N_HEADS, 1, 1), -1);
     ck_assert_int_eq(hl_head_current(&pruned, N_HEADS, 0, 2), 0);
     ck_assert_int_eq(hl_head_current(&pruned, N_HEADS, 0, 1), -1);
-    set_gates(m, (double[]){0, 0, 0.5}, (double[]){0, 1, 0});
-    gated = all_logits(m, set);
+    gated = gated_logits(m, set, (double[]){0, 0, 1}, (double[]){0, 1, 0});
     small = all_logits(q, set);
     expect_close("twice-pruned vs gated logits", small, gated, V, TOL);
     free(gated);
@@ -315,17 +337,18 @@ START_TEST(test_zero_ablation)
     hl_eval_set *set = random_set(6, CTX, 2, 4, 6); /* batches of 4 and 2 */
     hl_error err = {0};
     hl_eval_result base, hand, zero;
+    const double weights = weights_checksum(m);
     ck_assert_msg(hl_heads_evaluate(m, set, NULL, NULL, &base, &err) == HL_OK, "%s", err.message);
-    by_hand(m, set, &hand);
+    by_hand(m, set, NULL, &hand);
     expect_results_close(&base, &hand, 2);
 
     hl_head_set off = {0};
     off.on[1][2] = off.on[0][0] = true;
     ck_assert_int_eq(hl_heads_evaluate(m, set, &off, NULL, &zero, &err), HL_OK);
-    expect_gates_one(m);
-    set_gates(m, (double[]){0, 1, 1}, (double[]){1, 1, 0});
-    by_hand(m, set, &hand);
-    hl_gpt_reset_gates(m);
+    ck_assert(weights_checksum(m) == weights);
+    hl_gpt_run run = gates_run((double[]){0, 1, 1}, (double[]){1, 1, 0});
+    by_hand(m, set, &run, &hand);
+    free_run(&run);
     expect_results_close(&zero, &hand, 2);
     ck_assert(fabs(zero.loss[0] - base.loss[0]) > 1e-3);
 
@@ -364,7 +387,7 @@ START_TEST(test_mean_ablation)
     hl_graph *g = hl_graph_new(0);
     hl_graph_set_grad_enabled(g, false);
     hl_mha_trace trace[2];
-    hl_gpt_forward(g, m, set->tokens, set->n, CTX, trace);
+    hl_gpt_forward(g, m, set->tokens, set->n, CTX, &(hl_gpt_run){.trace = trace});
     const size_t per_seq = (size_t)N_HEADS * CTX * HEAD_DIM;
     for (int l = 0; l < 2; l++) {
         ck_assert_int_eq(means.layer[l]->numel, per_seq);
@@ -382,15 +405,13 @@ START_TEST(test_mean_ablation)
     off.on[1][2] = true;
     hl_eval_result mean, hand, base;
     ck_assert_int_eq(hl_heads_evaluate(m, set, &off, &means, &mean, &err), HL_OK);
-    expect_gates_one(m);
     hl_tensor *offset = hl_tensor_new("offset", 3, (int[]){N_HEADS, CTX, HEAD_DIM}, false);
     memcpy(offset->data + 2 * CTX * HEAD_DIM, means.layer[1]->data + 2 * CTX * HEAD_DIM,
            CTX * HEAD_DIM * sizeof(hl_real));
-    m->blocks[1].attn.gate->data[2] = 0;
-    m->blocks[1].attn.head_offset = offset;
-    by_hand(m, set, &hand);
-    m->blocks[1].attn.head_offset = NULL;
-    hl_gpt_reset_gates(m);
+    hl_gpt_run run = gates_run((double[]){1, 1, 1}, (double[]){1, 1, 0});
+    run.head_offset[1] = offset;
+    by_hand(m, set, &run, &hand);
+    free_run(&run);
     expect_results_close(&mean, &hand, 2);
     ck_assert_int_eq(hl_heads_evaluate(m, set, NULL, NULL, &base, &err), HL_OK);
     ck_assert(fabs(mean.loss[0] - base.loss[0]) > 1e-4);
@@ -435,8 +456,9 @@ START_TEST(test_importance_is_gate_derivative)
     hl_eval_set *set = random_set(4, CTX, 2, 4, 12); /* one batch */
     double raw[2 * N_HEADS], norm[2 * N_HEADS];
     hl_error err = {0};
+    const double weights = weights_checksum(m);
     ck_assert_msg(hl_heads_importance(m, set, raw, norm, &err) == HL_OK, "%s", err.message);
-    expect_gates_one(m);
+    ck_assert(weights_checksum(m) == weights);
     for (size_t i = 0; i < hl_params_count(m->params); i++)
         ck_assert(hl_params_grads(m->params)[i] == 0);
 #ifdef HL_REAL_DOUBLE
@@ -449,12 +471,12 @@ START_TEST(test_importance_is_gate_derivative)
         double sq = 0;
         for (int h = 0; h < N_HEADS; h++) {
             hl_eval_result up, down;
-            hl_real *gate = &m->blocks[l].attn.gate->data[h];
-            *gate = (hl_real)(1 + eps);
-            ck_assert_int_eq(hl_heads_evaluate(m, set, NULL, NULL, &up, &err), HL_OK);
-            *gate = (hl_real)(1 - eps);
-            ck_assert_int_eq(hl_heads_evaluate(m, set, NULL, NULL, &down, &err), HL_OK);
-            *gate = 1;
+            hl_gpt_run run = gates_run((double[]){1, 1, 1}, (double[]){1, 1, 1});
+            run.gate[l]->data[h] = (hl_real)(1 + eps);
+            ck_assert_int_eq(hl_evaluate(m, set, &run, NULL, NULL, &up, &err), HL_OK);
+            run.gate[l]->data[h] = (hl_real)(1 - eps);
+            ck_assert_int_eq(hl_evaluate(m, set, &run, NULL, NULL, &down, &err), HL_OK);
+            free_run(&run);
             double fd = fabs((up.total_loss - down.total_loss) / (2 * eps));
             double got = raw[l * N_HEADS + h];
             ck_assert_msg(fabs(got - fd) <= atol + rtol * fd, "L%dH%d: |dL/dg| %.9g, finite "
@@ -563,7 +585,7 @@ static bool models_ok;
 
 static bool save_toy_model(void)
 {
-    hl_gpt_config cfg = hl_gpt_config_default();
+    hl_gpt_config cfg = hl_toy_gpt_config();
     hl_error err = {0};
     hl_gpt *m = hl_gpt_new(&cfg, &err);
     if (!m)

@@ -88,7 +88,7 @@ static void run_fixture(const char *name)
     hl_graph *g = hl_graph_new(0);
     hl_mha_masks masks = {.causal = causal, .key_padding = padding, .additive = additive};
     hl_mha_trace trace;
-    hl_tensor *out = hl_mha_forward(g, &m, query, key, value, &masks, &trace);
+    hl_tensor *out = hl_mha_forward(g, &m, query, key, value, &masks, &(hl_mha_run){.trace = &trace});
     ck_assert_msg(!hl_graph_failed(g), "%s: %s", name, hl_graph_message(g));
     for (size_t i = 0; i < out->numel; i++)
         ck_assert_msg(isfinite(out->data[i]), "%s: output %zu is not finite", name, i);
@@ -117,7 +117,6 @@ static void run_fixture(const char *name)
     hl_tensor_free(padding);
     hl_tensor_free(additive);
     hl_tensor_free(grad_out);
-    hl_mha_release(&m);
     hl_params_free(p);
     hl_safetensors_free(weights);
     hl_safetensors_free(inputs);
@@ -162,7 +161,6 @@ static void small_model_make(small_model *s, int B, int T, int E, int H, uint64_
 static void small_model_free(small_model *s)
 {
     hl_tensor_free(s->x);
-    hl_mha_release(&s->mha);
     hl_params_free(s->params);
 }
 
@@ -231,7 +229,12 @@ static void expect_module_equals_naive(small_model *s, const double *gate)
 {
     hl_graph *g = hl_graph_new(0);
     hl_mha_masks causal = {.causal = true};
-    hl_tensor *y = hl_mha_forward(g, &s->mha, s->x, s->x, s->x, &causal, NULL);
+    const int H = s->mha.cfg.num_heads;
+    hl_tensor *gates = hl_tensor_new("gate", 1, &H, false);
+    for (int h = 0; h < H; h++)
+        gates->data[h] = (hl_real)gate[h];
+    hl_tensor *y = hl_mha_forward(g, &s->mha, s->x, s->x, s->x, &causal,
+                                  &(hl_mha_run){.gate = gates});
     ck_assert(!hl_graph_failed(g));
     double *want = malloc(y->numel * sizeof *want);
     naive_mha(s, gate, want);
@@ -240,6 +243,7 @@ static void expect_module_equals_naive(small_model *s, const double *gate)
                       (double)y->data[i], want[i]);
     free(want);
     hl_graph_free(g);
+    hl_tensor_free(gates);
 }
 
 START_TEST(test_mha_equals_per_head_loop)
@@ -259,8 +263,6 @@ START_TEST(test_mha_gate_zero_removes_head)
     for (int h = 0; h < 3; h++) {
         double gate[3] = {1, 1, 1};
         gate[h] = 0;
-        hl_tensor_fill(s.mha.gate, 1);
-        s.mha.gate->data[h] = 0;
         expect_module_equals_naive(&s, gate);
     }
     small_model_free(&s);
@@ -280,9 +282,9 @@ START_TEST(test_mha_head_offset)
     hl_graph *g = hl_graph_new(0);
     hl_mha_masks causal = {.causal = true};
     hl_tensor *plain = hl_mha_forward(g, &s.mha, s.x, s.x, s.x, &causal, NULL);
-    s.mha.head_offset = offset;
     hl_mha_trace trace;
-    hl_tensor *shifted = hl_mha_forward(g, &s.mha, s.x, s.x, s.x, &causal, &trace);
+    hl_tensor *shifted = hl_mha_forward(g, &s.mha, s.x, s.x, s.x, &causal,
+                                        &(hl_mha_run){.head_offset = offset, .trace = &trace});
     ck_assert(!hl_graph_failed(g));
     ck_assert_int_eq(trace.heads->shape[1], 3);
     ck_assert_int_eq(trace.heads->shape[3], D);
@@ -307,12 +309,14 @@ END_TEST
 typedef struct {
     hl_mha *mha;
     hl_mha_masks masks;
+    hl_tensor *gate; /* (H) or NULL */
 } mha_ctx;
 
 static hl_tensor *build_self(hl_graph *g, hl_tensor *const *in, void *ctx)
 {
     mha_ctx *c = ctx;
-    return hl_mha_forward(g, c->mha, in[0], in[0], in[0], &c->masks, NULL);
+    return hl_mha_forward(g, c->mha, in[0], in[0], in[0], &c->masks,
+                          &(hl_mha_run){.gate = c->gate});
 }
 
 static hl_tensor *build_cross(hl_graph *g, hl_tensor *const *in, void *ctx)
@@ -325,13 +329,13 @@ START_TEST(test_mha_gradcheck_self)
 {
     small_model s;
     small_model_make(&s, 2, 5, 6, 2, 21);
-    mha_ctx ctx = {.mha = &s.mha, .masks = {.causal = true}};
-    hl_rng rng;
-    hl_rng_seed(&rng, 22);
-    hl_init_uniform(s.mha.gate, &rng, 0.5, 1.5); /* gates away from 1 test their gradient */
+    /* gates away from 1 test their gradient */
+    hl_tensor *gate = tu_random("gate", 1, (int[]){2}, true, 22, 0.5, 1.5);
+    mha_ctx ctx = {.mha = &s.mha, .masks = {.causal = true}, .gate = gate};
     hl_tensor *in[] = {s.x, s.mha.in_proj_weight, s.mha.in_proj_bias, s.mha.out_proj_weight,
-                       s.mha.out_proj_bias, s.mha.gate};
+                       s.mha.out_proj_bias, gate};
     tu_gradcheck("mha self causal", build_self, &ctx, in, 6);
+    hl_tensor_free(gate);
     small_model_free(&s);
 }
 END_TEST
@@ -363,7 +367,6 @@ START_TEST(test_mha_gradcheck_cross_masked)
     hl_tensor_free(k);
     hl_tensor_free(v);
     hl_tensor_free(pad);
-    hl_mha_release(&m);
     hl_params_free(p);
 }
 END_TEST
@@ -372,9 +375,11 @@ START_TEST(test_mha_threads_large)
 {
     small_model s;
     small_model_make(&s, 4, 64, 64, 4, 31);
-    mha_ctx ctx = {.mha = &s.mha, .masks = {.causal = true}};
-    hl_tensor *in[] = {s.x, s.mha.in_proj_weight, s.mha.out_proj_weight, s.mha.gate};
+    hl_tensor *gate = tu_random("gate", 1, (int[]){4}, true, 32, 0.5, 1.5);
+    mha_ctx ctx = {.mha = &s.mha, .masks = {.causal = true}, .gate = gate};
+    hl_tensor *in[] = {s.x, s.mha.in_proj_weight, s.mha.out_proj_weight, gate};
     tu_check_threads_bitwise("mha (4,64,64,4)", build_self, &ctx, in, 4);
+    hl_tensor_free(gate);
     small_model_free(&s);
 }
 END_TEST

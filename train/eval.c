@@ -1,0 +1,153 @@
+/* Evaluation sets and the evaluation loop: see eval.h. */
+#include "train/eval.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/ops.h"
+
+hl_eval_set *hl_eval_set_new(int n, int T, int n_groups, int batch, hl_error *err)
+{
+    if (n < 1 || T < 1 || batch < 1 || n_groups < 1 || n_groups > HL_EVAL_MAX_GROUPS ||
+        (size_t)n * (size_t)T > (size_t)1 << 31) {
+        hl_error_set(err, HL_ERR_ARG,
+                     "eval set: %d sequences of %d tokens in batches of %d with %d target "
+                     "groups (each at least 1, groups at most %d)",
+                     n, T, batch, n_groups, HL_EVAL_MAX_GROUPS);
+        return NULL;
+    }
+    hl_eval_set *set = calloc(1, sizeof *set);
+    size_t count = (size_t)n * T;
+    bool ok = set && (set->tokens = calloc(count, sizeof *set->tokens));
+    for (int k = 0; ok && k < n_groups; k++) {
+        ok = (set->targets[k] = malloc(count * sizeof *set->targets[k])) != NULL;
+        for (size_t i = 0; ok && i < count; i++)
+            set->targets[k][i] = HL_EVAL_IGNORE;
+        snprintf(set->group_names[k], sizeof set->group_names[k], "g%d", k);
+    }
+    if (!ok) {
+        hl_eval_set_free(set);
+        hl_error_set(err, HL_ERR_NOMEM, "eval set: no memory for %d sequences of %d tokens", n,
+                     T);
+        return NULL;
+    }
+    set->n = n;
+    set->T = T;
+    set->batch = batch;
+    set->n_groups = n_groups;
+    return set;
+}
+
+void hl_eval_set_free(hl_eval_set *set)
+{
+    if (!set)
+        return;
+    free(set->tokens);
+    for (int k = 0; k < HL_EVAL_MAX_GROUPS; k++)
+        free(set->targets[k]);
+    free(set);
+}
+
+hl_status hl_eval_set_check(const hl_eval_set *set, const hl_gpt *m, hl_error *err)
+{
+    if (!m || !set || !set->tokens)
+        return hl_error_set(err, HL_ERR_ARG, "eval: NULL model or evaluation set");
+    if (set->T > m->cfg.n_ctx)
+        return hl_error_set(err, HL_ERR_SHAPE,
+                            "eval: sequences of %d tokens do not fit the model's context of %d",
+                            set->T, m->cfg.n_ctx);
+    size_t count = (size_t)set->n * set->T;
+    for (size_t i = 0; i < count; i++)
+        if (set->tokens[i] < 0 || set->tokens[i] >= m->cfg.vocab_in)
+            return hl_error_set(err, HL_ERR_ARG,
+                                "eval: token %d (sequence %zu) is outside the model's "
+                                "vocabulary 0..%d",
+                                (int)set->tokens[i], i / (size_t)set->T, m->cfg.vocab_in - 1);
+    for (int k = 0; k < set->n_groups; k++)
+        for (size_t i = 0; i < count; i++)
+            if (set->targets[k][i] != HL_EVAL_IGNORE &&
+                (set->targets[k][i] < 0 || set->targets[k][i] >= m->cfg.vocab_out))
+                return hl_error_set(err, HL_ERR_ARG,
+                                    "eval: target %d (group %s) is outside the model's "
+                                    "outputs 0..%d",
+                                    (int)set->targets[k][i], set->group_names[k],
+                                    m->cfg.vocab_out - 1);
+    return HL_OK;
+}
+
+bool hl_eval_set_next(const hl_eval_set *set, hl_eval_batch *b)
+{
+    int first = b->B ? b->first + b->B : 0;
+    if (first >= set->n)
+        return false;
+    b->first = first;
+    b->B = set->n - first < set->batch ? set->n - first : set->batch;
+    const size_t at = (size_t)first * set->T;
+    b->tokens = set->tokens + at;
+    for (int k = 0; k < HL_EVAL_MAX_GROUPS; k++)
+        b->targets[k] = k < set->n_groups ? set->targets[k] + at : NULL;
+    return true;
+}
+
+typedef struct {
+    double loss_sum[HL_EVAL_MAX_GROUPS];
+    int64_t count[HL_EVAL_MAX_GROUPS], correct[HL_EVAL_MAX_GROUPS];
+} eval_sums;
+
+/* Adds one batch's losses (weighted by target counts) and hits into the sums. */
+static void score_batch(hl_graph *g, const hl_eval_set *set, const hl_eval_batch *b,
+                        hl_tensor *logits, eval_sums *s)
+{
+    const hl_tensor *predicted = hl_argmax(g, logits); /* (B,T) */
+    for (int k = 0; k < set->n_groups && !hl_graph_failed(g); k++) {
+        const int32_t *targets = b->targets[k];
+        hl_tensor *ce = hl_cross_entropy(g, logits, targets, HL_EVAL_IGNORE);
+        if (hl_graph_failed(g))
+            return;
+        int64_t n = 0;
+        for (int p = 0; p < b->B * set->T; p++) {
+            if (targets[p] == HL_EVAL_IGNORE)
+                continue;
+            n++;
+            s->correct[k] += (int32_t)predicted->data[p] == targets[p];
+        }
+        s->loss_sum[k] += (double)ce->data[0] * (double)n;
+        s->count[k] += n;
+    }
+}
+
+hl_status hl_evaluate(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run *run,
+                      hl_eval_hook hook, void *ctx, hl_eval_result *out, hl_error *err)
+{
+    if (hl_eval_set_check(set, m, err) != HL_OK)
+        return err->status;
+    hl_graph *g = hl_graph_new(0);
+    if (!g)
+        return hl_error_set(err, HL_ERR_NOMEM, "eval: out of memory");
+    hl_graph_set_grad_enabled(g, false);
+    hl_graph_set_training(g, false);
+    eval_sums sums = {0};
+    hl_status s = HL_OK;
+    for (hl_eval_batch b = {0}; s == HL_OK && hl_eval_set_next(set, &b);) {
+        hl_tensor *logits = hl_gpt_forward(g, m, b.tokens, b.B, set->T, run);
+        score_batch(g, set, &b, logits, &sums);
+        if (hl_graph_failed(g))
+            s = hl_error_set(err, hl_graph_status(g), "eval: %s", hl_graph_message(g));
+        else if (hook)
+            s = hook(ctx, &b, logits, run, err);
+        hl_graph_reset(g);
+    }
+    hl_graph_free(g);
+    if (s != HL_OK)
+        return s;
+    memset(out, 0, sizeof *out);
+    for (int k = 0; k < set->n_groups; k++) {
+        out->count[k] = sums.count[k];
+        out->loss[k] = sums.count[k] ? sums.loss_sum[k] / (double)sums.count[k] : NAN;
+        out->accuracy[k] = sums.count[k] ? (double)sums.correct[k] / (double)sums.count[k] : NAN;
+        out->total_loss += sums.count[k] ? out->loss[k] : 0;
+    }
+    return HL_OK;
+}

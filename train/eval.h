@@ -1,0 +1,77 @@
+/*
+ * eval.h: evaluation sets and the loop that scores a model on one.
+ *
+ * An evaluation set is a fixed set of token sequences (N,T) with one or more
+ * groups of targets (the toy task has "scored" and "other"; a text has one),
+ * each group scored on its own: mean cross-entropy and argmax accuracy.
+ * Batches are taken in order, `batch` sequences at a time (the last may have
+ * fewer), so results never depend on anything but the set and the model.
+ *
+ *     hl_eval_set *set = hl_eval_set_new(1000, 32, 2, 250, &err);   // then fill it
+ *     hl_eval_result r;
+ *     hl_evaluate(m, set, NULL, NULL, NULL, &r, &err);              // eval mode, no grads
+ *
+ *     for (hl_eval_batch b = {0}; hl_eval_set_next(set, &b);)      // or batch by batch
+ *         ... hl_gpt_forward(g, m, b.tokens, b.B, set->T, NULL) ...
+ */
+#ifndef HL_EVAL_H
+#define HL_EVAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "core/tensor.h"
+#include "models/gpt.h"
+
+#define HL_EVAL_MAX_GROUPS 4
+#define HL_EVAL_IGNORE (-1)
+
+typedef struct hl_eval_set {
+    int n, T;        /* sequences and positions */
+    int batch;       /* sequences per forward pass (the last pass may have fewer) */
+    int n_groups;    /* 1..HL_EVAL_MAX_GROUPS */
+    char group_names[HL_EVAL_MAX_GROUPS][16];
+    int32_t *tokens;                       /* (n,T) */
+    int32_t *targets[HL_EVAL_MAX_GROUPS];  /* (n,T) each; HL_EVAL_IGNORE where none */
+} hl_eval_set;
+
+/* Tokens zeroed, every target HL_EVAL_IGNORE, groups named "g0", "g1", ...
+ * NULL, with the reason in err, on bad sizes or no memory. */
+hl_eval_set *hl_eval_set_new(int n, int T, int n_groups, int batch, hl_error *err);
+void hl_eval_set_free(hl_eval_set *set);
+
+/* Every token inside the model's vocabulary, every target inside its outputs
+ * (or ignored), and T within its context. */
+hl_status hl_eval_set_check(const hl_eval_set *set, const hl_gpt *m, hl_error *err);
+
+/* One batch of a set: sequences first..first+B-1. */
+typedef struct hl_eval_batch {
+    int first, B;
+    const int32_t *tokens;                          /* (B,T) */
+    const int32_t *targets[HL_EVAL_MAX_GROUPS];     /* (B,T) per group */
+} hl_eval_batch;
+
+/* Advances b to the set's next batch (start with b zeroed); false after the
+ * last. */
+bool hl_eval_set_next(const hl_eval_set *set, hl_eval_batch *b);
+
+typedef struct hl_eval_result {
+    double loss[HL_EVAL_MAX_GROUPS];     /* mean cross-entropy over the group's targets */
+    double accuracy[HL_EVAL_MAX_GROUPS]; /* fraction of them predicted by the argmax */
+    int64_t count[HL_EVAL_MAX_GROUPS];   /* targets in the group */
+    double total_loss;                   /* Σ_group loss */
+} hl_eval_result;
+
+/* Called after each batch's forward pass with its logits (B,T,V) and, when the
+ * run asks for one, its trace. */
+typedef hl_status (*hl_eval_hook)(void *ctx, const hl_eval_batch *b, const hl_tensor *logits,
+                                  const hl_gpt_run *run, hl_error *err);
+
+/* Loss and accuracy of every target group over the set, in eval mode (no
+ * dropout, no gradients), with the run's gates, offsets and trace (run and
+ * hook may be NULL). m is not changed. */
+hl_status hl_evaluate(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run *run,
+                      hl_eval_hook hook, void *ctx, hl_eval_result *out, hl_error *err);
+
+#endif
