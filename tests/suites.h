@@ -26,15 +26,18 @@
     X(cross_entropy)      \
     X(argmax)             \
     X(safetensors)        \
+    X(atomic)             \
     X(heatmap)            \
     X(plot)               \
     X(mha)                \
     X(optim)              \
+    X(step)               \
     X(gpt)                \
     X(checkpoint)         \
     X(toy_task)           \
     X(dist)               \
     X(heads)              \
+    X(cli)                \
     X(examples)
 
 #endif
