@@ -38,6 +38,7 @@
     X(dist)               \
     X(heads)              \
     X(cli)                \
+    X(faults)             \
     X(examples)
 
 #endif
