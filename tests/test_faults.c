@@ -92,7 +92,10 @@ static bool checkpoint_loads(const char *dir)
     hl_error err = {0};
     hl_gpt *m = hl_gpt_load(path, &err);
     ck_assert_msg(m, "a killed run left %s unloadable: %s", path, err.message);
-    hl_optim *opt = hl_optim_new(m->params, &(hl_optim_config){.kind = HL_OPTIM_ADAMW}, &err);
+    const hl_optim_config adamw = {.kind = HL_OPTIM_ADAMW, .lr = 1e-3, .beta1 = 0.9,
+                                   .beta2 = 0.99, .eps = 1e-8};
+    hl_optim *opt = hl_optim_new(m->params, &adamw, &err);
+    ck_assert_msg(opt, "%s", err.message);
     int64_t step = -1;
     ck_assert_msg(hl_checkpoint_load(path, m->params, opt, &step, NULL, 0, &err) == HL_OK, "%s",
                   err.message);
@@ -212,6 +215,60 @@ START_TEST(test_toy_heads_file_size_limit)
 }
 END_TEST
 
+/* A checkpoint whose weights hold a NaN: training stops at the first step
+ * with exit status 1, naming the step and the first op that went bad, and
+ * the checkpoint (the last good state) is kept. */
+START_TEST(test_charlm_non_finite_weight)
+{
+    make_work_dir();
+    char text[128], ckpt[128], copy[128], command[1024], out[8192];
+    snprintf(text, sizeof text, "%s/text.txt", work);
+    FILE *f = fopen(text, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 200; i++)
+        fprintf(f, "non-finite weights stop the run %d.\n", i % 5);
+    fclose(f);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s --ctx 16 --d-model 16 --heads 2 --layers 1 "
+                          "--batch 4 --steps 10 --eval-every 5 --sample 0 --out %s >/dev/null",
+             text, work);
+    run_ok(command);
+    /* Poison one weight of the checkpoint, keeping everything else. */
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoint.safetensors", work);
+    hl_error err = {0};
+    hl_gpt *m = hl_gpt_load(ckpt, &err);
+    ck_assert_msg(m, "%s", err.message);
+    const hl_optim_config adamw = {.kind = HL_OPTIM_ADAMW, .lr = 1e-3, .beta1 = 0.9,
+                                   .beta2 = 0.99, .eps = 1e-8};
+    hl_optim *opt = hl_optim_new(m->params, &adamw, &err);
+    ck_assert_msg(opt, "%s", err.message);
+    hl_rng data, dropout;
+    hl_checkpoint_rng rngs[] = {{"data", &data}, {"dropout", &dropout}};
+    int64_t step;
+    ck_assert_int_eq(hl_checkpoint_load(ckpt, m->params, opt, &step, rngs, 2, &err), HL_OK);
+    m->blocks[0].fc_w->data[3] = (hl_real)NAN;
+    char config[512];
+    hl_gpt_config_format(&m->cfg, config, sizeof config);
+    hl_checkpoint_meta meta[] = {{"config", config}, {"task", "charlm"}};
+    ck_assert_int_eq(hl_checkpoint_save(ckpt, m->params, opt, step, rngs, 2, meta, 2, &err),
+                     HL_OK);
+    snprintf(copy, sizeof copy, "%s/poisoned.safetensors", work);
+    snprintf(command, sizeof command, "cp %s %s", ckpt, copy);
+    ck_assert_int_eq(system(command), 0);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s --steps 20 --eval-every 5 --sample 0 --out %s "
+                          "--resume %s",
+             text, work, ckpt);
+    int rc = tu_run(command, out, sizeof out);
+    ck_assert_msg(rc == 1, "exit %d: %s", rc, out);
+    ck_assert_msg(strstr(out, "step 10: the loss is nan") && strstr(out, "linear"), "%s", out);
+    ck_assert_msg(same_bytes(ckpt, copy), "the checkpoint was overwritten");
+    hl_optim_free(opt);
+    hl_gpt_free(m);
+    remove_work_dir();
+}
+END_TEST
+
 Suite *faults_suite(void)
 {
     Suite *s = suite_create("faults");
@@ -220,6 +277,7 @@ Suite *faults_suite(void)
     tcase_add_test(tc, test_toy_heads_killed);
     tcase_add_test(tc, test_charlm_killed);
     tcase_add_test(tc, test_toy_heads_file_size_limit);
+    tcase_add_test(tc, test_charlm_non_finite_weight);
     suite_add_tcase(s, tc);
     return s;
 }
