@@ -11,6 +11,7 @@
     X(graph)              \
     X(gradcheck)          \
     X(gradcheck_tool)     \
+    X(op_common)          \
     X(shape)              \
     X(elementwise)        \
     X(reduce)             \
