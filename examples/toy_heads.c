@@ -160,8 +160,12 @@ static int evaluate(heldout_set *h, const hl_gpt *m, bool heads, evaluation *e)
 {
     const int L = m->cfg.n_layers, H = m->cfg.n_heads, V = m->cfg.vocab_out;
     hl_toy_score_sums sums[2];
+    hl_error err = {0};
     for (int l = 0; l < L; l++)
-        hl_toy_scores_begin(&sums[l], H);
+        if (hl_toy_scores_begin(&sums[l], H, &err) != HL_OK) {
+            fprintf(stderr, "toy_heads: evaluation: %s\n", err.message);
+            return -1;
+        }
     double loss_sum = 0, correct = 0, count = 0;
     hl_graph_set_grad_enabled(h->g, false);
     for (int i = 0; i < HELDOUT_SIZE / HELDOUT_BATCH; i++) {
