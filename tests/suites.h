@@ -32,6 +32,7 @@
     X(mha)                \
     X(optim)              \
     X(gpt)                \
+    X(head_set)           \
     X(checkpoint)         \
     X(toy_task)           \
     X(dist)               \
