@@ -52,13 +52,9 @@ static void declare_block(hl_gpt *m, int l, hl_error *err)
 #undef NAME
 }
 
-/* a·b·c, saturating at UINT64_MAX. */
-static uint64_t product(uint64_t a, uint64_t b, uint64_t c)
-{
-    if ((a && b > UINT64_MAX / a) || (a * b && c > UINT64_MAX / (a * b)))
-        return UINT64_MAX;
-    return a * b * c;
-}
+/* a·b and a·b·c, saturating at UINT64_MAX. */
+static uint64_t mul(uint64_t a, uint64_t b) { return a && b > UINT64_MAX / a ? UINT64_MAX : a * b; }
+static uint64_t product(uint64_t a, uint64_t b, uint64_t c) { return mul(mul(a, b), c); }
 
 static uint64_t sum(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
