@@ -120,10 +120,15 @@ END_TEST
 START_TEST(test_first_nonfinite_names_the_op)
 {
     hl_graph *g = hl_graph_new(0);
-    hl_tensor *x = tu_random("x", 2, (int[]){2, 3}, true, 1, -1, 1);
-    /* Masks write -inf on purpose and are not blamed; the softmax after a
-     * fully masked row gives zeros, so all is finite. */
-    hl_tensor *p = hl_softmax(g, hl_mask_causal(g, hl_scale(g, x, 2)));
+    hl_tensor *x = tu_random("x", 3, (int[]){1, 3, 3}, true, 1, -1, 1);
+    /* Masks write -inf on purpose and are not blamed; the softmax after them
+     * is finite. */
+    hl_tensor *masked = hl_mask_causal(g, hl_scale(g, x, 2));
+    hl_tensor *p = hl_softmax(g, masked);
+    ck_assert_msg(!hl_graph_failed(g), "%s", hl_graph_message(g));
+    ck_assert_uint_eq(g->n_nodes, 3);
+    ck_assert(isinf(masked->data[1]) && masked->data[1] < 0);
+    ck_assert(isfinite(p->data[1]));
     ck_assert_ptr_null(hl_graph_first_nonfinite(g));
     /* A NaN entering through the data: the first op computing with it is named. */
     x->data[4] = NAN;
