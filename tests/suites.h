@@ -37,6 +37,7 @@
     X(toy_task)           \
     X(dist)               \
     X(heads)              \
+    X(fuzz_entry)         \
     X(examples)
 
 #endif
