@@ -67,28 +67,39 @@ static hl_gpt_config fixture_config(void)
     return cfg;
 }
 
+/* Built once and kept: a load that fails leaves the model as it was, and one
+ * that succeeds only overwrites values, so every input meets the same model. */
+static hl_gpt *checkpoint_model(hl_optim **opt)
+{
+    static hl_gpt *m;
+    static hl_optim *adamw;
+    if (!m) {
+        hl_error err = {0};
+        hl_gpt_config cfg = fixture_config();
+        m = hl_gpt_new(&cfg, &err);
+        adamw = m ? hl_optim_new(m->params,
+                                 &(hl_optim_config){.kind = HL_OPTIM_ADAMW, .lr = 1e-3,
+                                                    .beta1 = 0.9, .beta2 = 0.98, .eps = 1e-8},
+                                 &err)
+                  : NULL;
+    }
+    *opt = adamw;
+    return adamw ? m : NULL;
+}
+
 int hl_fuzz_checkpoint(const uint8_t *data, size_t size)
 {
-    const char *path = as_file(data, size);
+    hl_optim *opt;
+    hl_gpt *m = checkpoint_model(&opt);
+    const char *path = m ? as_file(data, size) : NULL;
     if (!path)
         return 0;
     hl_error err = {0};
-    hl_gpt_config cfg = fixture_config();
-    hl_gpt *m = hl_gpt_new(&cfg, &err);
-    hl_optim *opt = m ? hl_optim_new(m->params,
-                                     &(hl_optim_config){.kind = HL_OPTIM_ADAMW, .lr = 1e-3,
-                                                        .beta1 = 0.9, .beta2 = 0.98, .eps = 1e-8},
-                                     &err)
-                      : NULL;
-    if (opt) {
-        hl_rng rng;
-        hl_rng_seed(&rng, 0);
-        hl_checkpoint_rng rngs[] = {{"data", &rng}};
-        int64_t step = 0;
-        hl_checkpoint_load(path, m->params, opt, &step, rngs, 1, &err);
-    }
-    hl_optim_free(opt);
-    hl_gpt_free(m);
+    hl_rng rng;
+    hl_rng_seed(&rng, 0);
+    hl_checkpoint_rng rngs[] = {{"data", &rng}};
+    int64_t step = 0;
+    hl_checkpoint_load(path, m->params, opt, &step, rngs, 1, &err);
     return 0;
 }
 
