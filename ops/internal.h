@@ -40,7 +40,7 @@
 #define HL_PARALLEL_MIN_WORK 32768
 
 /* False (with an error recorded) when the graph has already failed or an input
- * is NULL or poisoned. */
+ * is NULL, poisoned or without data (a parameter before hl_params_commit). */
 bool hl_op_inputs_ok(hl_graph *g, hl_op op, int n, hl_tensor *const *inputs);
 
 /* An arena tensor named after the op, NOT zero-filled: the forward kernel
@@ -49,6 +49,12 @@ hl_tensor *hl_op_output(hl_graph *g, hl_op op, int rank, const int *shape);
 
 /* Records an error "<op>: <message>" and returns the poisoned tensor. */
 hl_tensor *hl_op_fail(hl_graph *g, hl_op op, hl_status status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* The two above for a function that runs as another op (hl_transpose records a
+ * permute) but should name itself in messages. */
+bool hl_op_inputs_ok_as(hl_graph *g, const char *name, int n, hl_tensor *const *inputs);
+hl_tensor *hl_op_fail_as(hl_graph *g, const char *name, hl_status status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* Appends a node when an input requires grad and grad mode is on, and marks

@@ -11,6 +11,7 @@
     X(graph)              \
     X(gradcheck)          \
     X(gradcheck_tool)     \
+    X(op_common)          \
     X(shape)              \
     X(elementwise)        \
     X(reduce)             \
@@ -33,12 +34,14 @@
     X(optim)              \
     X(step)               \
     X(gpt)                \
+    X(head_set)           \
     X(checkpoint)         \
     X(toy_task)           \
     X(dist)               \
     X(heads)              \
     X(cli)                \
     X(faults)             \
+    X(fuzz_entry)         \
     X(examples)
 
 #endif

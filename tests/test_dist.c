@@ -92,6 +92,17 @@ START_TEST(test_two_ranks_equal_one)
             "(key biases: %.3g)\n", diff, key_bias);
     ck_assert_msg(diff < 5e-6, "weights differ by %g", diff);
     ck_assert_msg(key_bias < 40 * 3e-3, "key biases differ by %g", key_bias);
+    /* The same 2-rank run with every MPI call cut into chunks of at most 1000
+     * elements (as buffers over INT_MAX elements are): the same bits. */
+    snprintf(command, sizeof command,
+             MPIRUN "-x HL_DIST_MAX_COUNT=1000 -np 2 " HL_BUILD_DIR
+             "/toy_heads %s --check-sync --out %s/chunked", args, dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    snprintf(a, sizeof a, "%s/chunked/model.safetensors", dir);
+    key_bias = 0;
+    diff = max_weight_difference(a, b, &key_bias);
+    ck_assert_msg(diff == 0 && key_bias == 0, "chunked transfers changed the weights by %g (%g)",
+                  diff, key_bias);
     snprintf(command, sizeof command, "rm -rf %s", dir);
     ck_assert_int_eq(system(command), 0);
 }
@@ -99,19 +110,23 @@ END_TEST
 
 START_TEST(test_mismatched_or_dying_ranks_end_the_job)
 {
-    char out[8192];
+    char dir[] = "/tmp/headlab-dist-XXXXXX", command[1024], out[8192];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
     /* Different seeds on the two ranks: refused before training. */
-    int rc = tu_run(MPIRUN "-np 1 " HL_BUILD_DIR "/toy_heads --steps 5 --seed 1 --out /tmp/hl-x : "
-                 "-np 1 " HL_BUILD_DIR "/toy_heads --steps 5 --seed 2 --out /tmp/hl-x",
-                 out, sizeof out);
+    snprintf(command, sizeof command,
+             MPIRUN "-np 1 " HL_BUILD_DIR "/toy_heads --steps 5 --seed 1 --out %s : "
+             "-np 1 " HL_BUILD_DIR "/toy_heads --steps 5 --seed 2 --out %s", dir, dir);
+    int rc = tu_run(command, out, sizeof out);
     ck_assert_msg(rc != 0 && rc != 124, "exit %d: %s", rc, out);
     ck_assert_msg(strstr(out, "different options"), "%s", out);
     /* Rank 1 dies at once (a bad flag) while rank 0 waits in a collective. */
-    rc = tu_run(MPIRUN "-np 1 " HL_BUILD_DIR "/toy_heads --steps 5 --out /tmp/hl-x : "
-             "-np 1 " HL_BUILD_DIR "/toy_heads --no-such-flag",
-             out, sizeof out);
+    snprintf(command, sizeof command,
+             MPIRUN "-np 1 " HL_BUILD_DIR "/toy_heads --steps 5 --out %s : "
+             "-np 1 " HL_BUILD_DIR "/toy_heads --no-such-flag", dir);
+    rc = tu_run(command, out, sizeof out);
     ck_assert_msg(rc != 0 && rc != 124, "exit %d (124 = hung until the timeout): %s", rc, out);
-    ck_assert_int_eq(system("rm -rf /tmp/hl-x"), 0);
+    snprintf(command, sizeof command, "rm -rf %s", dir);
+    ck_assert_int_eq(system(command), 0);
 }
 END_TEST
 

@@ -8,6 +8,7 @@
 
 #include "io/safetensors.h"
 #include "models/mha.h"
+#include "ops/internal.h"
 #include "tests/testutil.h"
 
 #ifdef HL_REAL_DOUBLE
@@ -362,7 +363,42 @@ START_TEST(test_mha_gradcheck_cross_masked)
     hl_tensor *in[] = {q, k, v, m.q_proj_weight, m.k_proj_weight, m.v_proj_weight,
                        m.in_proj_bias, m.out_proj_weight};
     tu_gradcheck("mha cross causal+padding", build_cross, &ctx, in, 8);
-    tu_check_threads_bitwise("mha cross", build_cross, &ctx, in, 8);
+    hl_tensor_free(q);
+    hl_tensor_free(k);
+    hl_tensor_free(v);
+    hl_tensor_free(pad);
+    hl_params_free(p);
+}
+END_TEST
+
+/* Cross attention with masks at a size where the kernels run on 2 threads (a
+ * smaller one would compare two serial runs). */
+START_TEST(test_mha_threads_cross_large)
+{
+    enum { B = 12, T = 64, S = 48, E = 64, H = 4, KDIM = 40, VDIM = 80 };
+    _Static_assert((size_t)B * T * E >= HL_PARALLEL_MIN_WORK, "q projection runs in parallel");
+    _Static_assert((size_t)B * S * E >= HL_PARALLEL_MIN_WORK, "k, v projections in parallel");
+    _Static_assert((size_t)B * H * T * S >= HL_PARALLEL_MIN_WORK, "scores run in parallel");
+    hl_error err = {0};
+    hl_params *p = hl_params_new();
+    hl_mha m;
+    hl_mha_config cfg = {.embed_dim = E, .num_heads = H, .kdim = KDIM, .vdim = VDIM,
+                         .bias = true};
+    ck_assert_int_eq(hl_mha_declare(&m, p, "", &cfg, &err), HL_OK);
+    ck_assert_int_eq(hl_params_commit(p), HL_OK);
+    hl_rng rng;
+    hl_rng_seed(&rng, 9);
+    hl_mha_init_weights(&m, &rng);
+    hl_tensor *q = tu_random("query", 3, (int[]){B, T, E}, true, 10, -1, 1);
+    hl_tensor *k = tu_random("key", 3, (int[]){B, S, KDIM}, true, 11, -1, 1);
+    hl_tensor *v = tu_random("value", 3, (int[]){B, S, VDIM}, true, 12, -1, 1);
+    hl_tensor *pad = hl_tensor_new("key_padding", 2, (int[]){B, S}, false);
+    for (int b = 0; b < B; b++)
+        pad->data[b * S + S - 1 - b] = 1;
+    mha_ctx ctx = {.mha = &m, .masks = {.causal = true, .key_padding = pad}};
+    hl_tensor *in[] = {q, k, v, m.q_proj_weight, m.k_proj_weight, m.v_proj_weight,
+                       m.in_proj_bias, m.out_proj_weight};
+    tu_check_threads_bitwise("mha cross (large)", build_cross, &ctx, in, 8);
     hl_tensor_free(q);
     hl_tensor_free(k);
     hl_tensor_free(v);
@@ -437,6 +473,7 @@ Suite *mha_suite(void)
     tcase_add_test(tc, test_mha_gradcheck_self);
     tcase_add_test(tc, test_mha_gradcheck_cross_masked);
     tcase_add_test(tc, test_mha_threads_large);
+    tcase_add_test(tc, test_mha_threads_cross_large);
     tcase_add_test(tc, test_mha_errors);
     tcase_add_test(tc, test_mha_load_errors);
     suite_add_tcase(s, tc);
