@@ -135,7 +135,7 @@ asan: deps
 # per harness of tests/fuzz/, each run FUZZ_SECONDS (default 60) from the seed
 # corpus; crashes land in build/fuzz/crashes/<harness>/ (tools/fuzz.sh).
 FUZZ_SECONDS ?= 60
-FUZZ_HARNESSES := safetensors checkpoint gpt
+FUZZ_HARNESSES := safetensors checkpoint gpt cli
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_PROGS := $(FUZZ_HARNESSES:%=build/fuzz/fuzz_%)
 fuzz:
@@ -144,9 +144,9 @@ fuzz:
 	    SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" $(FUZZ_PROGS)
 	tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_HARNESSES)
 
-build/fuzz/fuzz_%: tests/fuzz/fuzz_main.c tests/fuzz/fuzz_entry.c tests/fuzz/fuzz_entry.h $(LIB)
+build/fuzz/fuzz_%: tests/fuzz/fuzz_main.c tests/fuzz/fuzz_entry.c tests/fuzz/fuzz_entry.h $(CLI_OBJ) $(LIB)
 	$(CC) $(CFLAGS) -fsanitize=fuzzer -DHL_FUZZ_TARGET=hl_fuzz_$* tests/fuzz/fuzz_main.c \
-	    tests/fuzz/fuzz_entry.c $(LIB) $(LDLIBS) -o $@
+	    tests/fuzz/fuzz_entry.c $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
 
 clean:
 	rm -rf build

@@ -16,6 +16,7 @@ static const struct {
     {"safetensors", hl_fuzz_safetensors},
     {"checkpoint", hl_fuzz_checkpoint},
     {"gpt", hl_fuzz_gpt},
+    {"cli", hl_fuzz_cli},
 };
 
 static uint8_t *read_all(const char *path, size_t *size)

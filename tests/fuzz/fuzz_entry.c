@@ -9,6 +9,7 @@
 
 #include "io/checkpoint.h"
 #include "analysis/toy_task.h"
+#include "examples/common/cli.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
 #include "models/gpt.h"
@@ -137,5 +138,45 @@ int hl_fuzz_gpt(const uint8_t *data, size_t size)
         hl_gpt_meta meta;
         hl_gpt_free(hl_gpt_load_meta(path, &meta, &err));
     }
+    return 0;
+}
+
+int hl_fuzz_cli(const uint8_t *data, size_t size)
+{
+    enum { MAX_ARGS = 64 };
+    char *text = malloc(size + 1), *argv[MAX_ARGS + 1] = {"fuzz"};
+    if (!text)
+        return 0;
+    memcpy(text, data, size);
+    text[size] = '\0';
+    int argc = 1;
+    for (size_t i = 0, start = 0; i <= size && argc <= MAX_ARGS; i++)
+        if (i == size || text[i] == '\0' || text[i] == '\n') {
+            text[i] = '\0';
+            argv[argc++] = text + start;
+            start = i + 1;
+        }
+    int steps = 0, threads = 0;
+    double lr = 0, eps = 0.1;
+    const char *out = NULL;
+    bool flag = false, given = false;
+    hl_opt_list list = {0};
+    const hl_opt opts[] = {
+        HL_OPTION_INT("steps", &steps, 0, 1e8),
+        HL_OPTION_INT("threads", &threads, 1, 1024),
+        {.name = "lr", .kind = HL_OPT_REAL, .value = &lr, .max = 10, .given = &given},
+        {.name = "eps", .kind = HL_OPT_REAL, .value = &eps, .max = 1, .min_open = true},
+        HL_OPTION_TEXT("out", &out),
+        HL_OPTION_FLAG("curve", &flag),
+        HL_OPTION_LIST("op", &list),
+        {0},
+    };
+    static char messages[4096];
+    FILE *errors = fmemopen(messages, sizeof messages, "w");
+    if (errors) {
+        hl_cli_parse("fuzz", opts, 1, argc, argv, errors);
+        fclose(errors);
+    }
+    free(text);
     return 0;
 }

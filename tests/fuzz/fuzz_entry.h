@@ -22,6 +22,11 @@ int hl_fuzz_checkpoint(const uint8_t *data, size_t size);
  * at most HL_FUZZ_MAX_PARAMS values. */
 int hl_fuzz_gpt(const uint8_t *data, size_t size);
 
+/* The bytes as a command line (arguments separated by NUL or newline bytes)
+ * for the programs' option parser (examples/common/cli.c), with a table of
+ * every kind of option the programs use. */
+int hl_fuzz_cli(const uint8_t *data, size_t size);
+
 /* Models a fuzzed config may build: small, so an input cannot make the fuzzer
  * allocate gigabytes (hl_gpt_new's own limit, HL_GPT_MAX_PARAMS, is larger). */
 #define HL_FUZZ_MAX_PARAMS (1 << 20)
