@@ -76,14 +76,17 @@ static void mask_row(const attn_ctx *c, int b, int t, int s0, int nk, hl_real *r
     const hl_real *add = m->additive ? m->additive->data + b * c->additive_batch_stride + ts
                                      : NULL;
     const int kept = causal_keys(c, t, s0, nk);
-    for (int j = 0; j < nk; j++) {
-        hl_real v = j < kept ? row[j] * c->scale : -INFINITY;
-        if ((pad && pad[j] != 0) || (blk && blk[j] != 0))
-            v = -INFINITY;
-        if (add)
-            v = add[j] == -INFINITY ? -INFINITY : v + add[j];
-        row[j] = v;
-    }
+    /* One simple loop per mask, so each vectorises. */
+    for (int j = 0; j < kept; j++)
+        row[j] *= c->scale;
+    for (int j = kept; j < nk; j++)
+        row[j] = -INFINITY;
+    for (int j = 0; pad && j < kept; j++)
+        row[j] = pad[j] != 0 ? -INFINITY : row[j];
+    for (int j = 0; blk && j < kept; j++)
+        row[j] = blk[j] != 0 ? -INFINITY : row[j];
+    for (int j = 0; add && j < kept; j++)
+        row[j] = add[j] == -INFINITY ? -INFINITY : row[j] + add[j];
 }
 
 /* The masked, scaled scores of nq queries from t0 against nk keys from s0 of
