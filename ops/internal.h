@@ -82,6 +82,7 @@ void hl_sum_backward(hl_graph *g, hl_node *n);
 void hl_mean_backward(hl_graph *g, hl_node *n);
 void hl_softmax_backward(hl_graph *g, hl_node *n);
 void hl_mask_backward(hl_graph *g, hl_node *n);
+void hl_attention_backward(hl_graph *g, hl_node *n);
 void hl_embedding_backward(hl_graph *g, hl_node *n);
 void hl_layernorm_backward(hl_graph *g, hl_node *n);
 void hl_gelu_backward(hl_graph *g, hl_node *n);

@@ -20,6 +20,7 @@
     X(matmul)             \
     X(softmax)            \
     X(mask)               \
+    X(attention)          \
     X(layernorm)          \
     X(gelu)               \
     X(dropout)            \

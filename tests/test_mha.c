@@ -63,7 +63,17 @@ static double expect_close(const char *fixture, const hl_safetensors *expected, 
     return max_diff;
 }
 
-static void run_fixture(const char *name)
+/* "<fixture>(fused)", for messages and the parity log (one word). */
+static const char *fused_label(const char *name)
+{
+    static char label[128];
+    snprintf(label, sizeof label, "%s(fused)", name);
+    return label;
+}
+
+/* Runs a fixture on the composed path (traced: the attention weights are
+ * compared too) or on the fused one (no trace: a training step). */
+static void run_fixture(const char *name, bool traced)
 {
     hl_safetensors *weights = read_fixture(name, "weights");
     hl_safetensors *inputs = read_fixture(name, "inputs");
@@ -89,24 +99,32 @@ static void run_fixture(const char *name)
     hl_graph *g = hl_graph_new(0);
     hl_mha_masks masks = {.causal = causal, .key_padding = padding, .additive = additive};
     hl_mha_trace trace;
-    hl_tensor *out = hl_mha_forward(g, &m, query, key, value, &masks, &(hl_mha_run){.trace = &trace});
+    hl_tensor *out = hl_mha_forward(g, &m, query, key, value, &masks,
+                                    &(hl_mha_run){.trace = traced ? &trace : NULL});
     ck_assert_msg(!hl_graph_failed(g), "%s: %s", name, hl_graph_message(g));
+    /* The fused path has no attention node in the graph, the composed one no fused op. */
+    bool fused_node = false;
+    for (const hl_node *n = g->tail; n; n = n->prev)
+        fused_node |= n->op == HL_OP_ATTENTION;
+    ck_assert_msg(fused_node == !traced, "%s: wrong attention path", name);
+    const char *label = traced ? name : fused_label(name);
     for (size_t i = 0; i < out->numel; i++)
-        ck_assert_msg(isfinite(out->data[i]), "%s: output %zu is not finite", name, i);
-    expect_close(name, expected, "output", out->data, out->numel);
-    expect_close(name, expected, "attn_weights", trace.attn->data, trace.attn->numel);
+        ck_assert_msg(isfinite(out->data[i]), "%s: output %zu is not finite", label, i);
+    expect_close(label, expected, "output", out->data, out->numel);
+    if (traced)
+        expect_close(label, expected, "attn_weights", trace.attn->data, trace.attn->numel);
 
     ck_assert_int_eq(hl_graph_backward_from(g, out, grad_out->data), HL_OK);
-    expect_close(name, expected, "grad.query", query->grad, query->numel);
+    expect_close(label, expected, "grad.query", query->grad, query->numel);
     if (!self) {
-        expect_close(name, expected, "grad.key", key->grad, key->numel);
-        expect_close(name, expected, "grad.value", value->grad, value->numel);
+        expect_close(label, expected, "grad.key", key->grad, key->numel);
+        expect_close(label, expected, "grad.value", value->grad, value->numel);
     }
     for (size_t i = 0; i < hl_params_n_tensors(p); i++) {
         const hl_tensor *w = hl_params_tensor(p, i);
         char grad_name[HL_NAME_MAX + 8];
         snprintf(grad_name, sizeof grad_name, "grad.%s", w->name);
-        expect_close(name, expected, grad_name, w->grad, w->numel);
+        expect_close(label, expected, grad_name, w->grad, w->numel);
     }
 
     hl_graph_free(g);
@@ -131,7 +149,13 @@ static const char *const fixtures[] = {
 
 START_TEST(test_mha_matches_pytorch)
 {
-    run_fixture(fixtures[_i]);
+    run_fixture(fixtures[_i], true);
+}
+END_TEST
+
+START_TEST(test_mha_fused_matches_pytorch)
+{
+    run_fixture(fixtures[_i], false);
 }
 END_TEST
 
@@ -439,7 +463,14 @@ START_TEST(test_mha_errors)
     hl_graph_reset(g);
     hl_tensor *pad = hl_tensor_new("pad", 2, (int[]){2, 4}, false);
     hl_mha_masks masks = {.key_padding = pad};
-    tu_expect_error(g, hl_mha_forward(g, &s.mha, s.x, s.x, s.x, &masks, NULL),
+    /* The fused path (no trace) and the composed one (a trace) each name their op. */
+    tu_expect_error(g, hl_mha_forward(g, &s.mha, s.x, s.x, s.x, &masks, NULL), "attention",
+                    "key_padding", "(2,4)", NULL);
+    hl_graph_reset(g);
+    hl_mha_trace trace;
+    tu_expect_error(g,
+                    hl_mha_forward(g, &s.mha, s.x, s.x, s.x, &masks,
+                                   &(hl_mha_run){.trace = &trace}),
                     "mask_key_padding", "(2,4)", NULL);
     hl_tensor_free(pad);
     hl_tensor_free(wrong);
@@ -467,6 +498,8 @@ Suite *mha_suite(void)
     TCase *tc = tcase_create("mha");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_mha_matches_pytorch, 0, sizeof fixtures / sizeof fixtures[0]);
+    tcase_add_loop_test(tc, test_mha_fused_matches_pytorch, 0,
+                        sizeof fixtures / sizeof fixtures[0]);
     tcase_add_test(tc, test_mha_equals_per_head_loop);
     tcase_add_test(tc, test_mha_gate_zero_removes_head);
     tcase_add_test(tc, test_mha_head_offset);
