@@ -14,6 +14,7 @@
     X(shape)              \
     X(elementwise)        \
     X(reduce)             \
+    X(vmath)              \
     X(gemm)               \
     X(linear)             \
     X(matmul)             \
