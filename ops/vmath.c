@@ -98,11 +98,15 @@ typedef __m256 vec;
 #define VROUND(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 static inline __m256i first(size_t n)
 {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), lane);
 }
 static inline vec vload_n(const float *p, size_t n) { return _mm256_maskload_ps(p, first(n)); }
 static inline void vstore_n(float *p, vec v, size_t n) { _mm256_maskstore_ps(p, first(n), v); }
-static inline vec vkeep_n(vec v, size_t n) { return _mm256_and_ps(v, _mm256_castsi256_ps(first(n))); }
+static inline vec vkeep_n(vec v, size_t n)
+{
+    return _mm256_and_ps(v, _mm256_castsi256_ps(first(n)));
+}
 static inline int vhas_nan(vec v) { return _mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)); }
 static inline vec vselect_lt(vec a, vec b, vec x, vec y)
 {
