@@ -2,7 +2,6 @@
  * around the register-tiled micro-kernels of ops/gemm_kernel.c. */
 #include "ops/gemm.h"
 
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #ifdef _OPENMP
@@ -192,17 +191,6 @@ static void scale_block(const gemm_shape *s, hl_real *C, int m0, int m1, int n0,
 static _Thread_local hl_real *thread_buf;
 static _Thread_local size_t thread_buf_bytes;
 
-/* This thread's buffer of at least bytes (a multiple of ALIGN), or NULL. */
-static hl_real *thread_buffer(size_t bytes)
-{
-    if (bytes > thread_buf_bytes) {
-        free(thread_buf);
-        thread_buf = aligned_alloc(ALIGN, bytes);
-        thread_buf_bytes = thread_buf ? bytes : 0;
-    }
-    return thread_buf;
-}
-
 /* Buffers for blocks of up to mb×nb of C; false when out of memory. */
 static bool work_alloc(gemm_work *w, const gemm_shape *s, int mb, int nb)
 {
@@ -211,92 +199,16 @@ static bool work_alloc(gemm_work *w, const gemm_shape *s, int mb, int nb)
     w->nc = min_int(NC / s->nr * s->nr, round_up(nb, s->nr));
     const size_t bytes_a = round_up(w->mc * w->kc * (int)sizeof(hl_real), ALIGN);
     const size_t bytes_b = round_up(w->nc * w->kc * (int)sizeof(hl_real), ALIGN);
-    if (!thread_buffer(bytes_a + bytes_b))
-        return false;
+    if (bytes_a + bytes_b > thread_buf_bytes) {
+        free(thread_buf);
+        thread_buf = aligned_alloc(ALIGN, bytes_a + bytes_b);
+        thread_buf_bytes = thread_buf ? bytes_a + bytes_b : 0;
+        if (!thread_buf)
+            return false;
+    }
     w->a = thread_buf;
     w->b = thread_buf + bytes_a / sizeof(hl_real);
     return true;
-}
-
-/* ---- Small products: every dimension at most SMALL_MAX (attention's
- * per-head products, 64-wide layers). Packing both operands into slivers
- * and padding partial tiles costs as much as such a product, so each row of
- * C is built in a local vector instead: acc[j] = beta·c[j], then for k
- * ascending acc[j] += alpha·op(A)[i][k] · op(B)[k][j], a loop over j that
- * the compiler vectorises. A is read in place; op(B) too, except that a
- * transposed B (N,K) is first transposed to (K,N) so the loop over j reads
- * it contiguously. Each element is one running sum in a fixed order, computed
- * by one thread, so any thread count gives the same bits. */
-enum { SMALL_MAX = 128 };
-
-bool hl_gemm_small(int M, int N, int K)
-{
-    return M <= SMALL_MAX && N <= SMALL_MAX && K <= SMALL_MAX;
-}
-
-/* a·b + c, rounded once where the target has FMA (as the micro-kernels). */
-static inline hl_real mul_add(hl_real a, hl_real b, hl_real c)
-{
-#if defined(__FMA__) && defined(HL_REAL_DOUBLE)
-    return fma(a, b, c);
-#elif defined(__FMA__)
-    return fmaf(a, b, c);
-#else
-    return a * b + c;
-#endif
-}
-
-/* One matrix of a small product. Without memory for the transposed B, B is
- * read with stride ldb instead: the same sums in the same order. */
-static void small_gemm(const gemm_shape *s, const hl_real *A, const hl_real *B, hl_real *C)
-{
-    const int M = s->M, N = s->N, K = s->K;
-    const hl_real *b = B;
-    size_t b_row = s->ldb, b_col = 1; /* op(B)[k][j] = b[k·b_row + j·b_col] */
-    if (s->trans_b) {
-        hl_real *t = thread_buffer((size_t)round_up(K * N * (int)sizeof(hl_real), ALIGN));
-        if (t) {
-            hl_gemm_pack_transposed(N, N, K, 1, B, s->ldb, t, N);
-            b = t;
-            b_row = (size_t)N;
-        } else {
-            b_row = 1;
-            b_col = s->ldb;
-        }
-    }
-    hl_real acc[SMALL_MAX];
-    for (int i = 0; i < M; i++) {
-        hl_real *c = C + (size_t)i * s->ldc;
-        for (int j = 0; j < N; j++)
-            acc[j] = s->beta == 0 ? 0 : s->beta * c[j];
-        for (int k = 0; k < K; k++) {
-            const hl_real a =
-                s->alpha * (s->trans_a ? A[(size_t)k * s->lda + i] : A[(size_t)i * s->lda + k]);
-            const hl_real *bk = b + (size_t)k * b_row;
-            if (b_col == 1)
-                for (int j = 0; j < N; j++)
-                    acc[j] = mul_add(a, bk[j], acc[j]);
-            else
-                for (int j = 0; j < N; j++)
-                    acc[j] = mul_add(a, bk[(size_t)j * b_col], acc[j]);
-        }
-        for (int j = 0; j < N; j++)
-            c[j] = acc[j];
-    }
-}
-
-/* A batch of small products, the matrices shared out between threads. */
-static void small_batched(const gemm_shape *s, const hl_real *A, const hl_real *B, hl_real *C,
-                          int batch, size_t stride_a, size_t stride_b, size_t stride_c)
-{
-    int threads = 1;
-#ifdef _OPENMP
-    if ((double)batch * s->M * s->N * s->K >= GEMM_PARALLEL_MIN_WORK && !omp_in_parallel())
-        threads = min_int(omp_get_max_threads(), batch);
-#endif
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-    for (int i = 0; i < batch; i++)
-        small_gemm(s, A + (size_t)i * stride_a, B + (size_t)i * stride_b, C + (size_t)i * stride_c);
 }
 
 void hl_gemm_batched(bool trans_a, bool trans_b, int M, int N, int K, hl_real alpha,
@@ -318,10 +230,6 @@ void hl_gemm_batched(bool trans_a, bool trans_b, int M, int N, int K, hl_real al
                           beta,     (size_t)lda, (size_t)ldb, (size_t)ldc, kern, kern->mr,
                           kern->nr, direct_a,    direct_b};
     const bool scale_only = K == 0 || alpha == 0;
-    if (!scale_only && hl_gemm_small(M, N, K)) {
-        small_batched(&s, A, B, C, batch, stride_a, stride_b, stride_c);
-        return;
-    }
 
     /* Tasks are (matrix, part) pairs, a part being a slice of the matrix's
      * rows (or of its columns, when it is wider than tall) in whole tiles.

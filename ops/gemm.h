@@ -34,9 +34,4 @@ void hl_gemm_batched(bool trans_a, bool trans_b, int M, int N, int K, hl_real al
                      hl_real *C, int ldc, int batch, size_t stride_a, size_t stride_b,
                      size_t stride_c);
 
-/* True when an M×N×K product takes the small-product path (every dimension
- * at most 128): rows of C built in place, A never packed, B only transposed
- * when trans_b. For tests. */
-bool hl_gemm_small(int M, int N, int K);
-
 #endif

@@ -103,14 +103,10 @@ static void run_case(gemm_case *t, uint64_t seed)
     free(C);
 }
 
-/* Every shape here, with all four transpose flags, goes through the
- * small-product path (test_gemm_blocks covers the packed one). */
 START_TEST(test_gemm_against_naive)
 {
     static const double scalars[][2] = {{1, 0}, {0.75, -1.25}, {-2, 1}};
     uint64_t seed = 1;
-    for (int m = 0; m < N_SIZES; m++)
-        ck_assert(hl_gemm_small(sizes[m], sizes[m], sizes[m]));
     for (int flags = 0; flags < 4; flags++)
         for (int m = 0; m < N_SIZES; m++)
             for (int n = 0; n < N_SIZES; n++)
@@ -121,26 +117,6 @@ START_TEST(test_gemm_against_naive)
                                        .beta = scalars[s][1]};
                         run_case(&t, seed += 3);
                     }
-}
-END_TEST
-
-/* Either side of the small-product limit (128): small odd shapes at it, and
- * one dimension past it, which takes the packed path with partial tiles. */
-START_TEST(test_gemm_small_limit)
-{
-    static const int shapes[][3] = {{128, 3, 17}, {17, 128, 128}, {5, 1, 128},
-                                    {129, 17, 3}, {3, 129, 17},   {17, 3, 129}};
-    uint64_t seed = 900;
-    for (int i = 0; i < 6; i++) {
-        ck_assert(hl_gemm_small(shapes[i][0], shapes[i][1], shapes[i][2]) == (i < 3));
-        for (int flags = 0; flags < 4; flags++)
-            for (int beta = 0; beta < 2; beta++) {
-                gemm_case t = {.ta = flags & 1, .tb = flags & 2, .M = shapes[i][0],
-                               .N = shapes[i][1], .K = shapes[i][2], .alpha = -0.5,
-                               .beta = beta ? 0.25 : 0};
-                run_case(&t, seed += 3);
-            }
-    }
 }
 END_TEST
 
@@ -246,29 +222,6 @@ START_TEST(test_gemm_threads_bitwise)
             free(one);
             free(two);
         }
-    /* Small products, shared out whole between the threads: 48 of 64×64×64. */
-    for (int flags = 0; flags < 4; flags++) {
-        enum { BATCH = 48 };
-        gemm_case t = {.ta = flags & 1, .tb = flags & 2, .M = 64, .N = 63, .K = 65,
-                       .alpha = 1, .beta = 0.5};
-        ck_assert(hl_gemm_small(t.M, t.N, t.K));
-        ck_assert((double)BATCH * t.M * t.N * t.K >= 1048576); /* over the parallel limit */
-        size_t na, nb, nc;
-        layout(&t, &na, &nb, &nc);
-        hl_real *A = random_values(na * BATCH, 70 + flags), *B = random_values(nb, 80);
-        hl_real *C0 = random_values(nc * BATCH, 90);
-        hl_real *one = gemm_with_threads(1, &t, BATCH, A, B, C0, na, nc);
-        hl_real *two = gemm_with_threads(2, &t, BATCH, A, B, C0, na, nc);
-        ck_assert_msg(memcmp(one, two, nc * BATCH * sizeof *one) == 0,
-                      "small gemm ta=%d tb=%d differs between 1 and 2 threads", t.ta, t.tb);
-        for (int i = 0; i < BATCH; i += 47)
-            check_gemm("small, batched", &t, A + i * na, B, C0 + i * nc, one + i * nc);
-        free(A);
-        free(B);
-        free(C0);
-        free(one);
-        free(two);
-    }
     omp_set_num_threads(saved);
 #endif
 }
@@ -280,7 +233,6 @@ Suite *gemm_suite(void)
     TCase *tc = tcase_create("gemm");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_gemm_against_naive);
-    tcase_add_test(tc, test_gemm_small_limit);
     tcase_add_test(tc, test_gemm_blocks);
     tcase_add_test(tc, test_gemm_batched);
     tcase_add_test(tc, test_gemm_threads_bitwise);
