@@ -19,8 +19,11 @@
  *     void hl_scale_backward(hl_graph *g, hl_node *n)
  *     {
  *         hl_real *dx = hl_op_grad(g, n->inputs[0]);  // NULL: input needs no grad
- *         if (dx) ...dx[i] += factor * n->out->grad[i]...   // always accumulate
+ *         if (dx) ...dx[i] += factor * n->out->grad[i]...   // accumulate
  *     }
+ *
+ * (hl_op_grad_first lets a backward that writes its input's whole gradient
+ * store instead when it is the first to reach that input.)
  *
  * Kernels parallelise their outermost independent loop with
  * `#pragma omp parallel for if (work >= HL_PARALLEL_MIN_WORK)` and never let a
@@ -65,6 +68,13 @@ hl_node *hl_op_record(hl_graph *g, hl_op op, hl_tensor *out, int n, hl_tensor *c
 /* t's gradient buffer (zeroed arena memory on first use), or NULL when t does
  * not require grad. */
 hl_real *hl_op_grad(hl_graph *g, hl_tensor *t);
+
+/* The same for a backward that stores every element of t's gradient, in one
+ * go, before it fetches any other gradient. When no gradient has reached t
+ * yet, the buffer is left unzeroed and *overwrite set: the caller stores (=)
+ * where it would add, saving a pass of zeros. Whoever comes next to t (another
+ * input of the same node, an earlier node) finds the buffer and adds as usual. */
+hl_real *hl_op_grad_first(hl_graph *g, hl_tensor *t, bool *overwrite);
 
 /* Copies n int32 values into the arena (NULL on error). */
 int32_t *hl_op_save_ints(hl_graph *g, const int32_t *values, size_t n);

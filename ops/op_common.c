@@ -102,6 +102,18 @@ hl_real *hl_op_grad(hl_graph *g, hl_tensor *t)
     return t->grad;
 }
 
+hl_real *hl_op_grad_first(hl_graph *g, hl_tensor *t, bool *overwrite)
+{
+    *overwrite = false;
+    if (!t || !t->requires_grad)
+        return NULL;
+    if (!t->grad) {
+        t->grad = hl_graph_alloc(g, t->numel * sizeof(hl_real));
+        *overwrite = t->grad != NULL;
+    }
+    return t->grad;
+}
+
 int32_t *hl_op_save_ints(hl_graph *g, const int32_t *values, size_t n)
 {
     int32_t *copy = hl_graph_alloc(g, n * sizeof *copy);

@@ -15,6 +15,7 @@
     X(shape)              \
     X(elementwise)        \
     X(reduce)             \
+    X(vmath)              \
     X(gemm)               \
     X(linear)             \
     X(matmul)             \
