@@ -25,6 +25,7 @@
 
 #include "ops/gemm.h"
 #include "ops/internal.h"
+#include "ops/vmath.h"
 
 /* Queries and keys per tile: a 64×64 score tile is 16 KiB in float, and with
  * a key tile of k and v (D ≤ 64) it stays in L1/L2. */
@@ -47,13 +48,10 @@ typedef struct attn_saved {
 
 static int min_int(int a, int b) { return a < b ? a : b; }
 
-/* x[j] = exp(x[j] - shift), the shift subtracted in double so that a large
- * log-sum-exp loses no precision. The one place attention calls exp: a
- * vectorised exp replaces this loop. exp(-inf) = 0 keeps masked entries out. */
-static void exp_shifted(hl_real *x, int n, double shift)
+/* exp(x - shift) of one value (the running rescale), the difference in double. */
+static hl_real exp_shifted(hl_real x, double shift)
 {
-    for (int j = 0; j < n; j++)
-        x[j] = HL_EXP((hl_real)((double)x[j] - shift));
+    return HL_EXP((hl_real)((double)x - shift));
 }
 
 /* Keys of query t that causal masking keeps in a tile starting at key s0. */
@@ -121,18 +119,13 @@ static void online_softmax_row(hl_real *row, int nk, hl_real *m, double *l, hl_r
         return;
     }
     if (max != *m && *m != -INFINITY) {
-        hl_real alpha = *m;
-        exp_shifted(&alpha, 1, max);
+        hl_real alpha = exp_shifted(*m, max);
         *l *= alpha;
         for (int d = 0; d < D; d++)
             o[d] *= alpha;
     }
     *m = max;
-    exp_shifted(row, nk, max);
-    double sum = 0;
-    for (int j = 0; j < nk; j++)
-        sum += (double)row[j];
-    *l += sum;
+    *l += hl_vmath_exp_sum(row, max, row, (size_t)nk);
 }
 
 /* Forward of one query tile of head bh: its output rows o (nq×D, written
@@ -284,8 +277,9 @@ static void probs_tile(const attn_ctx *c, const double *lse, int bh, int t0, int
         hl_real *pr = p + (size_t)i * TILE_K;
         if (lse[row + i] == -INFINITY)
             memset(pr, 0, (size_t)nk * sizeof *pr);
-        else
-            exp_shifted(pr, nk, lse[row + i]);
+        else /* lse in two parts, so its low bits survive the rounding to hl_real */
+            hl_vmath_exp(pr, (hl_real)lse[row + i],
+                         (hl_real)(lse[row + i] - (double)(hl_real)lse[row + i]), pr, (size_t)nk);
     }
 }
 
