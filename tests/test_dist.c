@@ -76,7 +76,7 @@ START_TEST(test_two_ranks_equal_one)
 {
     char dir[] = "/tmp/headlab-dist-XXXXXX", command[1024], out[8192];
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    const char *args = "--steps 40 --eval-every 1000 --threads 1";
+    const char *args = "--steps 40 --eval-every 1000 --heldout 100 --threads 1";
     snprintf(command, sizeof command, MPIRUN "-np 1 " HL_BUILD_DIR "/toy_heads %s --out %s/one",
              args, dir);
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);

@@ -121,7 +121,8 @@ START_TEST(test_toy_heads_short_run)
     expect_failure(HL_BUILD_DIR "/toy_heads --steps -3", 2, "--steps");
     expect_failure(HL_BUILD_DIR "/toy_heads --frobnicate", 2, "unknown");
     snprintf(command, sizeof command,
-             HL_BUILD_DIR "/toy_heads --steps 20 --eval-every 10 --out %s/toy", temp_dir);
+             HL_BUILD_DIR "/toy_heads --steps 20 --eval-every 10 --heldout 100 --out %s/toy",
+             temp_dir);
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
     const char *files[] = {"scores.csv", "train.csv", "grid.png", "grid_mean.png",
                            "grid_step0.png", "attn_L0H0.png", "attn_L1H3.png",
@@ -143,7 +144,7 @@ START_TEST(test_toy_heads_short_run)
     ck_assert_int_eq(rows, 8);
     /* Resuming from its checkpoint continues to the new total. */
     snprintf(command, sizeof command,
-             HL_BUILD_DIR "/toy_heads --steps 30 --eval-every 10 --out %s/toy "
+             HL_BUILD_DIR "/toy_heads --steps 30 --eval-every 10 --heldout 100 --out %s/toy "
              "--resume %s/toy/checkpoint.safetensors",
              temp_dir, temp_dir);
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
@@ -162,7 +163,7 @@ START_TEST(test_toy_heads_short_run)
               before.st_mtim.tv_nsec == after.st_mtim.tv_nsec);
     /* Resuming into a new directory writes a train.csv with its header. */
     snprintf(command, sizeof command,
-             HL_BUILD_DIR "/toy_heads --steps 40 --eval-every 10 --out %s/next "
+             HL_BUILD_DIR "/toy_heads --steps 40 --eval-every 10 --heldout 100 --out %s/next "
              "--resume %s/toy/checkpoint.safetensors",
              temp_dir, temp_dir);
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);

@@ -155,7 +155,7 @@ static void kill_and_resume(const char *base, const char *result, unsigned seed)
 START_TEST(test_toy_heads_killed)
 {
     make_work_dir();
-    kill_and_resume(HL_BUILD_DIR "/toy_heads --steps 60 --eval-every 5 --heldout 40 --threads 1",
+    kill_and_resume(HL_BUILD_DIR "/toy_heads --steps 40 --eval-every 5 --heldout 20 --threads 1",
                     "model.safetensors", 1);
     remove_work_dir();
 }
