@@ -55,6 +55,8 @@ LIB_SRC  := $(wildcard $(LIB_DIRS:%=%/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB      := $(BUILD)/libheadlab.a
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/%,$(wildcard examples/*.c))
+# What the programs share (the option parser), linked into each of them.
+CLI_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard examples/common/*.c))
 TEST_SRC := $(wildcard tests/*.c)
 TEST_BIN := $(BUILD)/test_headlab
 
@@ -63,7 +65,7 @@ all: lib examples
 lib: $(LIB)
 examples: $(EXAMPLES)
 
-$(BUILD)/obj/%.o: %.c $(wildcard $(LIB_DIRS:%=%/*.h)) headlab.h
+$(BUILD)/obj/%.o: %.c $(wildcard $(LIB_DIRS:%=%/*.h) examples/common/*.h) headlab.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -c $< -o $@
 
@@ -71,8 +73,8 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/%: examples/%.c $(LIB)
-	$(CC) $(CFLAGS) $< $(LIB) $(LDLIBS) -o $@
+$(BUILD)/%: examples/%.c $(CLI_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $< $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
 
 # The benchmark program (bench/): OpenBLAS is dlopen'ed at run time, hence -ldl.
 BENCH_SRC := $(wildcard bench/*.c)
@@ -80,8 +82,8 @@ $(BUILD)/bench: $(BENCH_SRC) $(wildcard bench/*.h) $(LIB)
 	$(CC) $(CFLAGS) $(BENCH_SRC) $(LIB) $(LDLIBS) -ldl -o $@
 
 # The examples suite runs the programs of the same build.
-$(TEST_BIN): $(TEST_SRC) $(wildcard tests/*.h) $(LIB) $(EXAMPLES)
-	$(CC) $(CFLAGS) -DHL_BUILD_DIR='"$(BUILD)"' $(TEST_SRC) $(LIB) $(CHECK_LIBS) $(LDLIBS) -o $@
+$(TEST_BIN): $(TEST_SRC) $(wildcard tests/*.h) $(CLI_OBJ) $(LIB) $(EXAMPLES)
+	$(CC) $(CFLAGS) -DHL_BUILD_DIR='"$(BUILD)"' $(TEST_SRC) $(CLI_OBJ) $(LIB) $(CHECK_LIBS) $(LDLIBS) -o $@
 
 deps:
 	@tools/deps.sh $(MPI_PKGS)

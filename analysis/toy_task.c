@@ -1,6 +1,7 @@
 #include "analysis/toy_task.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +68,34 @@ void hl_toy_sample(hl_toy_batch *b, hl_rng *rng)
             other[p] = has_target && !is_scored ? x[p + 1] : HL_TOY_IGNORE;
         }
     }
+}
+
+hl_toy_batch hl_toy_batch_rows(const hl_toy_batch *b, int begin, int end)
+{
+    hl_toy_batch rows = *b;
+    const size_t at = (size_t)begin * HL_TOY_T;
+    rows.B = end - begin;
+    rows.tokens += at;
+    rows.scored += at;
+    rows.other += at;
+    rows.src += begin;
+    rows.dst += begin;
+    rows.len += begin;
+    return rows;
+}
+
+hl_eval_set *hl_toy_eval_set(const hl_toy_batch *b, int batch, hl_error *err)
+{
+    hl_eval_set *set = hl_eval_set_new(b->B, HL_TOY_T, 2, batch, err);
+    if (!set)
+        return NULL;
+    const size_t n = (size_t)b->B * HL_TOY_T;
+    memcpy(set->tokens, b->tokens, n * sizeof *set->tokens);
+    memcpy(set->targets[0], b->scored, n * sizeof *set->targets[0]);
+    memcpy(set->targets[1], b->other, n * sizeof *set->targets[1]);
+    snprintf(set->group_names[0], sizeof set->group_names[0], "scored");
+    snprintf(set->group_names[1], sizeof set->group_names[1], "other");
+    return set;
 }
 
 enum { PREV, TWO_BACK, INDUCTION, FIRST, ENTROPY };

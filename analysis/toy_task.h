@@ -19,9 +19,11 @@
 
 #include <stdint.h>
 
+#include "core/error.h"
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "models/gpt.h"
+#include "train/eval.h"
 
 #define HL_TOY_VOCAB 16 /* content tokens 0..15 */
 #define HL_TOY_BOS 16
@@ -30,6 +32,7 @@
 /* The held-out set every program evaluates toy models on. */
 #define HL_TOY_HELDOUT_SEED 1000003
 #define HL_TOY_HELDOUT_SEQUENCES 1000
+#define HL_TOY_HELDOUT_BATCH 250 /* sequences per forward pass */
 
 /* TOYTASK.md's model: 2 layers of 4 heads, d_model 64, attention only. */
 hl_gpt_config hl_toy_gpt_config(void);
@@ -44,8 +47,15 @@ typedef struct hl_toy_batch {
 
 hl_toy_batch *hl_toy_batch_new(int B);
 void hl_toy_batch_free(hl_toy_batch *b);
-/* Fills all B sequences from rng. */
+/* Fills all B sequences from rng, one after another (so one batch of 2n
+ * sequences holds what two batches of n drawn in turn hold). */
 void hl_toy_sample(hl_toy_batch *b, hl_rng *rng);
+/* Rows [begin, end) of b as a batch of their own (a view into b's arrays). */
+hl_toy_batch hl_toy_batch_rows(const hl_toy_batch *b, int begin, int end);
+
+/* b's sequences as an evaluation set with the target groups "scored" and
+ * "other", evaluated `batch` sequences at a time. */
+hl_eval_set *hl_toy_eval_set(const hl_toy_batch *b, int batch, hl_error *err);
 
 /* Per-head scores over a set of sequences, from attention maps. */
 typedef struct hl_toy_head_scores {

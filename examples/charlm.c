@@ -15,13 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
-#include "train/dist.h"
-#include "io/fs.h"
+#include "examples/common/cli.h"
 #include "headlab.h"
 
 #define VAL_BATCHES 8
@@ -53,88 +48,39 @@ static void usage(FILE *f)
         "Exit status: 0 done, 1 training failed (e.g. non-finite loss), 2 bad input.\n");
 }
 
-static void bad_value(const char *flag, const char *value)
-{
-    fprintf(stderr, "charlm: bad value for %s: %s\n", flag, value ? value : "(missing)");
-    exit(2);
-}
-
-static int int_arg(const char *flag, const char *value, int lo, int hi)
-{
-    char *end;
-    errno = 0;
-    long v = value ? strtol(value, &end, 10) : 0;
-    if (!value || *end || errno || v < lo || v > hi)
-        bad_value(flag, value);
-    return (int)v;
-}
-
-static double real_arg(const char *flag, const char *value, double lo, double hi)
-{
-    char *end;
-    double v = value ? strtod(value, &end) : 0;
-    if (!value || *end || !(v >= lo && v <= hi))
-        bad_value(flag, value);
-    return v;
-}
-
 static options parse_options(int argc, char **argv)
 {
     options o = {.out = "out/charlm", .prompt = "\n", .steps = 2000, .batch = 16, .ctx = 64,
                  .d_model = 128, .heads = 4, .layers = 4, .eval_every = 200, .sample = 400,
                  .lr = 1e-3, .temperature = 0.8, .clip = 1.0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            exit(0);
-        }
-        if (!v) {
-            fprintf(stderr, "charlm: unknown or incomplete option %s\n", a);
-            usage(stderr);
-            exit(2);
-        }
-        i++;
-        if (!strcmp(a, "--data")) o.data = v;
-        else if (!strcmp(a, "--out")) o.out = v;
-        else if (!strcmp(a, "--resume")) o.resume = v;
-        else if (!strcmp(a, "--prompt")) o.prompt = v;
-        else if (!strcmp(a, "--steps")) o.steps = int_arg(a, v, 0, 100000000);
-        else if (!strcmp(a, "--batch")) o.batch = int_arg(a, v, 1, 4096);
-        else if (!strcmp(a, "--ctx")) o.ctx = int_arg(a, v, 2, 4096);
-        else if (!strcmp(a, "--d-model")) o.d_model = int_arg(a, v, 1, 8192);
-        else if (!strcmp(a, "--heads")) o.heads = int_arg(a, v, 1, 256);
-        else if (!strcmp(a, "--layers")) o.layers = int_arg(a, v, 1, HL_GPT_MAX_LAYERS);
-        else if (!strcmp(a, "--eval-every")) o.eval_every = int_arg(a, v, 1, 100000000);
-        else if (!strcmp(a, "--sample")) o.sample = int_arg(a, v, 0, 1000000);
-        else if (!strcmp(a, "--threads")) o.threads = int_arg(a, v, 1, 1024);
-        else if (!strcmp(a, "--seed")) o.seed = int_arg(a, v, 0, 1 << 30);
-        else if (!strcmp(a, "--lr")) o.lr = real_arg(a, v, 0, 10);
-        else if (!strcmp(a, "--dropout")) o.dropout = real_arg(a, v, 0, 0.99);
-        else if (!strcmp(a, "--clip")) o.clip = real_arg(a, v, 0, 1e9);
-        else if (!strcmp(a, "--temperature")) o.temperature = real_arg(a, v, 1e-3, 100);
-        else {
-            fprintf(stderr, "charlm: unknown option %s\n", a);
-            usage(stderr);
-            exit(2);
-        }
-    }
-    if (!o.data) {
-        fprintf(stderr, "charlm: --data FILE is required\n");
-        usage(stderr);
-        exit(2);
-    }
+    const hl_opt opts[] = {
+        HL_OPTION_TEXT("data", &o.data),
+        HL_OPTION_TEXT("out", &o.out),
+        HL_OPTION_TEXT("resume", &o.resume),
+        HL_OPTION_TEXT("prompt", &o.prompt),
+        HL_OPTION_INT("steps", &o.steps, 0, 1e8),
+        HL_OPTION_INT("batch", &o.batch, 1, 4096),
+        HL_OPTION_INT("ctx", &o.ctx, 2, 4096),
+        HL_OPTION_INT("d-model", &o.d_model, 1, 8192),
+        HL_OPTION_INT("heads", &o.heads, 1, 256),
+        HL_OPTION_INT("layers", &o.layers, 1, HL_GPT_MAX_LAYERS),
+        HL_OPTION_INT("eval-every", &o.eval_every, 1, 1e8),
+        HL_OPTION_INT("sample", &o.sample, 0, 1000000),
+        HL_OPTION_INT("threads", &o.threads, 1, 1024),
+        HL_OPTION_INT("seed", &o.seed, 0, 1 << 30),
+        HL_OPTION_REAL("lr", &o.lr, 0, 10),
+        HL_OPTION_REAL("dropout", &o.dropout, 0, 0.99),
+        HL_OPTION_REAL("clip", &o.clip, 0, 1e9),
+        HL_OPTION_REAL("temperature", &o.temperature, 1e-3, 100),
+        {0},
+    };
+    hl_cli_parse_or_exit("charlm", opts, argc, argv, usage);
+    if (!o.data)
+        hl_cli_bad_input("charlm", "--data FILE is required (see --help)");
     return o;
 }
 
-/* The whole file; NULL with a message on error. */
-static unsigned char *read_file(const char *path, size_t *size)
-{
-    unsigned char *text = hl_read_file(path, size);
-    if (!text)
-        fprintf(stderr, "charlm: cannot read %s: %s\n", path, strerror(errno));
-    return text;
-}
+/* ---- the text ---- */
 
 typedef struct {
     const unsigned char *bytes;
@@ -151,30 +97,125 @@ static void make_batch(text_span s, const size_t *offsets, int B, int T, int32_t
         }
 }
 
-static void random_offsets(text_span s, int B, int T, hl_rng *rng, size_t *offsets)
+/* VAL_BATCHES·B fixed, evenly spread windows of the validation text. */
+static hl_eval_set *validation_set(text_span val, int B, int T, hl_error *err)
 {
-    for (int b = 0; b < B; b++)
-        offsets[b] = (size_t)(hl_rng_uniform(rng) * (double)(s.size - (size_t)T - 1));
+    const size_t n = (size_t)VAL_BATCHES * B, room = val.size - (size_t)T - 1;
+    hl_eval_set *set = hl_eval_set_new((int)n, T, 1, B, err);
+    for (size_t w = 0; set && w < n; w++) {
+        size_t offset = room * w / n;
+        make_batch(val, &offset, 1, T, set->tokens + w * T, set->targets[0] + w * T);
+    }
+    return set;
 }
 
-/* Mean loss over VAL_BATCHES fixed, evenly spread validation windows. */
-static double validation_loss(hl_graph *g, const hl_gpt *m, text_span val, int B, int T,
-                              int32_t *x, int32_t *y, size_t *offsets)
+/* ---- training ---- */
+
+typedef struct {
+    options o;
+    bool lead;              /* rank 0 alone prints and writes */
+    unsigned char *text;
+    size_t size;
+    text_span train, val;
+    hl_eval_set *val_set;
+    hl_gpt *m;
+    hl_optim *opt;
+    hl_graph *g;
+    int B, T;
+    int32_t *x, *y;         /* this rank's rows of the step's batch */
+    size_t *offsets;        /* the global batch's windows */
+    int rows;               /* this rank's share of the batch */
+    hl_rng data_rng;        /* the same on every rank */
+    int64_t start;
+    FILE *log;
+    char config[512];
+} run;
+
+/* This rank's loss (an hl_loss_fn), weighted by its share of the rows. */
+static hl_tensor *shard_loss(hl_graph *g, void *ctx)
 {
-    double total = 0;
-    bool grad = hl_graph_set_grad_enabled(g, false), training = hl_graph_set_training(g, false);
-    size_t room = val.size - (size_t)T - 1, n = (size_t)VAL_BATCHES * B;
-    for (int k = 0; k < VAL_BATCHES; k++) {
-        for (int b = 0; b < B; b++)
-            offsets[b] = room * (size_t)(k * B + b) / n;
-        make_batch(val, offsets, B, T, x, y);
-        hl_tensor *loss = hl_cross_entropy(g, hl_gpt_forward(g, m, x, B, T, NULL), y, -1);
-        total += hl_graph_failed(g) ? NAN : loss->data[0];
-        hl_graph_reset(g);
+    const run *r = ctx;
+    hl_tensor *logits = hl_gpt_forward(g, r->m, r->x, r->rows, r->T, NULL);
+    hl_tensor *loss = hl_cross_entropy(g, logits, r->y, -1);
+    return hl_scale(g, loss, (hl_real)r->rows / (hl_real)r->B);
+}
+
+/* Every rank draws the whole global batch (one RNG stream for all), then
+ * keeps its slice. */
+static void next_batch(run *r)
+{
+    for (int b = 0; b < r->B; b++)
+        r->offsets[b] =
+            (size_t)(hl_rng_uniform(&r->data_rng) * (double)(r->train.size - (size_t)r->T - 1));
+    int begin, end;
+    hl_dist_shard(r->B, &begin, &end);
+    r->rows = end - begin;
+    make_batch(r->train, r->offsets + begin, r->rows, r->T, r->x, r->y);
+}
+
+static hl_status save_checkpoint(run *r, int64_t step, hl_error *err)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", r->o.out);
+    hl_checkpoint_rng rngs[] = {{"data", &r->data_rng}, {"dropout", &r->g->rng}};
+    hl_checkpoint_meta meta[] = {{"config", r->config}, {"task", "charlm"}};
+    return hl_checkpoint_save(path, r->m->params, r->opt, step, rngs, 2, meta, 2, err);
+}
+
+/* Validation loss into train.csv and on stdout; a checkpoint after training. */
+static hl_status record(run *r, int64_t step, double train_loss, double norm,
+                        const hl_lr_schedule *sched, double t0, hl_error *err)
+{
+    hl_eval_result val;
+    if (hl_evaluate(r->m, r->val_set, NULL, NULL, NULL, &val, err) != HL_OK)
+        return err->status;
+    fprintf(r->log, "%lld,%.6f,%.6f,%.6g,%.4f,%.2f\n", (long long)step, train_loss, val.loss[0],
+            r->o.lr * hl_lr_scale(sched, step), norm, hl_seconds() - t0);
+    fflush(r->log);
+    if (isnan(train_loss)) /* nothing trained yet in this run */
+        printf("step %lld: validation loss %.4f\n", (long long)step, val.loss[0]);
+    else
+        printf("step %lld: train loss %.4f, validation loss %.4f\n", (long long)step, train_loss,
+               val.loss[0]);
+    return step > r->start ? save_checkpoint(r, step, err) : HL_OK;
+}
+
+static void train(run *r)
+{
+    const hl_lr_schedule sched = {.warmup_steps = 100, .total_steps = r->o.steps, .cosine = true,
+                                  .min_scale = 0.1};
+    hl_progress progress;
+    if (r->lead)
+        hl_progress_begin(&progress, stdout, r->o.steps, r->o.eval_every);
+    double t0 = hl_seconds(), train_loss = NAN, norm = 0;
+    hl_error err = {0};
+    for (int64_t step = r->start; step <= r->o.steps; step++) {
+        if (r->lead && (step % r->o.eval_every == 0 || step == r->o.steps)) {
+            if (progress.tty)
+                printf("\n");
+            if (record(r, step, train_loss, norm, &sched, t0, &err) != HL_OK)
+                break;
+        }
+        if (step == r->o.steps)
+            break;
+        next_batch(r);
+        hl_step one = {.index = step, .lr_scale = hl_lr_scale(&sched, step), .clip = r->o.clip};
+        hl_step_result result;
+        if (hl_train_step(r->g, r->m->params, r->opt, &one, shard_loss, r, &result, &err))
+            break;
+        train_loss = result.loss;
+        norm = result.grad_norm;
+        if (r->lead)
+            hl_progress_update(&progress, step + 1, train_loss, -1);
     }
-    hl_graph_set_grad_enabled(g, grad);
-    hl_graph_set_training(g, training);
-    return total / VAL_BATCHES;
+    if (r->lead)
+        hl_progress_end(&progress);
+    if (hl_error_failed(&err)) {
+        if (r->lead)
+            fprintf(stderr, "charlm: %s; the last checkpoint keeps the last good state\n",
+                    err.message);
+        hl_dist_abort(1);
+    }
 }
 
 /* Samples n bytes after the prompt, printing them as they come. */
@@ -220,191 +261,165 @@ static void sample_text(hl_graph *g, const hl_gpt *m, const char *prompt, int n,
     free(p);
 }
 
-static hl_gpt *build_model(const options *o, hl_error *err)
+/* ---- set-up ---- */
+
+/* The text, split 90/10; exits 2 when it cannot be read or is too short. */
+static void load_text(run *r)
 {
-    if (!o->resume) {
-        hl_gpt_config cfg = {.vocab_in = 256, .vocab_out = 256, .n_ctx = o->ctx,
-                             .d_model = o->d_model, .n_heads = o->heads, .n_layers = o->layers,
-                             .mlp = true, .layernorm = true, .dropout = o->dropout,
-                             .emb_std = 0.02};
-        return hl_gpt_new(&cfg, err);
+    r->text = hl_read_file(r->o.data, &r->size);
+    if (!r->text) {
+        fprintf(stderr, "charlm: cannot read %s: %s\n", r->o.data, strerror(errno));
+        hl_dist_abort(2);
     }
-    return hl_gpt_load(o->resume, err);
+    const size_t n_val = r->size / 10;
+    r->train = (text_span){r->text, r->size - n_val};
+    r->val = (text_span){r->text + r->size - n_val, n_val};
+    if (r->val.size < (size_t)r->T + 2 || r->train.size < (size_t)r->T + 2) {
+        fprintf(stderr, "charlm: %s has %zu bytes; with --ctx %d it needs at least %d\n",
+                r->o.data, r->size, r->T, 10 * (r->T + 2));
+        hl_dist_abort(2);
+    }
 }
 
-/* One optimizer step on this rank's rows of the global batch; returns the
- * global mean loss and sets *norm to the clipped gradient norm. */
-static double train_step(hl_graph *g, hl_gpt *m, hl_optim *opt, text_span train, int B, int T,
-                         hl_rng *data_rng, int32_t *x, int32_t *y, size_t *offsets,
-                         const options *o, double lr_scale, double *norm)
+static hl_gpt *build_model(const options *o, hl_error *err)
 {
-    /* Every rank draws the whole global batch (one RNG stream for all), then
-     * trains on its slice, its loss weighted by its share of the rows. */
-    random_offsets(train, B, T, data_rng, offsets);
-    int begin, end;
-    hl_dist_shard(B, &begin, &end);
-    const int rows = end - begin;
-    make_batch(train, offsets + begin, rows, T, x, y);
-    hl_params_zero_grad(m->params);
-    hl_tensor *loss = hl_cross_entropy(g, hl_gpt_forward(g, m, x, rows, T, NULL), y, -1);
-    loss = hl_scale(g, loss, (hl_real)rows / (hl_real)B);
-    if (hl_graph_backward(g, loss) != HL_OK) {
-        fprintf(stderr, "charlm: %s\n", hl_graph_message(g));
+    if (o->resume)
+        return hl_gpt_load(o->resume, err);
+    hl_gpt_config cfg = {.vocab_in = 256, .vocab_out = 256, .n_ctx = o->ctx,
+                         .d_model = o->d_model, .n_heads = o->heads, .n_layers = o->layers,
+                         .mlp = true, .layernorm = true, .dropout = o->dropout, .emb_std = 0.02};
+    return hl_gpt_new(&cfg, err);
+}
+
+/* Every rank must run the same configuration on the same data. */
+static void check_ranks_agree(const run *r)
+{
+    char check[1024];
+    snprintf(check, sizeof check, "%s batch=%d steps=%d lr=%g clip=%g seed=%d data_bytes=%zu",
+             r->config, r->B, r->o.steps, r->o.lr, r->o.clip, r->o.seed, r->size);
+    hl_error err = {0};
+    if (hl_dist_check_same(check, &err) != HL_OK) {
+        if (r->lead)
+            fprintf(stderr, "charlm: the ranks were started with different options or data: "
+                    "%s\n", err.message);
+        hl_dist_abort(2);
+    }
+    if (r->B < hl_dist_size()) {
+        fprintf(stderr, "charlm: --batch %d is smaller than the %d ranks\n", r->B,
+                hl_dist_size());
+        hl_dist_abort(2);
+    }
+}
+
+/* Fresh weights, or the checkpoint's (exit 2 when it has nothing left to train). */
+static void start_model(run *r)
+{
+    hl_rng init_rng;
+    hl_rng_seed(&init_rng, (uint64_t)r->o.seed);
+    hl_rng_seed(&r->data_rng, (uint64_t)r->o.seed + 1);
+    hl_graph_seed(r->g, (uint64_t)r->o.seed + 2 + (uint64_t)hl_dist_rank()); /* dropout */
+    if (!r->o.resume) {
+        hl_gpt_init_weights(r->m, &init_rng);
+    } else {
+        hl_error err = {0};
+        hl_checkpoint_rng rngs[] = {{"data", &r->data_rng}, {"dropout", &r->g->rng}};
+        if (hl_checkpoint_load(r->o.resume, r->m->params, r->opt, &r->start, rngs, 2, &err)) {
+            fprintf(stderr, "charlm: %s\n", err.message);
+            hl_dist_abort(2);
+        }
+        if (r->start >= r->o.steps) {
+            if (r->lead)
+                fprintf(stderr, "charlm: checkpoint is at step %lld; nothing to train (--steps "
+                        "%d is the new total)\n", (long long)r->start, r->o.steps);
+            hl_dist_abort(2);
+        }
+        if (r->lead)
+            printf("resumed from %s at step %lld\n", r->o.resume, (long long)r->start);
+    }
+    hl_dist_broadcast_params(r->m->params);
+}
+
+/* train.csv, appended to when resuming; its header whenever the file is new. */
+static FILE *open_log(const char *dir, bool resuming)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/train.csv", dir);
+    FILE *log = fopen(path, resuming ? "a" : "w");
+    if (!log) {
+        fprintf(stderr, "charlm: cannot write %s: %s\n", path, strerror(errno));
+        hl_dist_abort(2);
+    }
+    if (ftell(log) == 0)
+        fprintf(log, "step,train_loss,val_loss,lr,grad_norm,seconds\n");
+    return log;
+}
+
+static void setup(run *r, const options *o)
+{
+    *r = (run){.o = *o, .lead = hl_dist_rank() == 0, .B = o->batch};
+    hl_error err = {0};
+    r->m = build_model(o, &err);
+    if (!r->m) {
+        fprintf(stderr, "charlm: %s\n", err.message);
+        hl_dist_abort(2);
+    }
+    r->T = r->m->cfg.n_ctx;
+    load_text(r);
+    hl_gpt_config_format(&r->m->cfg, r->config, sizeof r->config);
+    check_ranks_agree(r);
+    if (r->lead && hl_make_dirs(o->out)) {
+        fprintf(stderr, "charlm: cannot create %s: %s\n", o->out, strerror(errno));
+        hl_dist_abort(2);
+    }
+    const hl_optim_config adamw = {.kind = HL_OPTIM_ADAMW, .lr = o->lr, .beta1 = 0.9,
+                                   .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.01};
+    r->opt = hl_optim_new(r->m->params, &adamw, &err);
+    r->g = hl_graph_new(0);
+    r->x = malloc(sizeof *r->x * (size_t)r->B * r->T);
+    r->y = malloc(sizeof *r->y * (size_t)r->B * r->T);
+    r->offsets = malloc(sizeof *r->offsets * (size_t)r->B);
+    r->val_set = validation_set(r->val, r->B, r->T, &err);
+    if (!r->opt || !r->g || !r->x || !r->y || !r->offsets || !r->val_set) {
+        fprintf(stderr, "charlm: %s\n", err.message[0] ? err.message : "out of memory");
         hl_dist_abort(1);
     }
-    double local = loss->data[0];
-    hl_dist_allreduce_grads(m->params);
-    *norm = hl_clip_grad_norm(m->params, o->clip);
-    if (!isfinite(local) || !isfinite(*norm)) {
-        const hl_node *bad = hl_graph_first_nonfinite(g);
-        fprintf(stderr, "charlm: the %s is not finite (first non-finite op output: %s); the "
-                "last checkpoint keeps the last good state\n",
-                isfinite(local) ? "gradient" : "loss", bad ? hl_op_get(bad->op)->name : "none");
-        hl_dist_abort(1);
-    }
-    hl_optim_step(opt, lr_scale);
-    hl_graph_reset(g);
-    return hl_dist_sum(local);
+    start_model(r);
+    r->log = r->lead ? open_log(o->out, r->start > 0) : NULL;
+    if (r->lead)
+        printf("charlm: %s, %zu bytes (%zu train, %zu validation); %zu parameters; batch %d "
+               "over %d rank(s)\n  %s\n",
+               o->data, r->size, r->train.size, r->val.size, hl_params_n_values(r->m->params),
+               r->B, hl_dist_size(), r->config);
+}
+
+static void teardown(run *r)
+{
+    if (r->log)
+        fclose(r->log);
+    free(r->x);
+    free(r->y);
+    free(r->offsets);
+    free(r->text);
+    hl_eval_set_free(r->val_set);
+    hl_graph_free(r->g);
+    hl_optim_free(r->opt);
+    hl_gpt_free(r->m);
 }
 
 int main(int argc, char **argv)
 {
     hl_dist_init(&argc, &argv);
+    hl_cli_init();
     options o = parse_options(argc, argv);
-    const bool lead = hl_dist_rank() == 0; /* rank 0 alone prints and writes */
-#ifdef _OPENMP
-    if (o.threads)
-        omp_set_num_threads(o.threads);
-#endif
-    size_t size = 0;
-    unsigned char *text = read_file(o.data, &size);
-    if (!text)
-        hl_dist_abort(2);
-    hl_error err = {0};
-    hl_gpt *m = build_model(&o, &err);
-    if (!m) {
-        fprintf(stderr, "charlm: %s\n", err.message);
-        hl_dist_abort(2);
+    hl_cli_set_threads(o.threads);
+    run r;
+    setup(&r, &o);
+    train(&r);
+    if (r.lead && o.sample > 0) {
+        printf("--- sample (temperature %.2f) ---\n", o.temperature);
+        sample_text(r.g, r.m, o.prompt, o.sample, o.temperature, &r.data_rng);
     }
-    const int T = m->cfg.n_ctx, B = o.batch;
-    size_t n_val = size / 10;
-    text_span train = {text, size - n_val}, val = {text + size - n_val, n_val};
-    if (val.size < (size_t)T + 2 || train.size < (size_t)T + 2) {
-        fprintf(stderr, "charlm: %s has %zu bytes; with --ctx %d it needs at least %d\n", o.data,
-                size, T, 10 * (T + 2));
-        hl_dist_abort(2);
-    }
-    if (B < hl_dist_size()) {
-        fprintf(stderr, "charlm: --batch %d is smaller than the %d ranks\n", B, hl_dist_size());
-        hl_dist_abort(2);
-    }
-    char config[512], check[1024];
-    hl_gpt_config_format(&m->cfg, config, sizeof config);
-    snprintf(check, sizeof check, "%s batch=%d steps=%d lr=%g clip=%g seed=%d data_bytes=%zu",
-             config, B, o.steps, o.lr, o.clip, o.seed, size);
-    if (hl_dist_check_same(check, &err) != HL_OK) {
-        if (lead)
-            fprintf(stderr, "charlm: the ranks were started with different options or data: %s\n",
-                    err.message);
-        hl_dist_abort(2);
-    }
-    if (lead && hl_make_dirs(o.out)) {
-        fprintf(stderr, "charlm: cannot create %s: %s\n", o.out, strerror(errno));
-        hl_dist_abort(2);
-    }
-    hl_optim *opt = hl_optim_new(m->params,
-                                 &(hl_optim_config){.kind = HL_OPTIM_ADAMW, .lr = o.lr,
-                                                    .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8,
-                                                    .weight_decay = 0.01},
-                                 &err);
-    hl_graph *g = hl_graph_new(0);
-    int32_t *x = malloc(sizeof *x * (size_t)B * T), *y = malloc(sizeof *y * (size_t)B * T);
-    size_t *offsets = malloc(sizeof *offsets * (size_t)B);
-    if (!opt || !g || !x || !y || !offsets) {
-        fprintf(stderr, "charlm: %s\n", err.message[0] ? err.message : "out of memory");
-        hl_dist_abort(1);
-    }
-    hl_rng init_rng, data_rng;
-    hl_rng_seed(&init_rng, (uint64_t)o.seed);
-    hl_rng_seed(&data_rng, (uint64_t)o.seed + 1);
-    hl_graph_seed(g, (uint64_t)o.seed + 2 + (uint64_t)hl_dist_rank()); /* dropout per rank */
-    int64_t start = 0;
-    hl_checkpoint_rng rngs[] = {{"data", &data_rng}, {"dropout", &g->rng}};
-    if (o.resume) {
-        if (hl_checkpoint_load(o.resume, m->params, opt, &start, rngs, 2, &err) != HL_OK) {
-            fprintf(stderr, "charlm: %s\n", err.message);
-            hl_dist_abort(2);
-        }
-        if (lead)
-            printf("resumed from %s at step %lld\n", o.resume, (long long)start);
-    } else {
-        hl_gpt_init_weights(m, &init_rng);
-    }
-    hl_dist_broadcast_params(m->params);
-    char path[4200];
-    snprintf(path, sizeof path, "%s/train.csv", o.out);
-    FILE *log = lead ? fopen(path, start ? "a" : "w") : NULL;
-    if (lead && !log) {
-        fprintf(stderr, "charlm: cannot write %s: %s\n", path, strerror(errno));
-        hl_dist_abort(2);
-    }
-    if (lead && !start)
-        fprintf(log, "step,train_loss,val_loss,lr,grad_norm,seconds\n");
-    if (lead)
-        printf("charlm: %s, %zu bytes (%zu train, %zu validation); %zu parameters; batch %d "
-               "over %d rank(s)\n  %s\n",
-               o.data, size, train.size, val.size, hl_params_n_values(m->params), B,
-               hl_dist_size(), config);
-
-    const hl_lr_schedule sched = {.warmup_steps = 100, .total_steps = o.steps, .cosine = true,
-                                  .min_scale = 0.1};
-    hl_progress progress;
-    if (lead)
-        hl_progress_begin(&progress, stdout, o.steps, o.eval_every);
-    double t0 = hl_seconds(), train_loss = NAN, norm = 0;
-    snprintf(path, sizeof path, "%s/checkpoint.safetensors", o.out);
-    hl_checkpoint_meta meta[] = {{"config", config}, {"task", "charlm"}};
-    for (int64_t step = start; step <= o.steps; step++) {
-        if (lead && (step % o.eval_every == 0 || step == o.steps)) {
-            double val_loss = validation_loss(g, m, val, B, T, x, y, offsets);
-            fprintf(log, "%lld,%.6f,%.6f,%.6g,%.4f,%.2f\n", (long long)step, train_loss, val_loss,
-                    o.lr * hl_lr_scale(&sched, step), norm, hl_seconds() - t0);
-            fflush(log);
-            if (progress.tty)
-                printf("\n");
-            if (isnan(train_loss)) /* nothing trained yet in this run */
-                printf("step %lld: validation loss %.4f\n", (long long)step, val_loss);
-            else
-                printf("step %lld: train loss %.4f, validation loss %.4f\n", (long long)step,
-                       train_loss, val_loss);
-            if (step > start &&
-                hl_checkpoint_save(path, m->params, opt, step, rngs, 2, meta, 2, &err) != HL_OK) {
-                fprintf(stderr, "charlm: %s\n", err.message);
-                hl_dist_abort(1);
-            }
-        }
-        if (step == o.steps)
-            break;
-        train_loss = train_step(g, m, opt, train, B, T, &data_rng, x, y, offsets, &o,
-                                hl_lr_scale(&sched, step), &norm);
-        if (lead)
-            hl_progress_update(&progress, step + 1, train_loss, -1);
-    }
-    if (lead) {
-        hl_progress_end(&progress);
-        fclose(log);
-        if (o.sample > 0) {
-            printf("--- sample (temperature %.2f) ---\n", o.temperature);
-            sample_text(g, m, o.prompt, o.sample, o.temperature, &data_rng);
-        }
-    }
-    free(x);
-    free(y);
-    free(offsets);
-    free(text);
-    hl_graph_free(g);
-    hl_optim_free(opt);
-    hl_gpt_free(m);
+    teardown(&r);
     hl_dist_finalize();
     return 0;
 }

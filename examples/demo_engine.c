@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "examples/common/cli.h"
 #include "headlab.h"
-#include "models/mha.h"
 
 enum { V = 12, T = 16, E = 32, H = 4, B = 16 };
 
@@ -23,15 +23,10 @@ typedef struct {
     hl_mha attn;
 } demo_model;
 
-static int parse_int(const char *flag, const char *value, int lo, int hi)
+static void usage(FILE *f)
 {
-    char *end;
-    long v = value ? strtol(value, &end, 10) : 0;
-    if (!value || *end || v < lo || v > hi) {
-        fprintf(stderr, "demo_engine: %s needs an integer in %d..%d\n", flag, lo, hi);
-        exit(2);
-    }
-    return (int)v;
+    fprintf(f, "usage: demo_engine [--steps N] [--seed S]\n"
+               "Trains one attention layer to copy the previous token (300 steps, seed 1).\n");
 }
 
 static hl_tensor *forward(hl_graph *g, demo_model *m, const int32_t *tokens,
@@ -51,16 +46,13 @@ static hl_tensor *forward(hl_graph *g, demo_model *m, const int32_t *tokens,
 int main(int argc, char **argv)
 {
     int steps = 300, seed = 1;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--steps"))
-            steps = parse_int("--steps", argv[++i < argc ? i : 0], 1, 1000000);
-        else if (!strcmp(argv[i], "--seed"))
-            seed = parse_int("--seed", argv[++i < argc ? i : 0], 0, 1 << 30);
-        else {
-            fprintf(stderr, "usage: demo_engine [--steps N] [--seed S]\n");
-            return strcmp(argv[i], "--help") ? 2 : 0;
-        }
-    }
+    const hl_opt opts[] = {
+        HL_OPTION_INT("steps", &steps, 1, 1000000),
+        HL_OPTION_INT("seed", &seed, 0, 1 << 30),
+        {0},
+    };
+    hl_cli_init();
+    hl_cli_parse_or_exit("demo_engine", opts, argc, argv, usage);
     demo_model m = {.params = hl_params_new()};
     hl_error err = {0};
     m.tok = hl_params_add(m.params, "tok_emb.weight", 2, (int[]){V, E});

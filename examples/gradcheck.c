@@ -16,10 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "analysis/gradcheck_cases.h"
 #include "analysis/gradcheck_sweep.h"
+#include "examples/common/cli.h"
 #include "headlab.h"
 
 /* The sweep's steps: 1e-1 down to 1e-8. */
@@ -68,110 +68,75 @@ static void list_ops(FILE *f)
     fprintf(f, "\n");
 }
 
-static double parse_real(const char *flag, const char *value, double lo, bool lo_open, double hi)
+/* The cases named by --op (NULL: every case); exits 2 on an unknown name. */
+static bool *choose_cases(const hl_opt_list *ops)
 {
-    char *end;
-    errno = 0;
-    double v = value ? strtod(value, &end) : 0;
-    if (!value || !*value || *end || errno || !isfinite(v) || v < lo || (lo_open && v == lo) ||
-        v > hi) {
-        fprintf(stderr, "gradcheck: %s needs a number in %s%g, %g], got %s\n", flag,
-                lo_open ? "(" : "[", lo, hi, value ? value : "nothing");
-        exit(2);
+    if (!ops->n)
+        return NULL;
+    bool *chosen = calloc((size_t)hl_gradcheck_case_count(), sizeof *chosen);
+    if (!chosen) {
+        fprintf(stderr, "gradcheck: out of memory\n");
+        exit(1);
     }
-    return v;
-}
-
-static int parse_int(const char *flag, const char *value, int lo, int hi)
-{
-    char *end;
-    errno = 0;
-    long v = value ? strtol(value, &end, 10) : 0;
-    if (!value || !*value || *end || errno || v < lo || v > hi) {
-        fprintf(stderr, "gradcheck: %s needs an integer in %d..%d, got %s\n", flag, lo, hi,
-                value ? value : "nothing");
-        exit(2);
+    for (int i = 0; i < ops->n; i++) {
+        int op = hl_gradcheck_case_find(ops->item[i]);
+        if (op < 0) {
+            fprintf(stderr, "gradcheck: no op called \"%s\"; ", ops->item[i]);
+            list_ops(stderr);
+            exit(2);
+        }
+        chosen[op] = true;
     }
-    return (int)v;
+    return chosen;
 }
 
 static options parse_options(int argc, char **argv)
 {
     options o = {.check = hl_gradcheck_defaults()};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            exit(0);
-        } else if (!strcmp(a, "--op") && v) {
-            int op = hl_gradcheck_case_find(v);
-            i++;
-            if (op < 0) {
-                fprintf(stderr, "gradcheck: no op called \"%s\"; ", v);
-                list_ops(stderr);
-                exit(2);
-            }
-            if (!o.chosen)
-                o.chosen = calloc((size_t)hl_gradcheck_case_count(), sizeof *o.chosen);
-            if (!o.chosen) {
-                fprintf(stderr, "gradcheck: out of memory\n");
-                exit(1);
-            }
-            o.chosen[op] = true;
-        } else if (!strcmp(a, "--eps")) {
-            o.check.eps = parse_real(a, v, 0, true, 1), i++, o.tolerance_given = true;
-        } else if (!strcmp(a, "--atol")) {
-            o.check.atol = parse_real(a, v, 0, false, 1e6), i++, o.tolerance_given = true;
-        } else if (!strcmp(a, "--rtol")) {
-            o.check.rtol = parse_real(a, v, 0, false, 1e6), i++, o.tolerance_given = true;
-        } else if (!strcmp(a, "--csv") && v) {
-            o.csv = v, i++;
-        } else if (!strcmp(a, "--sweep")) {
-            o.sweep = true;
-        } else if (!strcmp(a, "--per-decade")) {
-            o.per_decade = parse_int(a, v, 1, MAX_PER_DECADE), i++;
-        } else {
-            fprintf(stderr, "gradcheck: unknown or incomplete option %s\n", a);
-            usage(stderr);
-            exit(2);
-        }
-    }
-    if (o.sweep && o.tolerance_given) {
-        fprintf(stderr, "gradcheck: --eps, --atol and --rtol set up the table; a --sweep "
-                        "tries every step and passes or fails nothing\n");
-        exit(2);
-    }
-    if (!o.sweep && o.per_decade) {
-        fprintf(stderr, "gradcheck: --per-decade goes with --sweep\n");
-        exit(2);
-    }
+    hl_opt_list ops = {0};
+    bool eps = false, atol = false, rtol = false;
+    const hl_opt opts[] = {
+        HL_OPTION_LIST("op", &ops),
+        {.name = "eps", .kind = HL_OPT_REAL, .value = &o.check.eps, .min = 0, .max = 1,
+         .min_open = true, .given = &eps},
+        {.name = "atol", .kind = HL_OPT_REAL, .value = &o.check.atol, .max = 1e6, .given = &atol},
+        {.name = "rtol", .kind = HL_OPT_REAL, .value = &o.check.rtol, .max = 1e6, .given = &rtol},
+        HL_OPTION_TEXT("csv", &o.csv),
+        HL_OPTION_FLAG("sweep", &o.sweep),
+        HL_OPTION_INT("per-decade", &o.per_decade, 1, MAX_PER_DECADE),
+        {0},
+    };
+    hl_cli_parse_or_exit("gradcheck", opts, argc, argv, usage);
+    o.tolerance_given = eps || atol || rtol;
+    if (o.sweep && o.tolerance_given)
+        hl_cli_bad_input("gradcheck", "--eps, --atol and --rtol set up the table; a --sweep "
+                                      "tries every step and passes or fails nothing");
+    if (!o.sweep && o.per_decade)
+        hl_cli_bad_input("gradcheck", "--per-decade goes with --sweep");
     if (!o.per_decade)
         o.per_decade = 1;
+    o.chosen = choose_cases(&ops);
     return o;
 }
 
-/* ---- CSV, written to a temporary file and renamed over the path at the end ---- */
+/* ---- CSV, written whole at the end or not at all ---- */
 
 typedef struct {
-    FILE *f;
-    const char *path;
-    char tmp[4200];
+    hl_atomic_file file;
+    FILE *f; /* NULL without --csv */
 } csv_file;
 
-/* Opens the temporary file first, so a path that cannot be written stops the
- * program before any work. */
+/* Creates the temporary file first, so a path that cannot be written stops
+ * the program before any work. */
 static void csv_open(csv_file *c, const char *path)
 {
-    c->path = path;
     c->f = NULL;
     if (!path)
         return;
-    if (snprintf(c->tmp, sizeof c->tmp, "%s.tmp.%ld", path, (long)getpid()) >=
-            (int)sizeof c->tmp ||
-        !(c->f = fopen(c->tmp, "w"))) {
-        fprintf(stderr, "gradcheck: cannot write %s: %s\n", path, strerror(errno));
-        exit(2);
-    }
+    hl_error err = {0};
+    if (hl_atomic_begin(&c->file, path, &err) != HL_OK)
+        hl_cli_bad_input("gradcheck", "%s", err.message);
+    c->f = c->file.f;
 }
 
 /* 0, or 2 (with a message) when the file could not be completed. */
@@ -179,13 +144,10 @@ static int csv_close(csv_file *c)
 {
     if (!c->f)
         return 0;
-    bool ok = !ferror(c->f);
-    ok &= fclose(c->f) == 0;
-    ok = ok && rename(c->tmp, c->path) == 0;
-    if (ok)
+    hl_error err = {0};
+    if (hl_atomic_commit(&c->file, &err) == HL_OK)
         return 0;
-    fprintf(stderr, "gradcheck: cannot write %s: %s\n", c->path, strerror(errno));
-    remove(c->tmp);
+    fprintf(stderr, "gradcheck: %s\n", err.message);
     return 2;
 }
 
@@ -337,6 +299,7 @@ static int run_sweep(const options *o, hl_graph *g, csv_file *csv)
 
 int main(int argc, char **argv)
 {
+    hl_cli_init();
     options o = parse_options(argc, argv);
     hl_graph *g = hl_graph_new(0);
     if (!g) {

@@ -11,9 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/safetensors.h"
+#include "examples/common/cli.h"
 #include "headlab.h"
-#include "models/mha.h"
 
 static void usage(FILE *f)
 {
@@ -43,39 +42,22 @@ typedef struct {
     bool causal;
 } options;
 
-static int parse(int argc, char **argv, options *o)
+static options parse_options(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            exit(0);
-        } else if (!strcmp(a, "--causal")) {
-            o->causal = true;
-        } else if (v && !strcmp(a, "--weights")) {
-            o->weights = argv[++i];
-        } else if (v && !strcmp(a, "--inputs")) {
-            o->inputs = argv[++i];
-        } else if (v && !strcmp(a, "--out")) {
-            o->out = argv[++i];
-        } else if (v && !strcmp(a, "--heads")) {
-            char *end;
-            long h = strtol(argv[++i], &end, 10);
-            if (*end || h < 1 || h > 4096) {
-                fprintf(stderr, "mha_run: --heads needs a positive integer, got %s\n", v);
-                return -1;
-            }
-            o->heads = (int)h;
-        } else {
-            fprintf(stderr, "mha_run: unknown or incomplete option %s\n", a);
-            return -1;
-        }
-    }
-    if (!o->weights || !o->inputs || !o->out || !o->heads) {
-        fprintf(stderr, "mha_run: --weights, --inputs, --out and --heads are required\n");
-        return -1;
-    }
-    return 0;
+    options o = {0};
+    const hl_opt opts[] = {
+        HL_OPTION_TEXT("weights", &o.weights),
+        HL_OPTION_TEXT("inputs", &o.inputs),
+        HL_OPTION_TEXT("out", &o.out),
+        HL_OPTION_INT("heads", &o.heads, 1, 4096),
+        HL_OPTION_FLAG("causal", &o.causal),
+        {0},
+    };
+    hl_cli_parse_or_exit("mha_run", opts, argc, argv, usage);
+    if (!o.weights || !o.inputs || !o.out || !o.heads)
+        hl_cli_bad_input("mha_run", "--weights, --inputs, --out and --heads are required "
+                                    "(see --help)");
+    return o;
 }
 
 #ifdef HL_REAL_DOUBLE
@@ -175,11 +157,8 @@ done:
 
 int main(int argc, char **argv)
 {
-    options o = {0};
-    if (parse(argc, argv, &o)) {
-        usage(stderr);
-        return 2;
-    }
+    hl_cli_init();
+    options o = parse_options(argc, argv);
     hl_error err = {0};
     int rc = run(&o, &err);
     if (rc)

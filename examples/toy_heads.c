@@ -17,23 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
-#include "io/checkpoint.h"
-#include "train/dist.h"
-#include "train/progress.h"
-#include "io/fs.h"
+#include "examples/common/cli.h"
 #include "headlab.h"
-#include "models/gpt.h"
-#include "viz/heatmap.h"
-#include "analysis/toy_task.h"
 
-#define HELDOUT_SIZE 1000
-#define HELDOUT_BATCH 250
-#define HELDOUT_SEED 1000003
 #define BATCH 32
 
 typedef struct {
@@ -55,167 +42,157 @@ static void usage(FILE *f)
             "  --threads N     OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
             "  --eval-every N  held-out evaluation interval (default 100)\n"
             "  --resume FILE   continue from a checkpoint.safetensors of an earlier run\n"
+            "                  (--steps is the new total)\n"
             "  --check-sync    (MPI) check after every step that all ranks hold the same\n"
             "                  parameters (a hash compared across ranks)\n"
             "Under mpirun (a `make MPI=1` build) each rank trains on its slice of every\n"
-            "batch and the gradients are summed over the ranks; rank 0 writes the files.\n");
-}
-
-static int parse_int(const char *flag, const char *value, int lo, int hi)
-{
-    char *end;
-    errno = 0;
-    long v = value ? strtol(value, &end, 10) : 0;
-    if (!value || *end || errno || v < lo || v > hi) {
-        fprintf(stderr, "toy_heads: %s needs an integer in %d..%d, got %s\n", flag, lo, hi,
-                value ? value : "nothing");
-        exit(2);
-    }
-    return (int)v;
+            "batch and the gradients are summed over the ranks; rank 0 writes the files.\n"
+            "Exit status: 0 done, 1 training failed (e.g. non-finite loss), 2 bad input.\n");
 }
 
 static options parse_options(int argc, char **argv)
 {
     options o = {.seed = 0, .steps = 3000, .eval_every = 100, .out = "out/toy_heads"};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            exit(0);
-        } else if (!strcmp(a, "--seed")) {
-            o.seed = parse_int(a, v, 0, 1 << 30), i++;
-        } else if (!strcmp(a, "--steps")) {
-            o.steps = parse_int(a, v, 0, 100000000), i++;
-        } else if (!strcmp(a, "--threads")) {
-            o.threads = parse_int(a, v, 1, 1024), i++;
-        } else if (!strcmp(a, "--eval-every")) {
-            o.eval_every = parse_int(a, v, 1, 100000000), i++;
-        } else if (!strcmp(a, "--check-sync")) {
-            o.check_sync = true;
-        } else if (!strcmp(a, "--out") && v) {
-            o.out = v, i++;
-        } else if (!strcmp(a, "--resume") && v) {
-            o.resume = v, i++;
-        } else {
-            fprintf(stderr, "toy_heads: unknown or incomplete option %s\n", a);
-            usage(stderr);
-            exit(2);
-        }
-    }
+    const hl_opt opts[] = {
+        HL_OPTION_INT("seed", &o.seed, 0, 1 << 30),
+        HL_OPTION_INT("steps", &o.steps, 0, 1e8),
+        HL_OPTION_INT("threads", &o.threads, 1, 1024),
+        HL_OPTION_INT("eval-every", &o.eval_every, 1, 1e8),
+        HL_OPTION_FLAG("check-sync", &o.check_sync),
+        HL_OPTION_TEXT("out", &o.out),
+        HL_OPTION_TEXT("resume", &o.resume),
+        {0},
+    };
+    hl_cli_parse_or_exit("toy_heads", opts, argc, argv, usage);
     return o;
 }
 
-/* ---- the model and its loss ---- */
+/* ---- the held-out set and what an evaluation measures ---- */
 
 typedef struct {
-    hl_tensor *scored, *other; /* mean cross-entropies, (1) each */
-    hl_tensor *logits;         /* (B,T,V) */
-    hl_mha_trace trace[2];     /* attention (B,H,T,T) and head outputs per layer */
-} toy_forward;
-
-static toy_forward forward(hl_graph *g, const hl_gpt *m, const hl_toy_batch *b,
-                           const hl_gpt_run *ablation)
-{
-    toy_forward f;
-    hl_gpt_run run = ablation ? *ablation : (hl_gpt_run){0};
-    run.trace = f.trace;
-    f.logits = hl_gpt_forward(g, m, b->tokens, b->B, HL_TOY_T, &run);
-    f.scored = hl_cross_entropy(g, f.logits, b->scored, HL_TOY_IGNORE);
-    f.other = hl_cross_entropy(g, f.logits, b->other, HL_TOY_IGNORE);
-    return f;
-}
-
-/* ---- evaluation on the held-out set ---- */
-
-typedef struct {
-    hl_toy_batch *batches[HELDOUT_SIZE / HELDOUT_BATCH];
-    hl_graph *g;
+    hl_toy_batch *seqs; /* the sequences, with their repeated segments */
+    hl_eval_set *set;   /* the same, as an evaluation set ("scored", "other") */
+    int example;        /* the sequence with the longest segment: the maps' example */
 } heldout_set;
-
-typedef struct {
-    double scored_loss, accuracy;
-    hl_toy_head_scores heads[2][8];
-} evaluation;
-
-static int heldout_make(heldout_set *h)
-{
-    hl_rng rng;
-    hl_rng_seed(&rng, HELDOUT_SEED);
-    for (int i = 0; i < HELDOUT_SIZE / HELDOUT_BATCH; i++) {
-        h->batches[i] = hl_toy_batch_new(HELDOUT_BATCH);
-        if (!h->batches[i])
-            return -1;
-        hl_toy_sample(h->batches[i], &rng);
-    }
-    h->g = hl_graph_new(0);
-    return h->g ? 0 : -1;
-}
 
 static void heldout_free(heldout_set *h)
 {
-    for (int i = 0; i < HELDOUT_SIZE / HELDOUT_BATCH; i++)
-        hl_toy_batch_free(h->batches[i]);
-    hl_graph_free(h->g);
+    hl_toy_batch_free(h->seqs);
+    hl_eval_set_free(h->set);
 }
 
-/* Scored loss and accuracy, and (when heads is set) every head's scores. */
-static int evaluate(heldout_set *h, const hl_gpt *m, bool heads, const hl_gpt_run *ablation,
-                    evaluation *e)
+static hl_status heldout_make(heldout_set *h, hl_error *err)
 {
-    const int L = m->cfg.n_layers, H = m->cfg.n_heads, V = m->cfg.vocab_out;
-    hl_toy_score_sums sums[2];
-    for (int l = 0; l < L; l++)
-        hl_toy_scores_begin(&sums[l], H);
-    double loss_sum = 0, correct = 0, count = 0;
-    hl_graph_set_grad_enabled(h->g, false);
-    for (int i = 0; i < HELDOUT_SIZE / HELDOUT_BATCH; i++) {
-        const hl_toy_batch *b = h->batches[i];
-        toy_forward f = forward(h->g, m, b, ablation);
-        if (hl_graph_failed(h->g)) {
-            fprintf(stderr, "toy_heads: evaluation: %s\n", hl_graph_message(h->g));
-            return -1;
+    *h = (heldout_set){hl_toy_batch_new(HL_TOY_HELDOUT_SEQUENCES), NULL, 0};
+    if (!h->seqs)
+        return hl_error_set(err, HL_ERR_NOMEM, "out of memory");
+    hl_rng rng;
+    hl_rng_seed(&rng, HL_TOY_HELDOUT_SEED);
+    hl_toy_sample(h->seqs, &rng);
+    for (int i = 1; i < h->seqs->B; i++)
+        if (h->seqs->len[i] > h->seqs->len[h->example])
+            h->example = i;
+    h->set = hl_toy_eval_set(h->seqs, HL_TOY_HELDOUT_BATCH, err);
+    return h->set ? HL_OK : err->status;
+}
+
+/* One evaluation: losses, and when asked, every head's scores and maps. */
+typedef struct {
+    hl_eval_result result;             /* group 0: scored, 1: other */
+    int L, H;
+    hl_toy_head_scores *scores;        /* (L*H), or NULL when not asked for */
+    hl_tensor *example_maps, *mean_maps; /* (L*H,T,T) each, or NULL */
+} evaluation;
+
+static void evaluation_free(evaluation *e)
+{
+    free(e->scores);
+    hl_tensor_free(e->example_maps);
+    hl_tensor_free(e->mean_maps);
+    memset(e, 0, sizeof *e);
+}
+
+typedef struct {
+    const heldout_set *h;
+    evaluation *e;
+    hl_toy_score_sums *sums; /* per layer */
+} eval_ctx;
+
+/* Adds one batch's attention to the scores and maps (an hl_eval_hook). */
+static hl_status add_heads(void *ctx, const hl_eval_batch *b, const hl_tensor *logits,
+                           const hl_gpt_run *run, hl_error *err)
+{
+    (void)logits, (void)err;
+    eval_ctx *c = ctx;
+    evaluation *e = c->e;
+    const hl_toy_batch rows = hl_toy_batch_rows(c->h->seqs, b->first, b->first + b->B);
+    const size_t map = (size_t)HL_TOY_T * HL_TOY_T;
+    const int example = c->h->example - b->first;
+    for (int l = 0; l < e->L; l++) {
+        const hl_real *attn = run->trace[l].attn->data; /* (B,H,T,T) */
+        hl_toy_scores_add(&c->sums[l], &rows, run->trace[l].attn);
+        for (int k = 0; k < e->H; k++) {
+            hl_real *mean = e->mean_maps->data + (size_t)(l * e->H + k) * map;
+            for (int i = 0; i < b->B; i++)
+                for (size_t j = 0; j < map; j++)
+                    mean[j] += attn[((size_t)i * e->H + k) * map + j] / c->h->seqs->B;
+            if (example >= 0 && example < b->B)
+                memcpy(e->example_maps->data + (size_t)(l * e->H + k) * map,
+                       attn + ((size_t)example * e->H + k) * map, map * sizeof(hl_real));
         }
-        int n = 0;
-        for (int p = 0; p < b->B * HL_TOY_T; p++) {
-            if (b->scored[p] == HL_TOY_IGNORE)
-                continue;
-            const hl_real *row = f.logits->data + (size_t)p * V;
-            int best = 0;
-            for (int v = 1; v < V; v++)
-                if (row[v] > row[best])
-                    best = v;
-            correct += best == b->scored[p];
-            n++;
-        }
-        loss_sum += (double)f.scored->data[0] * n;
-        count += n;
-        if (heads)
-            for (int l = 0; l < L; l++)
-                hl_toy_scores_add(&sums[l], b, f.trace[l].attn);
-        hl_graph_reset(h->g);
     }
-    e->scored_loss = loss_sum / count;
-    e->accuracy = correct / count;
-    if (heads)
-        for (int l = 0; l < L; l++)
-            hl_toy_scores_finish(&sums[l], e->heads[l]);
-    return 0;
+    return HL_OK;
 }
 
-/* The held-out example with the longest repeated segment. */
-static void longest_example(const heldout_set *h, int *batch, int *index)
+/* Evaluates m on the held-out set; with_heads adds the scores and maps. */
+static hl_status evaluate(const heldout_set *h, const hl_gpt *m, bool with_heads, evaluation *e,
+                          hl_error *err)
 {
-    int best = -1;
-    for (int i = 0; i < HELDOUT_SIZE / HELDOUT_BATCH; i++)
-        for (int j = 0; j < HELDOUT_BATCH; j++)
-            if (h->batches[i]->len[j] > best) {
-                best = h->batches[i]->len[j];
-                *batch = i;
-                *index = j;
-            }
+    *e = (evaluation){.L = m->cfg.n_layers, .H = m->cfg.n_heads};
+    if (!with_heads)
+        return hl_evaluate(m, h->set, NULL, NULL, NULL, &e->result, err);
+    const int shape[3] = {e->L * e->H, HL_TOY_T, HL_TOY_T};
+    e->scores = calloc((size_t)e->L * e->H, sizeof *e->scores);
+    e->example_maps = hl_tensor_new("attention", 3, shape, false);
+    e->mean_maps = hl_tensor_new("mean attention", 3, shape, false);
+    hl_toy_score_sums *sums = calloc((size_t)e->L, sizeof *sums);
+    hl_mha_trace trace[HL_GPT_MAX_LAYERS];
+    hl_status s = e->scores && e->example_maps && e->mean_maps && sums
+                      ? HL_OK
+                      : hl_error_set(err, HL_ERR_NOMEM, "out of memory");
+    for (int l = 0; s == HL_OK && l < e->L; l++)
+        hl_toy_scores_begin(&sums[l], e->H);
+    eval_ctx ctx = {h, e, sums};
+    if (s == HL_OK)
+        s = hl_evaluate(m, h->set, &(hl_gpt_run){.trace = trace}, add_heads, &ctx, &e->result,
+                        err);
+    for (int l = 0; s == HL_OK && l < e->L; l++)
+        hl_toy_scores_finish(&sums[l], e->scores + l * e->H);
+    free(sums);
+    if (s != HL_OK)
+        evaluation_free(e);
+    return s;
 }
 
-/* ---- outputs ---- */
+/* Held-out scored loss with each head alone gated to 0, minus the baseline:
+ * deltas (L*H). */
+static hl_status ablate_heads(const heldout_set *h, const hl_gpt *m, double baseline,
+                              double *deltas, hl_error *err)
+{
+    const int H = m->cfg.n_heads;
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        for (int k = 0; k < H; k++) {
+            hl_head_set one = {0};
+            one.on[l][k] = true;
+            hl_eval_result r;
+            if (hl_heads_evaluate(m, h->set, &one, NULL, &r, err) != HL_OK)
+                return err->status;
+            deltas[l * H + k] = r.loss[0] - baseline;
+        }
+    return HL_OK;
+}
+
+/* ---- reports ---- */
 
 static const char *head_role(const hl_toy_head_scores *s, int layer)
 {
@@ -230,83 +207,48 @@ static const char *head_role(const hl_toy_head_scores *s, int layer)
     return "-";
 }
 
-static int write_scores(const char *dir, const hl_gpt *m, const evaluation *e,
-                        double deltas[2][8])
+static hl_status write_scores(const char *dir, const evaluation *e, const double *deltas,
+                              hl_error *err)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/scores.csv", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "toy_heads: cannot write %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    fprintf(f, "layer,head,previous_token,two_back,induction,first_token,entropy,ablation_delta\n");
-    for (int l = 0; l < m->cfg.n_layers; l++)
-        for (int h = 0; h < m->cfg.n_heads; h++) {
-            const hl_toy_head_scores *s = &e->heads[l][h];
-            fprintf(f, "%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f\n", l, h, s->previous_token,
-                    s->two_back, s->induction, s->first_token, s->entropy, deltas[l][h]);
+    hl_atomic_file f;
+    if (hl_atomic_begin(&f, path, err) != HL_OK)
+        return err->status;
+    fprintf(f.f, "layer,head,previous_token,two_back,induction,first_token,entropy,"
+                 "ablation_delta\n");
+    for (int l = 0; l < e->L; l++)
+        for (int h = 0; h < e->H; h++) {
+            const hl_toy_head_scores *s = &e->scores[l * e->H + h];
+            fprintf(f.f, "%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f\n", l, h, s->previous_token,
+                    s->two_back, s->induction, s->first_token, s->entropy, deltas[l * e->H + h]);
         }
-    return fclose(f) == 0 ? 0 : -1;
+    return hl_atomic_commit(&f, err);
 }
 
-static void print_table(const hl_gpt *m, const evaluation *e, double deltas[2][8])
+static void print_table(const evaluation *e, const double *deltas)
 {
-    printf("\nheld-out (%d sequences): scored loss %.4f, accuracy %.4f\n", HELDOUT_SIZE,
-           e->scored_loss, e->accuracy);
+    printf("\nheld-out (%d sequences): scored loss %.4f, accuracy %.4f\n",
+           HL_TOY_HELDOUT_SEQUENCES, e->result.loss[0], e->result.accuracy[0]);
     printf("head   previous  two_back  induction  first  entropy  ablation_delta  role\n");
-    for (int l = 0; l < m->cfg.n_layers; l++)
-        for (int h = 0; h < m->cfg.n_heads; h++) {
-            const hl_toy_head_scores *s = &e->heads[l][h];
+    for (int l = 0; l < e->L; l++)
+        for (int h = 0; h < e->H; h++) {
+            const hl_toy_head_scores *s = &e->scores[l * e->H + h];
             printf("L%dH%d   %8.3f  %8.3f  %9.3f  %5.3f  %7.3f  %+14.3f  %s\n", l, h,
                    s->previous_token, s->two_back, s->induction, s->first_token, s->entropy,
-                   deltas[l][h], head_role(s, l));
+                   deltas[l * e->H + h], head_role(s, l));
         }
 }
 
-/* ---- pictures ---- */
-
-/* Every head's attention, (L*H,T,T): for held-out example (batch, index), or
- * the mean over the whole held-out set when index < 0. NULL on error. */
-static hl_tensor *collect_maps(heldout_set *h, const hl_gpt *m, int batch, int index)
-{
-    const int L = m->cfg.n_layers, H = m->cfg.n_heads, T = HL_TOY_T;
-    hl_tensor *maps = hl_tensor_new("attention", 3, (int[]){L * H, T, T}, false);
-    if (!maps)
-        return NULL;
-    const size_t map_size = (size_t)T * T;
-    hl_graph_set_grad_enabled(h->g, false);
-    for (int i = 0; i < HELDOUT_SIZE / HELDOUT_BATCH; i++) {
-        if (index >= 0 && i != batch)
-            continue;
-        toy_forward f = forward(h->g, m, h->batches[i], NULL);
-        if (hl_graph_failed(h->g)) {
-            hl_tensor_free(maps);
-            return NULL;
-        }
-        for (int l = 0; l < L; l++)
-            for (int k = 0; k < H; k++) {
-                hl_real *dst = maps->data + (size_t)(l * H + k) * map_size;
-                for (int j = index >= 0 ? index : 0; j < (index >= 0 ? index + 1 : HELDOUT_BATCH);
-                     j++) {
-                    const hl_real *src = f.trace[l].attn->data + ((size_t)j * H + k) * map_size;
-                    for (size_t c = 0; c < map_size; c++)
-                        dst[c] += index >= 0 ? src[c] : src[c] / HELDOUT_SIZE;
-                }
-            }
-        hl_graph_reset(h->g);
-    }
-    return maps;
-}
-
-/* "L0H1 prev 0.97": the head and what it does best, with that score. */
+/* "L0H1 prev 0.97": the head and what it does best, with that score; just the
+ * head's name when there are no scores. */
 static void head_label(char *buf, size_t size, int l, int k, const evaluation *e)
 {
-    if (!e) {
+    if (!e || !e->scores) {
         snprintf(buf, size, "L%dH%d", l, k);
         return;
     }
-    const hl_toy_head_scores *s = &e->heads[l][k];
+    const hl_toy_head_scores *s = &e->scores[l * e->H + k];
     const char *role = head_role(s, l);
     double score = !strcmp(role, "prev")        ? s->previous_token
                    : !strcmp(role, "2-back")    ? s->two_back
@@ -316,150 +258,110 @@ static void head_label(char *buf, size_t size, int l, int k, const evaluation *e
     snprintf(buf, size, "L%dH%d %s %.2f", l, k, role, score);
 }
 
-static int write_grid(const char *path, const hl_tensor *maps, const hl_gpt *m,
-                      const evaluation *e, const char *title, hl_error *err)
+/* maps (L*H,T,T) as one labelled grid; `labelled` adds each head's role. */
+static hl_status write_grid(const char *path, const hl_tensor *maps, const evaluation *e,
+                            bool labelled, const char *title, hl_error *err)
 {
-    const int L = m->cfg.n_layers, H = m->cfg.n_heads;
-    char text[16][40];
-    const char *labels[16];
-    for (int l = 0; l < L; l++)
-        for (int k = 0; k < H; k++) {
-            head_label(text[l * H + k], sizeof text[0], l, k, e);
-            labels[l * H + k] = text[l * H + k];
-        }
-    hl_heatmap_opts opts = {.columns = H, .labels = labels, .title = title};
-    return hl_heatmap_write(maps, path, &opts, err) == HL_OK ? 0 : -1;
+    const int n = e->L * e->H;
+    char (*text)[40] = calloc((size_t)n, sizeof *text);
+    const char **labels = calloc((size_t)n, sizeof *labels);
+    hl_status s = text && labels ? HL_OK : hl_error_set(err, HL_ERR_NOMEM, "out of memory");
+    for (int i = 0; s == HL_OK && i < n; i++) {
+        head_label(text[i], sizeof text[i], i / e->H, i % e->H, labelled ? e : NULL);
+        labels[i] = text[i];
+    }
+    hl_heatmap_opts opts = {.columns = e->H, .labels = labels, .title = title};
+    if (s == HL_OK)
+        s = hl_heatmap_write(maps, path, &opts, err);
+    free(text);
+    free(labels);
+    return s;
 }
 
-static int toy_write_grid_step(const char *dir, heldout_set *h, const hl_gpt *m, int batch,
-                               int index, int step, hl_error *err)
+static hl_status write_grid_step(const char *dir, const heldout_set *h, const evaluation *e,
+                                 int step, hl_error *err)
 {
-    hl_tensor *maps = collect_maps(h, m, batch, index);
-    if (!maps)
-        return hl_error_set(err, HL_ERR_NOMEM, "cannot compute the attention maps"), -1;
     char path[4200], title[64];
     snprintf(path, sizeof path, "%s/grid_step%d.png", dir, step);
-    snprintf(title, sizeof title, "step %d, held-out example %d", step, batch * HELDOUT_BATCH + index);
-    int rc = write_grid(path, maps, m, NULL, title, err);
-    hl_tensor_free(maps);
-    return rc;
+    snprintf(title, sizeof title, "step %d, held-out example %d", step, h->example);
+    return write_grid(path, e->example_maps, e, false, title, err);
 }
 
-/* grid.png, grid_mean.png and one attn_L<l>H<h>.png per head, with tokens. */
-static int toy_write_pictures(const char *dir, heldout_set *h, const hl_gpt *m, int batch,
-                              int index, const evaluation *e, hl_error *err)
+/* One attn_L<l>H<h>.png per head, the example's tokens on both axes. */
+static hl_status write_head_maps(const char *dir, const heldout_set *h, const evaluation *e,
+                                 const char *title, hl_error *err)
 {
-    const int H = m->cfg.n_heads, T = HL_TOY_T;
-    hl_tensor *one = collect_maps(h, m, batch, index), *mean = collect_maps(h, m, 0, -1);
-    int rc = one && mean ? 0 : -1;
-    char path[4200], title[96];
-    const hl_toy_batch *b = h->batches[batch];
-    snprintf(title, sizeof title, "held-out example %d (segment %d..%d copied to %d..%d)",
-             batch * HELDOUT_BATCH + index, b->src[index], b->src[index] + b->len[index] - 1,
-             b->dst[index], b->dst[index] + b->len[index] - 1);
-    snprintf(path, sizeof path, "%s/grid.png", dir);
-    if (!rc)
-        rc = write_grid(path, one, m, e, title, err);
-    snprintf(path, sizeof path, "%s/grid_mean.png", dir);
-    if (!rc)
-        rc = write_grid(path, mean, m, e, "mean over 1000 held-out sequences", err);
-
+    const int T = HL_TOY_T;
     char token_text[HL_TOY_T][8];
     const char *tokens[HL_TOY_T];
     for (int t = 0; t < T; t++) {
-        int32_t x = b->tokens[(size_t)index * T + t];
-        if (x == HL_TOY_BOS)
-            snprintf(token_text[t], sizeof token_text[t], "BOS");
-        else
-            snprintf(token_text[t], sizeof token_text[t], "%d", (int)x);
+        int32_t x = h->seqs->tokens[(size_t)h->example * T + t];
+        snprintf(token_text[t], sizeof token_text[t], x == HL_TOY_BOS ? "BOS" : "%d", (int)x);
         tokens[t] = token_text[t];
     }
-    for (int tile = 0; !rc && tile < one->shape[0]; tile++) {
-        hl_tensor map = *one;
+    hl_status s = HL_OK;
+    for (int tile = 0; s == HL_OK && tile < e->L * e->H; tile++) {
+        hl_tensor map = *e->example_maps;
         hl_tensor_set_shape(&map, 2, (int[]){T, T});
-        map.data = one->data + (size_t)tile * T * T;
-        char label[40];
-        head_label(label, sizeof label, tile / H, tile % H, e);
+        map.data = e->example_maps->data + (size_t)tile * T * T;
+        char label[40], path[4200];
+        head_label(label, sizeof label, tile / e->H, tile % e->H, e);
         const char *labels[] = {label};
         hl_heatmap_opts opts = {.labels = labels, .title = title, .row_labels = tokens,
                                 .col_labels = tokens};
-        snprintf(path, sizeof path, "%s/attn_L%dH%d.png", dir, tile / H, tile % H);
-        rc = hl_heatmap_write(&map, path, &opts, err) == HL_OK ? 0 : -1;
+        snprintf(path, sizeof path, "%s/attn_L%dH%d.png", dir, tile / e->H, tile % e->H);
+        s = hl_heatmap_write(&map, path, &opts, err);
     }
-    if (!one || !mean)
-        hl_error_set(err, HL_ERR_NOMEM, "cannot compute the attention maps");
-    hl_tensor_free(one);
-    hl_tensor_free(mean);
-    return rc;
+    return s;
 }
 
-/* Held-out scored loss with each head alone gated to 0, minus the baseline. */
-static int ablate_heads(heldout_set *h, const hl_gpt *m, double baseline, double deltas[2][8])
+/* grid.png, grid_mean.png and one attn_L<l>H<h>.png per head. */
+static hl_status write_pictures(const char *dir, const heldout_set *h, const evaluation *e,
+                                hl_error *err)
 {
-    for (int l = 0; l < m->cfg.n_layers; l++)
-        for (int k = 0; k < m->cfg.n_heads; k++) {
-            evaluation e;
-            hl_head_set one = {0};
-            one.on[l][k] = true;
-            hl_heads_run run;
-            hl_error err = {0};
-            if (hl_heads_run_ablate(&run, m, HL_TOY_T, &one, NULL, &err) != HL_OK)
-                return -1;
-            int rc = evaluate(h, m, false, &run.run, &e);
-            hl_heads_run_free(&run);
-            if (rc)
-                return rc;
-            deltas[l][k] = e.scored_loss - baseline;
-        }
-    return 0;
+    const int i = h->example;
+    const hl_toy_batch *b = h->seqs;
+    char path[4200], title[96], mean_title[64];
+    snprintf(title, sizeof title, "held-out example %d (segment %d..%d copied to %d..%d)", i,
+             b->src[i], b->src[i] + b->len[i] - 1, b->dst[i], b->dst[i] + b->len[i] - 1);
+    snprintf(mean_title, sizeof mean_title, "mean over %d held-out sequences", b->B);
+    snprintf(path, sizeof path, "%s/grid.png", dir);
+    if (write_grid(path, e->example_maps, e, true, title, err) != HL_OK)
+        return err->status;
+    snprintf(path, sizeof path, "%s/grid_mean.png", dir);
+    if (write_grid(path, e->mean_maps, e, true, mean_title, err) != HL_OK)
+        return err->status;
+    return write_head_maps(dir, h, e, title, err);
 }
 
-static int save_model(const char *dir, const hl_gpt *m, const char *name, const hl_optim *opt,
-                      int64_t step, hl_rng *data_rng)
+/* ---- training ---- */
+
+typedef struct {
+    options o;
+    bool lead;             /* rank 0 alone prints and writes */
+    hl_gpt *m;
+    hl_optim *opt;
+    hl_graph *g;
+    hl_toy_batch *batch;   /* the global batch of the step */
+    hl_rng data_rng;       /* the same on every rank */
+    heldout_set heldout;
+    int64_t start;         /* the step training starts from */
+    FILE *log;             /* train.csv (rank 0) */
+} run;
+
+static hl_status save_model(run *r, const char *name, bool with_optimizer, int64_t step,
+                            hl_error *err)
 {
     char path[4200], config[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    hl_gpt_config_format(&m->cfg, config, sizeof config);
+    snprintf(path, sizeof path, "%s/%s", r->o.out, name);
+    hl_gpt_config_format(&r->m->cfg, config, sizeof config);
     hl_checkpoint_meta meta[] = {{"config", config}, {"task", "toy_heads"}};
-    hl_checkpoint_rng rngs[] = {{"data", data_rng}};
-    hl_error err = {0};
-    if (hl_checkpoint_save(path, m->params, opt, step, rngs, opt ? 1 : 0, meta, 2, &err)) {
-        fprintf(stderr, "toy_heads: %s\n", err.message);
-        return -1;
-    }
-    return 0;
+    hl_checkpoint_rng rngs[] = {{"data", &r->data_rng}};
+    return hl_checkpoint_save(path, r->m->params, with_optimizer ? r->opt : NULL, step, rngs,
+                              with_optimizer ? 1 : 0, meta, 2, err);
 }
 
-/* Non-finite loss or gradients: say where, keep the last good checkpoint. */
-static bool check_finite(const hl_graph *g, const hl_gpt *m, double loss, int step)
-{
-    if (isfinite(loss)) {
-        const hl_real *grad = hl_params_grads(m->params);
-        size_t n = hl_params_count(m->params), i = 0;
-        while (i < n && isfinite(grad[i]))
-            i++;
-        if (i == n)
-            return true;
-        fprintf(stderr, "toy_heads: step %d: a gradient is not finite\n", step);
-        return false;
-    }
-    const hl_node *bad = hl_graph_first_nonfinite(g);
-    fprintf(stderr, "toy_heads: step %d: the loss is %g; the first op whose output went "
-            "non-finite is %s; the last good checkpoint is kept\n",
-            step, loss, bad ? hl_op_get(bad->op)->name : "(none recorded)");
-    return false;
-}
-
-static bool is_snapshot_step(int step)
-{
-    static const int steps[] = {0, 300, 600, 1000, 1500};
-    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
-        if (step == steps[i])
-            return true;
-    return false;
-}
-
-/* Counts of scored and other targets in rows [begin, end) of a batch. */
+/* Target counts of rows [begin, end) of a batch. */
 static void count_targets(const hl_toy_batch *b, int begin, int end, double *scored,
                           double *other)
 {
@@ -470,49 +372,97 @@ static void count_targets(const hl_toy_batch *b, int begin, int end, double *sco
     }
 }
 
-/* This rank's rows of the global batch, as a batch of their own. */
-static hl_toy_batch shard_of(const hl_toy_batch *b, int begin, int end)
+/* This rank's loss (an hl_loss_fn): each term is the mean over the GLOBAL
+ * batch's targets, the shard's mean weighted by its share of them, so that
+ * summing gradients over the ranks gives exactly the one-process gradient. */
+static hl_tensor *shard_loss(hl_graph *g, void *ctx)
 {
-    hl_toy_batch s = *b;
-    s.B = end - begin;
-    s.tokens += begin * HL_TOY_T;
-    s.scored += begin * HL_TOY_T;
-    s.other += begin * HL_TOY_T;
-    s.src += begin;
-    s.dst += begin;
-    s.len += begin;
+    const run *r = ctx;
+    int begin, end;
+    hl_dist_shard(r->batch->B, &begin, &end);
+    double scored_all, other_all, scored_mine, other_mine;
+    count_targets(r->batch, 0, r->batch->B, &scored_all, &other_all);
+    count_targets(r->batch, begin, end, &scored_mine, &other_mine);
+    const hl_toy_batch shard = hl_toy_batch_rows(r->batch, begin, end);
+    hl_tensor *logits = hl_gpt_forward(g, r->m, shard.tokens, shard.B, HL_TOY_T, NULL);
+    hl_tensor *scored = hl_cross_entropy(g, logits, shard.scored, HL_TOY_IGNORE);
+    hl_tensor *other = hl_cross_entropy(g, logits, shard.other, HL_TOY_IGNORE);
+    return hl_add(g, hl_scale(g, scored, (hl_real)(scored_mine / scored_all)),
+                  hl_scale(g, other, (hl_real)(other_mine / other_all)));
+}
+
+static bool is_snapshot_step(int64_t step)
+{
+    static const int steps[] = {0, 300, 600, 1000, 1500};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+        if (step == steps[i])
+            return true;
+    return false;
+}
+
+/* A row of train.csv, a grid snapshot at the chosen steps, a checkpoint. */
+static hl_status record(run *r, int64_t step, double train_loss, double t0, hl_error *err)
+{
+    evaluation e;
+    if (evaluate(&r->heldout, r->m, true, &e, err) != HL_OK)
+        return err->status;
+    double best[3] = {0, 0, 0};
+    for (int h = 0; h < e.H; h++) {
+        best[0] = fmax(best[0], e.scores[h].previous_token);
+        best[1] = fmax(best[1], e.scores[h].two_back);
+        if (e.L > 1)
+            best[2] = fmax(best[2], e.scores[e.H + h].induction);
+    }
+    fprintf(r->log, "%lld,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.3f\n", (long long)step, train_loss,
+            e.result.loss[0], e.result.accuracy[0], best[0], best[1], best[2], hl_seconds() - t0);
+    fflush(r->log);
+    hl_status s = HL_OK;
+    if (is_snapshot_step(step))
+        s = write_grid_step(r->o.out, &r->heldout, &e, (int)step, err);
+    if (s == HL_OK && step > 0)
+        s = save_model(r, "checkpoint.safetensors", true, step, err);
+    evaluation_free(&e);
     return s;
 }
 
-/* One step on this rank's shard. Each loss term is the mean over the GLOBAL
- * batch's targets: the shard's mean weighted by its share of them, so that
- * summing gradients over the ranks gives exactly the one-process gradient.
- * Returns the global loss. */
-static double train_step(hl_graph *g, hl_gpt *m, hl_optim *opt, const hl_toy_batch *batch,
-                         double lr_scale, int step)
+/* Steps start..steps, evaluating on rank 0 every eval_every steps. */
+static void train(run *r)
 {
-    int begin, end;
-    hl_dist_shard(batch->B, &begin, &end);
-    double scored_all, other_all, scored_mine, other_mine;
-    count_targets(batch, 0, batch->B, &scored_all, &other_all);
-    count_targets(batch, begin, end, &scored_mine, &other_mine);
-    hl_toy_batch shard = shard_of(batch, begin, end);
-    hl_params_zero_grad(m->params);
-    toy_forward f = forward(g, m, &shard, NULL);
-    hl_tensor *loss = hl_add(g, hl_scale(g, f.scored, (hl_real)(scored_mine / scored_all)),
-                             hl_scale(g, f.other, (hl_real)(other_mine / other_all)));
-    if (hl_graph_backward(g, loss) != HL_OK) {
-        fprintf(stderr, "toy_heads: step %d: %s\n", step, hl_graph_message(g));
+    const hl_lr_schedule sched = {.warmup_steps = 100};
+    hl_progress progress;
+    if (r->lead)
+        hl_progress_begin(&progress, stdout, r->o.steps, r->o.eval_every);
+    double t0 = hl_seconds(), train_loss = NAN;
+    hl_error err = {0};
+    for (int64_t step = r->start; step <= r->o.steps; step++) {
+        bool evaluate_now = step % r->o.eval_every == 0 || step == r->o.steps ||
+                            is_snapshot_step(step);
+        if (r->lead && evaluate_now && record(r, step, train_loss, t0, &err) != HL_OK)
+            break;
+        if (step == r->o.steps)
+            break;
+        hl_toy_sample(r->batch, &r->data_rng);
+        hl_step_result result;
+        hl_step one = {.index = step, .lr_scale = hl_lr_scale(&sched, step)};
+        if (hl_train_step(r->g, r->m->params, r->opt, &one, shard_loss, r, &result, &err))
+            break;
+        train_loss = result.loss;
+        if (r->o.check_sync && hl_dist_check_params_equal(r->m->params, &err) != HL_OK)
+            break;
+        if (r->lead)
+            hl_progress_update(&progress, step + 1, train_loss, -1);
+    }
+    if (r->lead)
+        hl_progress_end(&progress);
+    if (hl_error_failed(&err)) {
+        if (r->lead)
+            fprintf(stderr, "toy_heads: %s; the last checkpoint keeps the last good state\n",
+                    err.message);
         hl_dist_abort(1);
     }
-    double local = loss->data[0];
-    if (!check_finite(g, m, local, step))
-        hl_dist_abort(1);
-    hl_dist_allreduce_grads(m->params);
-    hl_optim_step(opt, lr_scale);
-    hl_graph_reset(g);
-    return hl_dist_sum(local);
 }
+
+/* ---- set-up and the end of the run ---- */
 
 /* Every rank must run the same configuration: checked before any training. */
 static void check_ranks_agree(const options *o)
@@ -530,133 +480,131 @@ static void check_ranks_agree(const options *o)
     }
 }
 
-int main(int argc, char **argv)
+/* The model at its starting point: fresh, or from --resume (exit 2 when the
+ * checkpoint does not fit or has nothing left to train). */
+static void start_model(run *r)
 {
-    hl_dist_init(&argc, &argv);
-    options o = parse_options(argc, argv);
-    const bool lead = hl_dist_rank() == 0; /* rank 0 alone prints and writes */
-#ifdef _OPENMP
-    if (o.threads)
-        omp_set_num_threads(o.threads);
-#endif
-    check_ranks_agree(&o);
-    if (lead && hl_make_dirs(o.out)) {
-        fprintf(stderr, "toy_heads: cannot create %s: %s\n", o.out, strerror(errno));
+    hl_rng init_rng;
+    hl_rng_seed(&init_rng, (uint64_t)r->o.seed);
+    hl_rng_seed(&r->data_rng, (uint64_t)r->o.seed + 0x5eed); /* the same on every rank */
+    hl_gpt_init_weights(r->m, &init_rng);
+    if (r->o.resume) {
+        hl_error err = {0};
+        hl_checkpoint_rng rngs[] = {{"data", &r->data_rng}};
+        if (hl_checkpoint_load(r->o.resume, r->m->params, r->opt, &r->start, rngs, 1, &err)) {
+            fprintf(stderr, "toy_heads: %s\n", err.message);
+            hl_dist_abort(2);
+        }
+        if (r->start >= r->o.steps) {
+            if (r->lead)
+                fprintf(stderr, "toy_heads: checkpoint is at step %lld; nothing to train "
+                        "(--steps %d is the new total)\n", (long long)r->start, r->o.steps);
+            hl_dist_abort(2);
+        }
+        if (r->lead)
+            printf("resumed from %s at step %lld\n", r->o.resume, (long long)r->start);
+    }
+    hl_dist_broadcast_params(r->m->params);
+}
+
+/* train.csv, appended to when resuming into the same directory; its header
+ * whenever the file is new. */
+static FILE *open_log(const char *dir, bool resuming)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/train.csv", dir);
+    FILE *log = fopen(path, resuming ? "a" : "w");
+    if (!log) {
+        fprintf(stderr, "toy_heads: cannot write %s: %s\n", path, strerror(errno));
+        hl_dist_abort(2);
+    }
+    if (ftell(log) == 0)
+        fprintf(log, "step,train_loss,heldout_scored_loss,heldout_accuracy,best_previous_token,"
+                     "best_two_back,best_induction,seconds\n");
+    return log;
+}
+
+static void setup(run *r, const options *o)
+{
+    *r = (run){.o = *o, .lead = hl_dist_rank() == 0};
+    check_ranks_agree(o);
+    if (r->lead && hl_make_dirs(o->out)) {
+        fprintf(stderr, "toy_heads: cannot create %s: %s\n", o->out, strerror(errno));
         hl_dist_abort(2);
     }
     hl_error err = {0};
     hl_gpt_config cfg = hl_toy_gpt_config();
-    hl_gpt *m = hl_gpt_new(&cfg, &err);
-    hl_optim *opt = m ? hl_optim_new(m->params,
-                                     &(hl_optim_config){.kind = HL_OPTIM_ADAMW, .lr = 3e-3,
-                                                        .beta1 = 0.9, .beta2 = 0.98,
-                                                        .eps = 1e-8, .weight_decay = 0.01},
-                                     &err)
-                      : NULL;
-    heldout_set heldout = {0};
-    hl_toy_batch *batch = hl_toy_batch_new(BATCH);
-    hl_graph *g = hl_graph_new(0);
-    if (!opt || !batch || !g || heldout_make(&heldout)) {
+    const hl_optim_config adamw = {.kind = HL_OPTIM_ADAMW, .lr = 3e-3, .beta1 = 0.9,
+                                   .beta2 = 0.98, .eps = 1e-8, .weight_decay = 0.01};
+    r->m = hl_gpt_new(&cfg, &err);
+    r->opt = r->m ? hl_optim_new(r->m->params, &adamw, &err) : NULL;
+    r->batch = hl_toy_batch_new(BATCH);
+    r->g = hl_graph_new(0);
+    if (!r->opt || !r->batch || !r->g || heldout_make(&r->heldout, &err) != HL_OK) {
         fprintf(stderr, "toy_heads: %s\n", err.message[0] ? err.message : "out of memory");
         hl_dist_abort(1);
     }
-    hl_rng init_rng, data_rng;
-    hl_rng_seed(&init_rng, (uint64_t)o.seed);
-    hl_rng_seed(&data_rng, (uint64_t)o.seed + 0x5eed); /* the same on every rank */
-    hl_gpt_init_weights(m, &init_rng);
-    int64_t start = 0;
-    if (o.resume) {
-        hl_checkpoint_rng rngs[] = {{"data", &data_rng}};
-        if (hl_checkpoint_load(o.resume, m->params, opt, &start, rngs, 1, &err) != HL_OK) {
-            fprintf(stderr, "toy_heads: %s\n", err.message);
-            hl_dist_abort(2);
-        }
-        if (lead)
-            printf("resumed from %s at step %lld\n", o.resume, (long long)start);
-    }
-    hl_dist_broadcast_params(m->params);
-
-    char path[4200];
-    snprintf(path, sizeof path, "%s/train.csv", o.out);
-    FILE *log = lead ? fopen(path, start ? "a" : "w") : NULL;
-    if (lead && !log) {
-        fprintf(stderr, "toy_heads: cannot write %s: %s\n", path, strerror(errno));
-        hl_dist_abort(2);
-    }
-    if (lead && !start)
-        fprintf(log, "step,train_loss,heldout_scored_loss,heldout_accuracy,best_previous_token,"
-                     "best_two_back,best_induction,seconds\n");
-    int ex_batch = 0, ex_index = 0;
-    longest_example(&heldout, &ex_batch, &ex_index);
-
-    if (lead)
+    start_model(r);
+    r->log = r->lead ? open_log(o->out, r->start > 0) : NULL;
+    if (r->lead)
         printf("toy_heads: seed %d, %d steps, batch %d over %d rank(s), %zu parameters, out %s\n",
-               o.seed, o.steps, BATCH, hl_dist_size(), hl_params_n_values(m->params), o.out);
-    const hl_lr_schedule sched = {.warmup_steps = 100};
-    hl_progress progress;
-    if (lead)
-        hl_progress_begin(&progress, stdout, o.steps, o.eval_every);
-    double t0 = hl_seconds(), train_loss = NAN;
-    for (int step = (int)start; step <= o.steps; step++) {
-        bool evaluate_now = step % o.eval_every == 0 || step == o.steps || is_snapshot_step(step);
-        if (lead && evaluate_now) {
-            evaluation e;
-            if (evaluate(&heldout, m, true, NULL, &e))
-                hl_dist_abort(1);
-            double best[3] = {0, 0, 0};
-            for (int h = 0; h < cfg.n_heads; h++) {
-                best[0] = fmax(best[0], e.heads[0][h].previous_token);
-                best[1] = fmax(best[1], e.heads[0][h].two_back);
-                best[2] = fmax(best[2], e.heads[1][h].induction);
-            }
-            fprintf(log, "%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.3f\n", step, train_loss,
-                    e.scored_loss, e.accuracy, best[0], best[1], best[2], hl_seconds() - t0);
-            fflush(log);
-            if (is_snapshot_step(step) &&
-                toy_write_grid_step(o.out, &heldout, m, ex_batch, ex_index, step, &err)) {
-                fprintf(stderr, "toy_heads: %s\n", err.message);
-                hl_dist_abort(1);
-            }
-            if (step > 0 && save_model(o.out, m, "checkpoint.safetensors", opt, step, &data_rng))
-                hl_dist_abort(1);
-        }
-        if (step == o.steps)
-            break;
-        hl_toy_sample(batch, &data_rng);
-        train_loss = train_step(g, m, opt, batch, hl_lr_scale(&sched, step), step);
-        if (o.check_sync && hl_dist_check_params_equal(m->params, &err) != HL_OK) {
-            if (lead)
-                fprintf(stderr, "toy_heads: step %d: %s\n", step, err.message);
-            hl_dist_abort(1);
-        }
-        if (lead)
-            hl_progress_update(&progress, step + 1, train_loss, -1);
+               o->seed, o->steps, BATCH, hl_dist_size(), hl_params_n_values(r->m->params),
+               o->out);
+}
+
+/* The final evaluation: the table, scores.csv, the pictures and the model. */
+static void report(run *r)
+{
+    hl_error err = {0};
+    evaluation e;
+    double *deltas = calloc((size_t)r->m->cfg.n_layers * r->m->cfg.n_heads, sizeof *deltas);
+    if (!deltas || evaluate(&r->heldout, r->m, true, &e, &err) != HL_OK ||
+        ablate_heads(&r->heldout, r->m, e.result.loss[0], deltas, &err) != HL_OK) {
+        fprintf(stderr, "toy_heads: %s\n", err.message[0] ? err.message : "out of memory");
+        hl_dist_abort(1);
     }
-    double train_seconds = hl_seconds() - t0;
-    if (lead) {
-        hl_progress_end(&progress);
-        fclose(log);
-        evaluation e;
-        double deltas[2][8];
-        if (evaluate(&heldout, m, true, NULL, &e) || ablate_heads(&heldout, m, e.scored_loss, deltas))
-            hl_dist_abort(1);
-        print_table(m, &e, deltas);
-        if (write_scores(o.out, m, &e, deltas) ||
-            toy_write_pictures(o.out, &heldout, m, ex_batch, ex_index, &e, &err) ||
-            save_model(o.out, m, "model.safetensors", NULL, o.steps, &data_rng)) {
-            if (err.message[0])
-                fprintf(stderr, "toy_heads: %s\n", err.message);
-            hl_dist_abort(1);
-        }
+    print_table(&e, deltas);
+    if (write_scores(r->o.out, &e, deltas, &err) != HL_OK ||
+        write_pictures(r->o.out, &r->heldout, &e, &err) != HL_OK ||
+        save_model(r, "model.safetensors", false, r->o.steps, &err) != HL_OK) {
+        fprintf(stderr, "toy_heads: %s\n", err.message);
+        hl_dist_abort(1);
+    }
+    evaluation_free(&e);
+    free(deltas);
+}
+
+static void teardown(run *r)
+{
+    if (r->log)
+        fclose(r->log);
+    heldout_free(&r->heldout);
+    hl_toy_batch_free(r->batch);
+    hl_graph_free(r->g);
+    hl_optim_free(r->opt);
+    hl_gpt_free(r->m);
+}
+
+int main(int argc, char **argv)
+{
+    hl_dist_init(&argc, &argv);
+    hl_cli_init();
+    options o = parse_options(argc, argv);
+    hl_cli_set_threads(o.threads);
+    run r;
+    setup(&r, &o);
+    double t0 = hl_seconds();
+    train(&r);
+    double seconds = hl_seconds() - t0;
+    if (r.lead) {
+        fclose(r.log);
+        r.log = NULL;
+        report(&r);
         printf("trained in %.1f s (%.1f steps/s, evaluations included); wrote %s/{scores.csv,"
                "train.csv,grid.png,grid_mean.png,attn_L*H*.png,model.safetensors}\n",
-               train_seconds, (o.steps - start) / train_seconds, o.out);
+               seconds, (double)(o.steps - r.start) / seconds, o.out);
     }
-    heldout_free(&heldout);
-    hl_toy_batch_free(batch);
-    hl_graph_free(g);
-    hl_optim_free(opt);
-    hl_gpt_free(m);
+    teardown(&r);
     hl_dist_finalize();
     return 0;
 }

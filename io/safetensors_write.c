@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "io/atomic.h"
+
 /* cJSON prints numbers with "%1.15g": integers below 10^15 come out as exact
  * digits, larger ones in exponent form that other readers reject. */
 #define JSON_INT_LIMIT 1000000000000000ull
@@ -293,34 +295,23 @@ static bool write_all(FILE *fp, const hl_st_writer *w, const char *header, size_
     return true;
 }
 
-/* Writes tmp, flushed to disk, then renames it over path. */
-static hl_status write_atomically(const hl_st_writer *w, const char *path, const char *tmp,
-                                  const char *header, hl_error *err)
+/* Writes the file whole or not at all (io/atomic.h). */
+static hl_status write_file(const hl_st_writer *w, const char *path, const char *header,
+                            hl_error *err)
 {
     size_t header_len = strlen(header), padded_len = (header_len + 7) / 8 * 8;
     if (padded_len > HL_ST_MAX_HEADER)
         return hl_error_set(err, HL_ERR_ARG, "safetensors %s: the header would be %zu bytes, "
                             "over the limit of %u", path, padded_len, HL_ST_MAX_HEADER);
-    FILE *fp = fopen(tmp, "wb");
-    if (!fp)
-        return hl_error_set(err, HL_ERR_IO, "safetensors %s: cannot create %s: %s", path, tmp,
-                            strerror(errno));
-    const char *step = "write";
-    bool ok = write_all(fp, w, header, header_len, padded_len);
-    if (ok && fflush(fp) != 0)
-        ok = false;
-    if (ok && fsync(fileno(fp)) != 0)
-        ok = false, step = "fsync";
-    int saved = errno;
-    if (fclose(fp) != 0 && ok)
-        ok = false, step = "close", saved = errno;
-    if (ok && rename(tmp, path) != 0)
-        ok = false, step = "rename", saved = errno;
-    if (ok)
-        return HL_OK;
-    remove(tmp);
-    return hl_error_set(err, HL_ERR_IO, "safetensors %s: %s of %s failed: %s", path, step, tmp,
-                        strerror(saved));
+    hl_atomic_file out;
+    if (hl_atomic_begin(&out, path, err) != HL_OK)
+        return err->status;
+    if (!write_all(out.f, w, header, header_len, padded_len)) {
+        int saved = errno;
+        hl_atomic_abort(&out);
+        return hl_error_set(err, HL_ERR_IO, "cannot write %s: %s", path, strerror(saved));
+    }
+    return hl_atomic_commit(&out, err);
 }
 
 hl_status hl_st_writer_save(hl_st_writer *w, const char *path, hl_error *err)
@@ -336,16 +327,9 @@ hl_status hl_st_writer_save(hl_st_writer *w, const char *path, hl_error *err)
     /* Name order, as the Python library writes. */
     qsort(w->items, w->n_items, sizeof *w->items, by_name);
     char *header = header_json(w);
-    size_t tmp_size = strlen(path) + 32;
-    char *tmp = malloc(tmp_size);
-    if (!header || !tmp) {
-        free(header);
-        free(tmp);
+    if (!header)
         return hl_error_set(err, HL_ERR_NOMEM, "safetensors %s: out of memory", path);
-    }
-    snprintf(tmp, tmp_size, "%s.tmp.%ld", path, (long)getpid());
-    hl_status s = write_atomically(w, path, tmp, header, err);
+    hl_status s = write_file(w, path, header, err);
     free(header);
-    free(tmp);
     return s;
 }

@@ -285,8 +285,8 @@ START_TEST(test_tool_bad_flags)
 {
     expect_exit(TOOL " --op nosuchop", 2, "mask_causal+softmax");
     expect_exit(TOOL " --op nosuchop", 2, "nosuchop");
-    expect_exit(TOOL " --op", 2, "unknown or incomplete");
-    expect_exit(TOOL " --bogus", 2, "unknown or incomplete");
+    expect_exit(TOOL " --op", 2, "--op needs a value");
+    expect_exit(TOOL " --bogus", 2, "unknown option --bogus");
     expect_exit(TOOL " --eps 0", 2, "--eps");
     expect_exit(TOOL " --eps abc", 2, "--eps");
     expect_exit(TOOL " --eps 1e-3x", 2, "--eps");

@@ -2,7 +2,8 @@
 # Checks the dependency rule between headlab's layers (README, "Layout"):
 #
 #   core <- ops <- models <- analysis;  io, viz and train build on core (io and
-#   train also on models, io on train for the optimizer state it checkpoints).
+#   train also on models, io on train for the optimizer state it checkpoints,
+#   viz on io for its atomic file writes).
 #
 # Every `#include "dir/..."` in a library file must name its own layer or one
 # it may build on. Prints each offending file and line; exit 1 if any.
@@ -15,7 +16,7 @@ allowed() {
     core)     echo "core" ;;
     ops)      echo "core ops" ;;
     models)   echo "core ops models" ;;
-    viz)      echo "core viz" ;;
+    viz)      echo "core io viz" ;;
     train)    echo "core ops models train" ;;
     io)       echo "core models train io" ;;
     analysis) echo "core ops models io viz train analysis" ;;

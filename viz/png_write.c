@@ -11,12 +11,12 @@
 #include <errno.h>
 #include <png.h>
 #include <setjmp.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "io/atomic.h"
 
 typedef struct {
     FILE *file;
@@ -79,48 +79,19 @@ static bool encode(const hl_image *img, png_ctx *ctx)
     return true;
 }
 
-/* Makes every temporary name of this process distinct, even across threads. */
-static atomic_uint tmp_counter;
-
 hl_status hl_image_write_png(const hl_image *img, const char *path, hl_error *err)
 {
     if (!img || !img->rgb || img->width < 1 || img->height < 1 || !path)
         return hl_error_set(err, HL_ERR_ARG, "png %s: NULL or empty image or path",
                             path ? path : "(null)");
-    size_t tmp_size = strlen(path) + 48;
-    char *tmp = malloc(tmp_size);
-    if (!tmp)
-        return hl_error_set(err, HL_ERR_NOMEM, "png %s: out of memory", path);
-    snprintf(tmp, tmp_size, "%s.tmp.%ld.%u", path, (long)getpid(),
-             atomic_fetch_add(&tmp_counter, 1));
-    /* "x": fail rather than write through a file (or link) already there. */
-    FILE *fp = fopen(tmp, "wbx");
-    if (!fp) {
-        hl_status s = hl_error_set(err, HL_ERR_IO, "png %s: cannot create %s: %s", path, tmp,
-                                   strerror(errno));
-        free(tmp);
-        return s;
+    hl_atomic_file out;
+    if (hl_atomic_begin(&out, path, err) != HL_OK)
+        return err->status;
+    png_ctx ctx = {.file = out.f};
+    if (!encode(img, &ctx)) {
+        hl_atomic_abort(&out);
+        return hl_error_set(err, HL_ERR_IO, "cannot write %s: %s", path,
+                            ctx.write_errno ? strerror(ctx.write_errno) : ctx.message);
     }
-    png_ctx ctx = {.file = fp};
-    const char *step = "write";
-    int saved = 0;
-    bool ok = encode(img, &ctx);
-    if (!ok)
-        saved = ctx.write_errno;
-    if (ok && fflush(fp) != 0)
-        ok = false, saved = errno;
-    if (ok && fsync(fileno(fp)) != 0)
-        ok = false, step = "fsync", saved = errno;
-    if (fclose(fp) != 0 && ok)
-        ok = false, step = "close", saved = errno;
-    if (ok && rename(tmp, path) != 0)
-        ok = false, step = "rename", saved = errno;
-    hl_status s = HL_OK;
-    if (!ok) {
-        remove(tmp);
-        s = hl_error_set(err, HL_ERR_IO, "png %s: %s of %s failed: %s", path, step, tmp,
-                         saved ? strerror(saved) : ctx.message);
-    }
-    free(tmp);
-    return s;
+    return hl_atomic_commit(&out, err);
 }

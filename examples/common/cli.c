@@ -1,0 +1,164 @@
+/* The programs' option parser and set-up: see cli.h. */
+#include "examples/common/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* getopt_long's table for opts, plus --help; NULL when out of memory. */
+static struct option *long_options(const hl_opt *opts, int *n)
+{
+    for (*n = 0; opts[*n].name; (*n)++)
+        ;
+    struct option *longs = calloc((size_t)*n + 2, sizeof *longs);
+    if (!longs)
+        return NULL;
+    for (int i = 0; i < *n; i++)
+        longs[i] = (struct option){opts[i].name,
+                                   opts[i].kind == HL_OPT_FLAG ? no_argument : required_argument,
+                                   NULL, 256 + i};
+    longs[*n] = (struct option){"help", no_argument, NULL, 'h'};
+    return longs;
+}
+
+static bool parse_int(const hl_opt *o, const char *text, FILE *errors, const char *program)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end || errno || v < o->min || v > o->max) {
+        fprintf(errors, "%s: --%s needs an integer in %.0f..%.0f, got '%s'\n", program, o->name,
+                o->min, o->max, text);
+        return false;
+    }
+    *(int *)o->value = (int)v;
+    return true;
+}
+
+static bool parse_real(const hl_opt *o, const char *text, FILE *errors, const char *program)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    bool low_ok = o->min_open ? v > o->min : v >= o->min;
+    if (end == text || *end || !isfinite(v) || !low_ok || v > o->max) {
+        if (o->min_open)
+            fprintf(errors, "%s: --%s needs a number above %g and at most %g, got '%s'\n",
+                    program, o->name, o->min, o->max, text);
+        else
+            fprintf(errors, "%s: --%s needs a number in %g..%g, got '%s'\n", program, o->name,
+                    o->min, o->max, text);
+        return false;
+    }
+    *(double *)o->value = v;
+    return true;
+}
+
+static bool store(const hl_opt *o, const char *text, FILE *errors, const char *program)
+{
+    if (o->given)
+        *o->given = true;
+    switch (o->kind) {
+    case HL_OPT_FLAG:
+        *(bool *)o->value = true;
+        return true;
+    case HL_OPT_INT:
+        return parse_int(o, text, errors, program);
+    case HL_OPT_REAL:
+        return parse_real(o, text, errors, program);
+    case HL_OPT_TEXT:
+        *(const char **)o->value = text;
+        return true;
+    case HL_OPT_LIST: {
+        hl_opt_list *list = o->value;
+        if (list->n == HL_OPT_LIST_MAX) {
+            fprintf(errors, "%s: --%s given more than %d times\n", program, o->name,
+                    HL_OPT_LIST_MAX);
+            return false;
+        }
+        list->item[list->n++] = text;
+        return true;
+    }
+    }
+    return false;
+}
+
+hl_cli_status hl_cli_parse(const char *program, const hl_opt *opts, int first, int argc,
+                           char **argv, FILE *errors)
+{
+    int n;
+    struct option *longs = long_options(opts, &n);
+    if (!longs) {
+        fprintf(errors, "%s: out of memory\n", program);
+        return HL_CLI_BAD;
+    }
+    /* "+": stop at the first non-option (refused below); ":": report a missing
+     * value apart from an unknown flag. getopt_long's state is global: start
+     * it afresh (optind 0 re-initialises GNU getopt). */
+    opterr = 0;
+    optind = 0;
+    hl_cli_status status = HL_CLI_OK;
+    char **args = argv + first - 1;
+    const int n_args = argc - first + 1;
+    for (int c; status == HL_CLI_OK && (c = getopt_long(n_args, args, "+:h", longs, NULL)) != -1;) {
+        const char *flag = args[optind - 1];
+        if (c == 'h')
+            status = HL_CLI_HELP;
+        else if (c == ':')
+            fprintf(errors, "%s: %s needs a value (see --help)\n", program, flag),
+                status = HL_CLI_BAD;
+        else if (c == '?')
+            fprintf(errors, "%s: unknown option %s (see --help)\n", program, flag),
+                status = HL_CLI_BAD;
+        else if (!store(&opts[c - 256], optarg, errors, program))
+            status = HL_CLI_BAD;
+    }
+    if (status == HL_CLI_OK && optind < n_args) {
+        fprintf(errors, "%s: unexpected argument '%s' (see --help)\n", program, args[optind]);
+        status = HL_CLI_BAD;
+    }
+    free(longs);
+    return status;
+}
+
+void hl_cli_parse_or_exit(const char *program, const hl_opt *opts, int argc, char **argv,
+                          void (*usage)(FILE *))
+{
+    hl_cli_status s = hl_cli_parse(program, opts, 1, argc, argv, stderr);
+    if (s == HL_CLI_HELP) {
+        usage(stdout);
+        exit(0);
+    }
+    if (s == HL_CLI_BAD)
+        exit(2);
+}
+
+void hl_cli_bad_input(const char *program, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", program);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+void hl_cli_init(void) { signal(SIGXFSZ, SIG_IGN); }
+
+void hl_cli_set_threads(int threads)
+{
+#ifdef _OPENMP
+    if (threads > 0)
+        omp_set_num_threads(threads);
+#else
+    (void)threads;
+#endif
+}

@@ -1,0 +1,40 @@
+/*
+ * atomic.h: every file headlab writes is written whole or not at all. The
+ * bytes go to a temporary file beside the target ("<path>.tmp.<pid>.<n>",
+ * created exclusively), which is flushed, synced and renamed over the target;
+ * on any failure it is removed and the target keeps its old contents.
+ *
+ *     hl_atomic_file out;
+ *     if (hl_atomic_begin(&out, "out/scores.csv", &err) != HL_OK) return err.status;
+ *     fprintf(out.f, "layer,head\n");
+ *     ...
+ *     if (hl_atomic_commit(&out, &err) != HL_OK) ...   // or hl_atomic_abort(&out)
+ *
+ * Beginning a file also removes the temporary files that processes no longer
+ * alive left beside it (a run killed while saving).
+ */
+#ifndef HL_ATOMIC_H
+#define HL_ATOMIC_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "core/error.h"
+
+typedef struct hl_atomic_file {
+    FILE *f;    /* write the contents here */
+    char *path; /* the target */
+    char *tmp;  /* the temporary file */
+} hl_atomic_file;
+
+hl_status hl_atomic_begin(hl_atomic_file *a, const char *path, hl_error *err);
+/* Flushes, syncs, closes and renames over the target; a write error seen on
+ * a->f at any point fails the commit. Frees a's memory either way. */
+hl_status hl_atomic_commit(hl_atomic_file *a, hl_error *err);
+/* Closes and removes the temporary file, leaving the target as it was. */
+void hl_atomic_abort(hl_atomic_file *a);
+
+/* n bytes as the whole contents of path. */
+hl_status hl_atomic_write(const char *path, const void *bytes, size_t n, hl_error *err);
+
+#endif
