@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "analysis/head_maps.h"
-#include "analysis/html.h"
+#include "io/atomic.h"
 #include "viz/diagram.h"
 #include "viz/heatmap.h"
 
@@ -17,36 +17,13 @@ const char *hl_head_name(int l, int h, char buf[HL_HEAD_NAME_MAX])
     return buf;
 }
 
-/* ---- text files built in memory ----------------------------------------- */
-
-typedef struct {
-    char *text;
-    size_t size;
-    FILE *f;
-} text_buf;
-
-static hl_status text_open(text_buf *t, hl_error *err)
-{
-    memset(t, 0, sizeof *t);
-    t->f = open_memstream(&t->text, &t->size);
-    return t->f ? HL_OK : hl_error_set(err, HL_ERR_NOMEM, "out of memory");
-}
-
-static hl_status text_save(text_buf *t, const char *path, hl_error *err)
-{
-    fclose(t->f);
-    hl_status s = hl_text_file_write(path, t->text, t->size, err);
-    free(t->text);
-    return s;
-}
-
 /* ---- detectors ------------------------------------------------------------ */
 
 hl_status hl_detectors_write_csv(const char *path, const hl_gpt *m, const hl_head_scores *scores,
                                  hl_error *err)
 {
-    text_buf t;
-    if (text_open(&t, err) != HL_OK)
+    hl_atomic_file t;
+    if (hl_atomic_begin(&t, path, err) != HL_OK)
         return err->status;
     fputs("layer,head", t.f);
     for (int d = 0; d < HL_DETECTORS; d++)
@@ -59,7 +36,7 @@ hl_status hl_detectors_write_csv(const char *path, const hl_gpt *m, const hl_hea
                 fprintf(t.f, ",%.6f", scores[l * m->cfg.n_heads + h].v[d]);
             fputc('\n', t.f);
         }
-    return text_save(&t, path, err);
+    return hl_atomic_commit(&t, err);
 }
 
 hl_status hl_detectors_write_png(const char *path, const hl_gpt *m, const hl_head_scores *scores,
@@ -100,8 +77,8 @@ hl_status hl_detectors_write_png(const char *path, const hl_gpt *m, const hl_hea
 hl_status hl_composition_write_csv(const char *path, const hl_gpt *m,
                                    const double *const scores[HL_COMPOSE_KINDS], hl_error *err)
 {
-    text_buf t;
-    if (text_open(&t, err) != HL_OK)
+    hl_atomic_file t;
+    if (hl_atomic_begin(&t, path, err) != HL_OK)
         return err->status;
     fputs("kind,src,dst,score\n", t.f);
     const hl_gpt_config *c = &m->cfg;
@@ -117,7 +94,7 @@ hl_status hl_composition_write_csv(const char *path, const hl_gpt *m,
                                 hl_head_name(sl, sh, a), hl_head_name(dl, dh, b),
                                 scores[k][(size_t)i * N + j]);
                     }
-    return text_save(&t, path, err);
+    return hl_atomic_commit(&t, err);
 }
 
 /* Every head's name, in flat order; *names and *labels are malloc'ed. */
@@ -165,8 +142,8 @@ hl_status hl_composition_write_png(const char *path, const hl_gpt *m, hl_compose
 hl_status hl_ablation_effects_write_csv(const char *path, const hl_ablation_effect *rows, int n,
                                         hl_error *err)
 {
-    text_buf t;
-    if (text_open(&t, err) != HL_OK)
+    hl_atomic_file t;
+    if (hl_atomic_begin(&t, path, err) != HL_OK)
         return err->status;
     fputs("src,dst,detector,before,after\n", t.f);
     for (int i = 0; i < n; i++) {
@@ -175,7 +152,7 @@ hl_status hl_ablation_effects_write_csv(const char *path, const hl_ablation_effe
                 hl_head_name(rows[i].dst_layer, rows[i].dst_head, b),
                 hl_detector_name(rows[i].detector), rows[i].before, rows[i].after);
     }
-    return text_save(&t, path, err);
+    return hl_atomic_commit(&t, err);
 }
 
 /* ---- attention maps ----------------------------------------------------------- */

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "io/atomic.h"
 #include "io/fs.h"
 
 struct hl_html {
@@ -184,22 +184,6 @@ void hl_html_image(hl_html *h, const char *path, const char *alt)
     free(png);
 }
 
-hl_status hl_text_file_write(const char *path, const void *data, size_t size, hl_error *err)
-{
-    char tmp[4200];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return hl_error_set(err, HL_ERR_ARG, "cannot write %s: the path is too long", path);
-    FILE *f = fopen(tmp, "wb");
-    bool ok = f && fwrite(data, 1, size, f) == size;
-    ok = f && fflush(f) == 0 && fsync(fileno(f)) == 0 && ok;
-    ok = f && fclose(f) == 0 && ok;
-    const int saved = errno;
-    if (ok && rename(tmp, path) == 0)
-        return HL_OK;
-    remove(tmp);
-    return hl_error_set(err, HL_ERR_IO, "cannot write %s: %s", path, strerror(ok ? errno : saved));
-}
-
 hl_status hl_html_save(hl_html *h, const char *path, hl_error *err)
 {
     if (hl_error_failed(&h->err))
@@ -209,7 +193,7 @@ hl_status hl_html_save(hl_html *h, const char *path, hl_error *err)
     size_t body = h->size;
     fprintf(h->f, "%s%s", h->in_section ? "</section>\n" : "", page_tail);
     fflush(h->f);
-    hl_status s = hl_text_file_write(path, h->buf, h->size, err);
+    hl_status s = hl_atomic_write(path, h->buf, h->size, err);
     fseeko(h->f, (off_t)body, SEEK_SET);
     return s;
 }

@@ -41,14 +41,10 @@ void hl_html_table(hl_html *h, int n_cols, const char *const *header, const char
 /* The PNG file at path, embedded (its bytes must start with the PNG signature). */
 void hl_html_image(hl_html *h, const char *path, const char *alt);
 
-/* Writes the page (temporary file, flushed, renamed over path). */
+/* Writes the page atomically (io/atomic.h). */
 hl_status hl_html_save(hl_html *h, const char *path, hl_error *err);
 
 /* Base64 (RFC 4648, padded) of n bytes into out (4*ceil(n/3)+1 bytes, NUL-terminated). */
 void hl_base64(const unsigned char *data, size_t n, char *out);
-
-/* Writes size bytes to path atomically: a temporary file beside it, flushed to
- * disk and renamed over path; on failure nothing is left behind. */
-hl_status hl_text_file_write(const char *path, const void *data, size_t size, hl_error *err);
 
 #endif

@@ -35,6 +35,8 @@
     X(toy_task)           \
     X(dist)               \
     X(heads)              \
+    X(linalg)             \
+    X(detectors)          \
     X(examples)
 
 #endif

@@ -82,7 +82,15 @@ hl_status hl_diagram_measure(const hl_diagram *d, hl_diagram_layout *layout, hl_
         per_row[r]++;
         widest = per_row[r] > widest ? per_row[r] : widest;
     }
-    layout->width = 2 * MARGIN + (widest - 1) * NODE_GAP + 60;
+    /* Wide enough for the widest row (and its labels), the title and the legend. */
+    int legend_w = 0;
+    for (int i = 0; d->legend && i < d->n_legend; i++)
+        legend_w += 40 + hl_text_width(d->legend[i] ? d->legend[i] : "", 1);
+    const int title_w = d->title ? hl_text_width(d->title, 2) : 0;
+    int content_w = (widest - 1) * NODE_GAP + 60;
+    content_w = title_w > content_w ? title_w : content_w;
+    content_w = legend_w > content_w ? legend_w : content_w;
+    layout->width = 2 * MARGIN + content_w;
     layout->height = TITLE_H + LEGEND_H + 2 * MARGIN + (layout->n_rows - 1) * ROW_GAP;
     layout->x = malloc(sizeof *layout->x * (size_t)d->n_nodes);
     layout->y = malloc(sizeof *layout->y * (size_t)d->n_nodes);
