@@ -54,7 +54,10 @@ LIB_DIRS := core ops models io viz train analysis
 LIB_SRC  := $(wildcard $(LIB_DIRS:%=%/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB      := $(BUILD)/libheadlab.a
-EXAMPLES := $(patsubst examples/%.c,$(BUILD)/%,$(wildcard examples/*.c))
+# A program is examples/NAME.c, or a folder examples/NAME/ of .c files.
+PROGRAM_DIRS := $(filter-out common,$(notdir $(patsubst %/,%,$(wildcard examples/*/))))
+EXAMPLES := $(patsubst examples/%.c,$(BUILD)/%,$(wildcard examples/*.c)) \
+            $(PROGRAM_DIRS:%=$(BUILD)/%)
 # What the programs share (the option parser), linked into each of them.
 CLI_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard examples/common/*.c))
 TEST_SRC := $(wildcard tests/*.c)
@@ -75,6 +78,12 @@ $(LIB): $(LIB_OBJ)
 
 $(BUILD)/%: examples/%.c $(CLI_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $< $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
+
+define program_dir
+$(BUILD)/$(1): $(wildcard examples/$(1)/*.c examples/$(1)/*.h) $(CLI_OBJ) $(LIB)
+	$$(CC) $$(CFLAGS) $(wildcard examples/$(1)/*.c) $(CLI_OBJ) $(LIB) $$(LDLIBS) -o $$@
+endef
+$(foreach p,$(PROGRAM_DIRS),$(eval $(call program_dir,$(p))))
 
 # The benchmark program (bench/): OpenBLAS is dlopen'ed at run time, hence -ldl.
 BENCH_SRC := $(wildcard bench/*.c)

@@ -38,6 +38,7 @@
 #include "models/mha.h"
 #include "io/atomic.h"
 #include "io/checkpoint.h"
+#include "io/csv_log.h"
 #include "io/fs.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"

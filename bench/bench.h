@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 #include "core/real.h"
+#include "io/atomic.h"
 
 /* ---- timing (bench/timing.c) ---- */
 
@@ -175,8 +176,8 @@ typedef struct bench_row {
 } bench_row;
 
 typedef struct bench_report {
-    FILE *csv;            /* the temporary file, renamed at the end */
-    char *csv_path, *csv_tmp;
+    hl_atomic_file file;  /* bench.csv, written whole at the end (io/atomic.h) */
+    FILE *csv;            /* file.f */
     const char *section;  /* the section whose table header was printed last */
 } bench_report;
 

@@ -1,6 +1,6 @@
-/* The printed table and bench.csv (see bench/bench.h). The CSV is written to
- * a temporary file beside it and renamed at the end, so a failed or
- * interrupted run leaves the previous bench.csv as it was. */
+/* The printed table and bench.csv (see bench/bench.h). The CSV is written
+ * whole at the end (io/atomic.h), so a failed or interrupted run leaves the
+ * previous bench.csv as it was. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -134,21 +134,14 @@ static void remove_tmp_and_die(int sig)
 int bench_report_open(bench_report *r, const char *path)
 {
     *r = (bench_report){0};
-    size_t n = strlen(path) + 32;
-    r->csv_path = strdup(path);
-    r->csv_tmp = malloc(n);
-    if (!r->csv_path || !r->csv_tmp) {
-        fprintf(stderr, "bench: out of memory\n");
+    hl_error err = {0};
+    if (hl_atomic_begin(&r->file, path, &err) != HL_OK) {
+        fprintf(stderr, "bench: %s\n", err.message);
         return -1;
     }
-    snprintf(r->csv_tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    r->csv = fopen(r->csv_tmp, "w");
-    if (!r->csv) {
-        fprintf(stderr, "bench: cannot write %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    if (strlen(r->csv_tmp) < sizeof interrupted_tmp) {
-        strcpy(interrupted_tmp, r->csv_tmp);
+    r->csv = r->file.f;
+    if (strlen(r->file.tmp) < sizeof interrupted_tmp) {
+        strcpy(interrupted_tmp, r->file.tmp);
         struct sigaction on_signal = {.sa_handler = remove_tmp_and_die};
         sigaction(SIGINT, &on_signal, NULL);
         sigaction(SIGTERM, &on_signal, NULL);
@@ -212,35 +205,21 @@ void bench_report_row(bench_report *r, const bench_row *row)
     csv_row(r->csv, row);
 }
 
-static void report_free(bench_report *r)
-{
-    interrupted_tmp[0] = '\0';
-    free(r->csv_path);
-    free(r->csv_tmp);
-    r->csv_path = r->csv_tmp = NULL;
-}
-
 int bench_report_close(bench_report *r)
 {
-    bool ok = !ferror(r->csv);
-    ok = fclose(r->csv) == 0 && ok;
+    interrupted_tmp[0] = '\0';
     r->csv = NULL;
-    if (!ok || rename(r->csv_tmp, r->csv_path) != 0) {
-        fprintf(stderr, "bench: cannot write %s: %s\n", r->csv_path, strerror(errno));
-        remove(r->csv_tmp);
-        report_free(r);
+    hl_error err = {0};
+    if (hl_atomic_commit(&r->file, &err) != HL_OK) {
+        fprintf(stderr, "bench: %s\n", err.message);
         return -1;
     }
-    report_free(r);
     return 0;
 }
 
 void bench_report_abandon(bench_report *r)
 {
-    if (r->csv)
-        fclose(r->csv);
+    interrupted_tmp[0] = '\0';
     r->csv = NULL;
-    if (r->csv_tmp)
-        remove(r->csv_tmp);
-    report_free(r);
+    hl_atomic_abort(&r->file);
 }

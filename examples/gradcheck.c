@@ -1,6 +1,6 @@
 /*
  * gradcheck: every op, the attention module and a small GPT against central
- * finite differences (the catalogue of models/gradcheck_cases.h), as a table;
+ * finite differences (the catalogue of analysis/gradcheck_cases.h), as a table;
  * or, with --sweep, the error as a function of the step.
  *
  *     build/gradcheck [--op NAME] [--eps E] [--atol A] [--rtol R] [--csv FILE]

@@ -491,14 +491,10 @@ static void start_model(run *r)
     if (r->o.resume) {
         hl_error err = {0};
         hl_checkpoint_rng rngs[] = {{"data", &r->data_rng}};
-        if (hl_checkpoint_load(r->o.resume, r->m->params, r->opt, &r->start, rngs, 1, &err)) {
-            fprintf(stderr, "toy_heads: %s\n", err.message);
-            hl_dist_abort(2);
-        }
-        if (r->start >= r->o.steps) {
+        if (hl_checkpoint_resume(r->o.resume, r->m->params, r->opt, r->o.steps, &r->start,
+                                 rngs, 1, &err) != HL_OK) {
             if (r->lead)
-                fprintf(stderr, "toy_heads: checkpoint is at step %lld; nothing to train "
-                        "(--steps %d is the new total)\n", (long long)r->start, r->o.steps);
+                fprintf(stderr, "toy_heads: %s\n", err.message);
             hl_dist_abort(2);
         }
         if (r->lead)
@@ -513,14 +509,15 @@ static FILE *open_log(const char *dir, bool resuming)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/train.csv", dir);
-    FILE *log = fopen(path, resuming ? "a" : "w");
+    hl_error err = {0};
+    FILE *log = hl_csv_log_open(path, resuming,
+                                "step,train_loss,heldout_scored_loss,heldout_accuracy,"
+                                "best_previous_token,best_two_back,best_induction,seconds",
+                                &err);
     if (!log) {
-        fprintf(stderr, "toy_heads: cannot write %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "toy_heads: %s\n", err.message);
         hl_dist_abort(2);
     }
-    if (ftell(log) == 0)
-        fprintf(log, "step,train_loss,heldout_scored_loss,heldout_accuracy,best_previous_token,"
-                     "best_two_back,best_induction,seconds\n");
     return log;
 }
 

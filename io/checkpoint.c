@@ -200,3 +200,17 @@ hl_status hl_checkpoint_load(const char *path, hl_params *params, hl_optim *opt,
     hl_safetensors_free(f);
     return s;
 }
+
+hl_status hl_checkpoint_resume(const char *path, hl_params *params, hl_optim *opt,
+                               int64_t total_steps, int64_t *step, const hl_checkpoint_rng *rngs,
+                               int n_rngs, hl_error *err)
+{
+    if (hl_checkpoint_load(path, params, opt, step, rngs, n_rngs, err) != HL_OK)
+        return err->status;
+    if (*step >= total_steps)
+        return hl_error_set(err, HL_ERR_ARG,
+                            "%s: checkpoint is at step %lld; nothing to train (--steps %lld is "
+                            "the new total)",
+                            path, (long long)*step, (long long)total_steps);
+    return HL_OK;
+}

@@ -46,4 +46,11 @@ hl_status hl_checkpoint_save(const char *path, const hl_params *params, const hl
 hl_status hl_checkpoint_load(const char *path, hl_params *params, hl_optim *opt, int64_t *step,
                              const hl_checkpoint_rng *rngs, int n_rngs, hl_error *err);
 
+/* hl_checkpoint_load for a run that continues to total_steps: also an error
+ * (HL_ERR_ARG, "checkpoint is at step K; nothing to train") when the
+ * checkpoint is already there, so the caller writes nothing. */
+hl_status hl_checkpoint_resume(const char *path, hl_params *params, hl_optim *opt,
+                               int64_t total_steps, int64_t *step, const hl_checkpoint_rng *rngs,
+                               int n_rngs, hl_error *err);
+
 #endif

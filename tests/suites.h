@@ -26,10 +26,12 @@
     X(cross_entropy)      \
     X(argmax)             \
     X(safetensors)        \
+    X(atomic)             \
     X(heatmap)            \
     X(plot)               \
     X(mha)                \
     X(optim)              \
+    X(step)               \
     X(gpt)                \
     X(checkpoint)         \
     X(toy_task)           \
@@ -37,6 +39,7 @@
     X(heads)              \
     X(linalg)             \
     X(detectors)          \
+    X(cli)                \
     X(examples)
 
 #endif

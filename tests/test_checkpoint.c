@@ -1,4 +1,4 @@
-/* Tests for core/checkpoint.c: resuming is bitwise the same as running
+/* Tests for io/checkpoint.c: resuming is bitwise the same as running
  * straight through, and bad checkpoints leave the model untouched. */
 #include <stdlib.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* Tests for core/dist.c. In a normal build: the single-process semantics. In
+/* Tests for train/dist.c. In a normal build: the single-process semantics. In
  * a `make MPI=1` build, also data-parallel training through mpirun: 2 ranks
  * with half the batch each give the weights of 1 rank with the whole batch,
  * the ranks stay bitwise identical, and mismatched or dying ranks end the job

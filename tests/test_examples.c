@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "io/safetensors.h"
@@ -147,6 +148,30 @@ START_TEST(test_toy_heads_short_run)
              temp_dir, temp_dir);
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "resumed from"));
+    /* A checkpoint at or past --steps has nothing to train: exit 2, nothing written. */
+    snprintf(path, sizeof path, "%s/toy/model.safetensors", temp_dir);
+    struct stat before, after;
+    ck_assert_int_eq(stat(path, &before), 0);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/toy_heads --steps 10 --out %s/toy --resume %s/toy/checkpoint.safetensors",
+             temp_dir, temp_dir);
+    ck_assert_int_eq(tu_run(command, out, sizeof out), 2);
+    ck_assert_msg(strstr(out, "checkpoint is at step 30; nothing to train"), "%s", out);
+    ck_assert_int_eq(stat(path, &after), 0);
+    ck_assert(before.st_mtim.tv_sec == after.st_mtim.tv_sec &&
+              before.st_mtim.tv_nsec == after.st_mtim.tv_nsec);
+    /* Resuming into a new directory writes a train.csv with its header. */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/toy_heads --steps 40 --eval-every 10 --out %s/next "
+             "--resume %s/toy/checkpoint.safetensors",
+             temp_dir, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    snprintf(path, sizeof path, "%s/next/train.csv", temp_dir);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(fgets(header, sizeof header, f));
+    fclose(f);
+    ck_assert_msg(!strncmp(header, "step,train_loss,", 16), "%s", header);
     remove_temp_dir();
 }
 END_TEST

@@ -1,5 +1,5 @@
 /* Tests for the gradient-check research tool: the library pieces it is built
- * on (core/gradcheck_sweep.c, core/gradcheck_cases.c) and the program
+ * on (analysis/gradcheck_sweep.c, analysis/gradcheck_cases.c) and the program
  * build/gradcheck as a user runs it (HL_BUILD_DIR names the folder). */
 #include <math.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* Tests for models/heads.c and models/prune.c, and for the heads program:
+/* Tests for analysis/heads.c and analysis/prune.c, and for the heads program:
  * pruning equals gating, pruned models round-trip through their files, zero
  * and mean ablation equal the same thing done by hand, importance equals a
  * finite-difference derivative by the gate, and the program's outputs and

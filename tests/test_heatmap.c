@@ -1,5 +1,5 @@
-/* Tests for core/heatmap.c, core/image.c, core/font.c, core/colormap.c and
- * core/png_write.c: pictures are written to a fresh temporary directory and
+/* Tests for viz/heatmap.c, viz/image.c, viz/font.c, viz/colormap.c and
+ * viz/png_write.c: pictures are written to a fresh temporary directory and
  * read back with libpng's simplified API. */
 #include <dirent.h>
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* Tests for models/mha.c and models/mha_io.c: parity with PyTorch's
+/* Tests for models/mha.c and io/mha_io.c: parity with PyTorch's
  * nn.MultiheadAttention on committed fixtures (tests/make_mha_fixtures.py),
  * agreement with a naive per-head loop, gating, and the gradient check. */
 #include <math.h>

@@ -1,4 +1,4 @@
-/* Tests for core/optim.c: AdamW, SGD and gradient clipping against
+/* Tests for train/optim.c: AdamW, SGD and gradient clipping against
  * torch.optim on a committed fixture (tests/make_train_fixtures.py). */
 #include <math.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* Tests for core/plot.c: plots are written to a fresh temporary directory and
+/* Tests for viz/plot.c: plots are written to a fresh temporary directory and
  * read back with libpng's simplified API; points must land on the pixels the
  * layout promises, in their series' colour. */
 #include <math.h>

@@ -1,4 +1,4 @@
-/* Tests for core/safetensors_read.c and core/safetensors_write.c: round trips,
+/* Tests for io/safetensors_read.c and io/safetensors_write.c: round trips,
  * the exact bytes written, atomic saving, and one malformed file per reader
  * rule. */
 #include <dirent.h>

@@ -1,4 +1,4 @@
-/* Tests for tasks/toy_task.c: the sequence generator follows TOYTASK.md and
+/* Tests for analysis/toy_task.c: the sequence generator follows TOYTASK.md and
  * the head scores measure what they claim on hand-made attention maps. */
 #include <math.h>
 #include <string.h>

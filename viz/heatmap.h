@@ -11,9 +11,9 @@
  *     if (hl_heatmap_write(attn, "heads.png", &opts, &err) != HL_OK)   // attn (2,T,T)
  *         fprintf(stderr, "%s\n", err.message);
  *
- * Underneath are a plain RGB image (core/image.c) with text in a built-in 5x7
- * bitmap font with descenders (core/font.c), the viridis colormap
- * (core/colormap.c) and an atomic PNG writer over libpng (core/png_write.c).
+ * Underneath are a plain RGB image (viz/image.c) with text in a built-in 5x7
+ * bitmap font with descenders (viz/font.c), the viridis colormap
+ * (viz/colormap.c) and an atomic PNG writer over libpng (viz/png_write.c).
  * Functions that take an hl_error need a non-NULL one, except hl_image_new.
  */
 #ifndef HL_HEATMAP_H
@@ -42,7 +42,7 @@ void hl_image_free(hl_image *img);
 /* Fills the w x h rectangle whose top-left pixel is (x, y), clipped to the image. */
 void hl_image_fill_rect(hl_image *img, int x, int y, int w, int h, const uint8_t rgb[3]);
 
-/* ---- text in the built-in font (core/font.c) ----------------------------- */
+/* ---- text in the built-in font (viz/font.c) ----------------------------- */
 
 /* A glyph is 5x9 pixels at scale 1: capitals and digits fill rows 0-6,
  * descenders (g, j, p, q, y, comma) reach rows 7-8. Characters advance by 6
@@ -66,7 +66,7 @@ void hl_image_draw_text(hl_image *img, int x, int y, const char *text, int scale
 void hl_image_draw_text_up(hl_image *img, int x, int y, const char *text, int scale,
                            const uint8_t rgb[3]);
 
-/* ---- the viridis colormap (core/colormap.c) ------------------------------ */
+/* ---- the viridis colormap (viz/colormap.c) ------------------------------ */
 
 /* The table entry for t in [0, 1], as matplotlib picks it: floor(t * 256)
  * clamped to 0..255 (so 1 gives 255). NaN gives 0. */
@@ -76,7 +76,7 @@ int hl_viridis_index(double t);
  * dark purple at 0 to (253,231,37) yellow at 255. */
 void hl_viridis_color(int index, uint8_t rgb[3]);
 
-/* ---- PNG output (core/png_write.c) ---------------------------------------- */
+/* ---- PNG output (viz/png_write.c) ---------------------------------------- */
 
 /* Writes img as an 8-bit RGB PNG, atomically: into a temporary file beside
  * path, flushed to disk and renamed over path. On failure nothing is left

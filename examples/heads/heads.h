@@ -1,0 +1,89 @@
+/*
+ * heads.h: what the files of build/heads share: the parsed options, the
+ * model under study with its evaluation set, and the helpers every command
+ * uses. One file per command: ablate.c, importance.c, prune.c, curve.c.
+ */
+#ifndef HEADS_PROGRAM_H
+#define HEADS_PROGRAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "headlab.h"
+
+#define FINETUNE_SEED 777 /* fine-tuning data, apart from the evaluation set */
+
+typedef enum { CMD_ABLATE, CMD_IMPORTANCE, CMD_PRUNE } command;
+
+typedef struct {
+    command cmd;
+    const char *model, *data, *finetune_data, *out, *heads;
+    int seed, sequences, windows, batch, threads, finetune, timing_runs;
+    bool curve;
+    double step_fraction, lr;
+} options;
+
+/* The model, what its file says, and the set it is evaluated on. */
+typedef struct {
+    hl_gpt *m;
+    hl_gpt_meta meta;
+    hl_eval_set *set;
+    bool toy;
+    unsigned char *text; /* charlm: the --data file */
+    size_t text_size;
+    char what[160];      /* the evaluation set, in words */
+} study;
+
+/* Prints "heads: ..." and exits 2 (bad input: nothing written). */
+_Noreturn void heads_bad_input(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "heads: <message>" and exits 1 (failed while running). */
+_Noreturn void heads_fail(const hl_error *err);
+
+/* Loads the model and builds its evaluation set; exits 2 on bad input. */
+study heads_open_study(const options *o);
+void heads_close_study(study *s);
+/* Creates --out once the inputs are known to be good, before the work. */
+void heads_make_out_dir(const options *o);
+/* The whole file; NULL with a message on error. */
+unsigned char *heads_read_file(const char *path, size_t *size);
+
+/* A text output built in memory and written whole at the end (io/atomic.h),
+ * so a run that fails leaves the old file. */
+typedef struct {
+    char *text;
+    size_t size;
+    FILE *f;
+} text_out;
+
+FILE *heads_text_begin(text_out *t);
+/* 0, or 1 with a message. */
+int heads_text_save(text_out *t, const char *dir, const char *name);
+
+int heads_total(const hl_gpt *m);
+/* "L1H3": layer and original head index of current head h of layer l. */
+const char *heads_name(const study *s, int l, int h, char buf[24]);
+/* --heads "1.3,0.2" (original indices) -> the current heads; exits 2 on a bad list. */
+hl_head_set heads_parse_list(const study *s, const char *list);
+void heads_print_model(const study *s, const char *path);
+void heads_print_result(const hl_eval_set *set, const char *what, const hl_eval_result *r);
+
+/* Median seconds of a forward pass over the whole set (runs timed, at most
+ * 1000), after one untimed pass that sizes the graph's arena. */
+double heads_forward_seconds(const hl_gpt *m, const hl_eval_set *set, int runs, hl_error *err);
+
+/* A head with its importance. */
+typedef struct {
+    int layer, head; /* current index */
+    double norm, raw;
+} scored_head;
+
+/* Every current head with its scores, most important first; returns the count. */
+int heads_rank(const study *s, const double *raw, const double *norm, scored_head *out);
+
+int heads_run_ablate(const options *o, study *s);
+int heads_run_importance(const options *o, study *s);
+int heads_run_prune_once(const options *o, study *s);
+int heads_run_prune_curve(const options *o, study *s);
+
+#endif

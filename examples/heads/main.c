@@ -1,0 +1,168 @@
+/*
+ * heads: what each attention head of a trained model is worth — ablation,
+ * importance and pruning.
+ *
+ *     build/heads ablate     --model FILE [--heads L.H,...] [--data FILE] [--out DIR]
+ *     build/heads importance --model FILE [--data FILE] [--out DIR]
+ *     build/heads prune      --model FILE --heads L.H,... [--data FILE] [--out DIR]
+ *     build/heads prune      --model FILE --curve [--step-fraction X] [--finetune N] ...
+ *
+ * The evaluation set: for a toy_heads model, the toy generator (by default
+ * toy_heads' own held-out set, 1000 sequences from seed 1000003), scored on
+ * the repeated half ("scored" targets) and on the rest ("other"); for a
+ * charlm model, --data FILE cut into evenly spaced windows of n_ctx+1 bytes.
+ * Heads are named L<layer>H<head> by their index in the model as trained, also
+ * after pruning. Writes into DIR (default out/heads): ablation.csv,
+ * importance.csv and importance.png, pruned.safetensors, prune_curve.csv and
+ * prune_curve.png. Run with --help for every option.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "examples/common/cli.h"
+#include "examples/heads/heads.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: heads ablate     --model FILE [--heads L.H,...] [options]\n"
+        "       heads importance --model FILE [options]\n"
+        "       heads prune      --model FILE --heads L.H,... [options]\n"
+        "       heads prune      --model FILE --curve [--step-fraction X] [--finetune N]\n"
+        "What each attention head of a toy_heads or charlm model is worth.\n"
+        "  ablate      loss and accuracy with each head (or the --heads set together)\n"
+        "              gated to 0 (zero ablation) and replaced by its mean output (mean\n"
+        "              ablation), against the unablated model: a ranked table, ablation.csv\n"
+        "  importance  mean |dL/dgate| per head, normalised per layer (Michel et al.\n"
+        "              2019): a ranked table, importance.csv, importance.png\n"
+        "  prune       removes the --heads set from the weights and writes the smaller\n"
+        "              model to pruned.safetensors; with --curve, prunes the least\n"
+        "              important heads step by step: prune_curve.csv, prune_curve.png\n"
+        "Options:\n"
+        "  --model FILE          model.safetensors or checkpoint.safetensors (toy_heads,\n"
+        "                        charlm, or a model pruned by this program)\n"
+        "  --out DIR             where the files go (out/heads)\n"
+        "  --heads L.H,...       heads by layer and head index as trained, e.g. 1.3,0.2\n"
+        "  --data FILE           charlm models: the text to evaluate on\n"
+        "  --windows N           charlm: evenly spaced windows of n_ctx+1 bytes (64)\n"
+        "  --seed N              toy models: seed of the evaluation sequences (1000003,\n"
+        "                        toy_heads' held-out set)\n"
+        "  --sequences N         toy models: evaluation sequences (1000)\n"
+        "  --batch N             sequences per forward pass (toy 250, charlm 16); the\n"
+        "                        importance takes one backward pass per batch\n"
+        "  --threads N           OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
+        "prune --curve:\n"
+        "  --step-fraction X     share of the remaining heads pruned per step (0.1; at\n"
+        "                        least one head per step, never a layer's last head)\n"
+        "  --finetune N          AdamW steps after each pruning step (0)\n"
+        "  --finetune-data FILE  charlm: the text to fine-tune on (required with --finetune)\n"
+        "  --lr X                fine-tuning learning rate (1e-3)\n"
+        "  --timing-runs N       timed forward passes per point; the median is kept (5)\n"
+        "Exit status: 0 done, 1 failed while running, 2 bad input (nothing is written).\n");
+}
+
+/* The first flag given of a group (flags that only some uses accept), or NULL. */
+static const char *first_given(const hl_opt *opts, const char *const *names)
+{
+    for (const char *const *n = names; *n; n++)
+        for (const hl_opt *o = opts; o->name; o++)
+            if (!strcmp(o->name, *n) && *o->given)
+                return *n;
+    return NULL;
+}
+
+static command parse_command(int argc, char **argv)
+{
+    static const char *const names[] = {"ablate", "importance", "prune"};
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        usage(stdout);
+        exit(0);
+    }
+    if (argc < 2)
+        usage(stderr), heads_bad_input("give a command: ablate, importance or prune");
+    for (int c = 0; c < 3; c++)
+        if (!strcmp(argv[1], names[c]))
+            return (command)c;
+    usage(stderr);
+    heads_bad_input("unknown command %s (ablate, importance or prune)", argv[1]);
+}
+
+/* The combinations of flags that make no sense; exits 2 on one. */
+static void check_combinations(const options *o, const hl_opt *opts)
+{
+    static const char *const curve_only[] = {"step-fraction", "finetune", "finetune-data", "lr",
+                                             NULL};
+    static const char *const toy_only[] = {"seed", "sequences", NULL};
+    static const char *const text_only[] = {"windows", "finetune-data", NULL};
+    const char *curve_flag = first_given(opts, curve_only), *toy_flag = first_given(opts, toy_only);
+    const char *text_flag = first_given(opts, text_only);
+    if (!o->model)
+        heads_bad_input("--model FILE is required");
+    if (o->curve && o->cmd != CMD_PRUNE)
+        heads_bad_input("--curve belongs to the prune command");
+    if (curve_flag && !o->curve)
+        heads_bad_input("--%s belongs to prune --curve", curve_flag);
+    if (o->data && toy_flag)
+        heads_bad_input("--%s is for toy models; with --data the text is the evaluation set",
+                        toy_flag);
+    if (!o->data && text_flag)
+        heads_bad_input("--%s is for text models, evaluated on --data FILE", text_flag);
+    if (o->cmd == CMD_IMPORTANCE && o->heads)
+        heads_bad_input("importance scores every head; --heads is for ablate and prune");
+    if (o->cmd == CMD_PRUNE && !o->curve && !o->heads)
+        heads_bad_input("prune needs --heads L.H,... (or --curve)");
+    if (o->curve && o->heads)
+        heads_bad_input("prune --curve chooses the heads itself; drop --heads");
+}
+
+static options parse_options(int argc, char **argv)
+{
+    options o = {.cmd = parse_command(argc, argv), .out = "out/heads",
+                 .seed = HL_TOY_HELDOUT_SEED, .sequences = HL_TOY_HELDOUT_SEQUENCES,
+                 .windows = 64, .timing_runs = 5, .step_fraction = 0.1, .lr = 1e-3};
+    bool given[32] = {false};
+    hl_opt opts[] = {
+        HL_OPTION_TEXT("model", &o.model),
+        HL_OPTION_TEXT("data", &o.data),
+        HL_OPTION_TEXT("finetune-data", &o.finetune_data),
+        HL_OPTION_TEXT("out", &o.out),
+        HL_OPTION_TEXT("heads", &o.heads),
+        HL_OPTION_INT("seed", &o.seed, 0, 2147483647),
+        HL_OPTION_INT("sequences", &o.sequences, 1, 1000000),
+        HL_OPTION_INT("windows", &o.windows, 1, 1000000),
+        HL_OPTION_INT("batch", &o.batch, 1, 100000),
+        HL_OPTION_INT("threads", &o.threads, 1, 1024),
+        HL_OPTION_INT("finetune", &o.finetune, 0, 10000000),
+        HL_OPTION_INT("timing-runs", &o.timing_runs, 1, 1000),
+        HL_OPTION_REAL("step-fraction", &o.step_fraction, 1e-6, 1),
+        HL_OPTION_REAL("lr", &o.lr, 0, 10),
+        HL_OPTION_FLAG("curve", &o.curve),
+        {0},
+    };
+    for (int i = 0; opts[i].name; i++)
+        opts[i].given = &given[i];
+    hl_cli_status status = hl_cli_parse("heads", opts, 2, argc, argv, stderr);
+    if (status == HL_CLI_HELP) {
+        usage(stdout);
+        exit(0);
+    }
+    if (status == HL_CLI_BAD)
+        exit(2);
+    check_combinations(&o, opts);
+    return o;
+}
+
+int main(int argc, char **argv)
+{
+    hl_cli_init();
+    options o = parse_options(argc, argv);
+    hl_cli_set_threads(o.threads);
+    study s = heads_open_study(&o);
+    int rc = o.cmd == CMD_ABLATE       ? heads_run_ablate(&o, &s)
+             : o.cmd == CMD_IMPORTANCE ? heads_run_importance(&o, &s)
+             : o.curve                 ? heads_run_prune_curve(&o, &s)
+                                       : heads_run_prune_once(&o, &s);
+    heads_close_study(&s);
+    return rc;
+}

@@ -1,0 +1,269 @@
+/* The model under study, its evaluation set, and the helpers the commands share. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "examples/heads/heads.h"
+
+/* ---- messages and files ------------------------------------------------ */
+
+void heads_bad_input(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("heads: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+void heads_fail(const hl_error *err)
+{
+    fprintf(stderr, "heads: %s\n", err->message);
+    exit(1);
+}
+
+/* A place that cannot be written is bad input, found early. */
+void heads_make_out_dir(const options *o)
+{
+    if (hl_make_dirs(o->out))
+        heads_bad_input("cannot create %s: %s", o->out, strerror(errno));
+}
+
+unsigned char *heads_read_file(const char *path, size_t *size)
+{
+    unsigned char *text = hl_read_file(path, size);
+    if (!text)
+        fprintf(stderr, "heads: cannot read %s: %s\n", path, strerror(errno));
+    return text;
+}
+
+FILE *heads_text_begin(text_out *t)
+{
+    t->text = NULL;
+    t->size = 0;
+    t->f = open_memstream(&t->text, &t->size);
+    if (!t->f) {
+        fprintf(stderr, "heads: out of memory\n");
+        exit(1);
+    }
+    return t->f;
+}
+
+int heads_text_save(text_out *t, const char *dir, const char *name)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    hl_error err = {0};
+    bool ok = fclose(t->f) == 0 && hl_atomic_write(path, t->text, t->size, &err) == HL_OK;
+    free(t->text);
+    if (!ok) {
+        fprintf(stderr, "heads: %s\n", err.message[0] ? err.message : "out of memory");
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- timing -------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double heads_forward_seconds(const hl_gpt *m, const hl_eval_set *set, int runs, hl_error *err)
+{
+    hl_graph *g = hl_graph_new(0);
+    double times[1000];
+    if (!g)
+        return hl_error_set(err, HL_ERR_NOMEM, "out of memory"), NAN;
+    hl_graph_set_grad_enabled(g, false);
+    hl_graph_set_training(g, false);
+    for (int r = -1; r < runs; r++) {
+        double t0 = hl_seconds();
+        for (hl_eval_batch b = {0}; hl_eval_set_next(set, &b);) {
+            hl_gpt_forward(g, m, b.tokens, b.B, set->T, NULL);
+            hl_graph_reset(g);
+        }
+        if (r >= 0)
+            times[r] = hl_seconds() - t0;
+    }
+    hl_graph_free(g);
+    qsort(times, (size_t)runs, sizeof *times, cmp_double);
+    return runs % 2 ? times[runs / 2] : (times[runs / 2 - 1] + times[runs / 2]) / 2;
+}
+
+/* ---- the model and its evaluation set ---------------------------------- */
+
+static bool is_toy_model(const hl_gpt_config *c)
+{
+    return c->vocab_in == HL_TOY_VOCAB + 1 && c->vocab_out == HL_TOY_VOCAB && c->n_ctx >= HL_TOY_T;
+}
+
+static hl_eval_set *toy_set(const options *o, hl_error *err)
+{
+    hl_toy_batch *b = hl_toy_batch_new(o->sequences);
+    if (!b)
+        return hl_error_set(err, HL_ERR_NOMEM, "out of memory"), NULL;
+    hl_rng rng;
+    hl_rng_seed(&rng, (uint64_t)o->seed);
+    hl_toy_sample(b, &rng);
+    hl_eval_set *set = hl_toy_eval_set(b, o->batch ? o->batch : HL_TOY_HELDOUT_BATCH, err);
+    hl_toy_batch_free(b);
+    return set;
+}
+
+/* Windows of T+1 bytes at evenly spaced offsets: tokens and next bytes. */
+static hl_eval_set *text_set(const unsigned char *text, size_t size, int windows, int T, int batch,
+                             hl_error *err)
+{
+    hl_eval_set *set = hl_eval_set_new(windows, T, 1, batch, err);
+    if (!set)
+        return NULL;
+    size_t room = size - (size_t)T - 1;
+    for (int w = 0; w < windows; w++) {
+        size_t at = windows > 1 ? room * (size_t)w / (size_t)(windows - 1) : 0;
+        for (int t = 0; t < T; t++) {
+            set->tokens[(size_t)w * T + t] = text[at + t];
+            set->targets[0][(size_t)w * T + t] = text[at + t + 1];
+        }
+    }
+    snprintf(set->group_names[0], sizeof set->group_names[0], "text");
+    return set;
+}
+
+/* Loads the model and builds its evaluation set; exits 2 on bad input. */
+study heads_open_study(const options *o)
+{
+    study s = {0};
+    hl_error err = {0};
+    s.m = hl_gpt_load_meta(o->model, &s.meta, &err);
+    if (!s.m)
+        heads_bad_input("%s", err.message);
+    const hl_gpt_config *c = &s.m->cfg;
+    if (c->n_heads > HL_HEADS_MAX)
+        heads_bad_input("%s has %d heads per layer; this program handles up to %d", o->model,
+                  c->n_heads, HL_HEADS_MAX);
+    if (o->data) {
+        if (!strcmp(s.meta.task, "toy_heads"))
+            heads_bad_input("%s is a toy_heads model, evaluated on the toy task: drop --data",
+                      o->model);
+        if (c->vocab_in != 256 || c->vocab_out != 256)
+            heads_bad_input("%s is not a byte-level model (vocabulary %d in, %d out, not 256): "
+                      "--data needs a charlm model", o->model, c->vocab_in, c->vocab_out);
+        if (!(s.text = heads_read_file(o->data, &s.text_size)))
+            exit(2);
+        if (s.text_size < (size_t)c->n_ctx + 1)
+            heads_bad_input("%s has %zu bytes; windows of the model's %d+1 need at least %d",
+                      o->data, s.text_size, c->n_ctx, c->n_ctx + 1);
+        s.set = text_set(s.text, s.text_size, o->windows, c->n_ctx, o->batch ? o->batch : 16,
+                         &err);
+        snprintf(s.what, sizeof s.what, "%d windows of %d bytes from %s", o->windows,
+                 c->n_ctx + 1, o->data);
+    } else {
+        if (!strcmp(s.meta.task, "charlm"))
+            heads_bad_input("%s is a charlm model: give the text to evaluate on with --data FILE",
+                      o->model);
+        if (!is_toy_model(c))
+            heads_bad_input("%s does not fit the toy task (it wants vocabulary %d in, %d out and %d "
+                      "positions; the model has %d, %d, %d); for a text model give --data FILE",
+                      o->model, HL_TOY_VOCAB + 1, HL_TOY_VOCAB, HL_TOY_T, c->vocab_in,
+                      c->vocab_out, c->n_ctx);
+        s.toy = true;
+        s.set = toy_set(o, &err);
+        snprintf(s.what, sizeof s.what, "%d toy sequences from seed %d%s", o->sequences, o->seed,
+                 o->seed == HL_TOY_HELDOUT_SEED && o->sequences == HL_TOY_HELDOUT_SEQUENCES ? " (toy_heads' held-out set)" : "");
+    }
+    if (!s.set) {
+        fprintf(stderr, "heads: %s\n", err.message[0] ? err.message : "out of memory");
+        exit(1);
+    }
+    return s;
+}
+
+void heads_close_study(study *s)
+{
+    hl_gpt_free(s->m);
+    hl_eval_set_free(s->set);
+    free(s->text);
+}
+
+int heads_total(const hl_gpt *m)
+{
+    int n = 0;
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        n += hl_gpt_layer_heads(&m->cfg, l);
+    return n;
+}
+
+/* "L1H3": layer and original head index of current head h of layer l. */
+const char *heads_name(const study *s, int l, int h, char buf[24])
+{
+    snprintf(buf, 24, "L%dH%d", l, hl_head_original(&s->meta.pruned, s->m->cfg.n_heads, l, h));
+    return buf;
+}
+
+/* --heads "1.3,0.2" (original indices) -> the current heads; exits 2 on a bad list. */
+hl_head_set heads_parse_list(const study *s, const char *list)
+{
+    hl_head_set set = {0};
+    const hl_gpt_config *c = &s->m->cfg;
+    const char *p = list;
+    int n = 0;
+    while (*p) {
+        char *end;
+        long l = strtol(p, &end, 10), h = -1;
+        bool ok = end != p && *end == '.';
+        if (ok) {
+            const char *q = end + 1;
+            h = strtol(q, &end, 10);
+            ok = end != q && (*end == ',' || *end == '\0');
+        }
+        if (!ok)
+            heads_bad_input("--heads wants layer.head pairs separated by commas (e.g. 1.3,0.2), not "
+                      "\"%s\"", list);
+        if (l < 0 || l >= c->n_layers)
+            heads_bad_input("head %ld.%ld is out of range: the model has layers 0..%d", l, h,
+                      c->n_layers - 1);
+        if (h < 0 || h >= c->n_heads)
+            heads_bad_input("head %ld.%ld is out of range: layer %ld has heads 0..%d", l, h, l,
+                      c->n_heads - 1);
+        int current = hl_head_current(&s->meta.pruned, c->n_heads, (int)l, (int)h);
+        if (current < 0)
+            heads_bad_input("head %ld.%ld was pruned from this model", l, h);
+        set.on[l][current] = true;
+        p = *end ? end + 1 : end;
+        n++;
+        if (*end && !*p)
+            heads_bad_input("--heads \"%s\" ends with a comma", list);
+    }
+    if (!n)
+        heads_bad_input("--heads names no head");
+    return set;
+}
+
+void heads_print_model(const study *s, const char *path)
+{
+    char pruned[1024] = "";
+    if (hl_head_set_count(&s->meta.pruned))
+        hl_pruned_heads_format(&s->meta.pruned, &s->m->cfg, pruned, sizeof pruned);
+    printf("model %s: %s, %d layers x %d heads%s%s%s, %zu parameters\nevaluation: %s\n", path,
+           s->meta.task[0] ? s->meta.task : "no task recorded", s->m->cfg.n_layers,
+           s->m->cfg.n_heads, pruned[0] ? " (pruned: " : "", pruned, pruned[0] ? ")" : "",
+           hl_params_n_values(s->m->params), s->what);
+}
+
+void heads_print_result(const hl_eval_set *set, const char *what, const hl_eval_result *r)
+{
+    printf("%s:", what);
+    for (int k = 0; k < set->n_groups; k++)
+        printf("%s %s loss %.4f, accuracy %.4f", k ? ";" : "", set->group_names[k], r->loss[k],
+               r->accuracy[k]);
+    printf("\n");
+}
+

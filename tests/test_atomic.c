@@ -1,0 +1,167 @@
+/* Tests for io/atomic.c: a file is written whole or not at all, a failed
+ * write leaves the old file and no temporary file, and temporary files of
+ * dead processes are cleaned up. */
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "io/atomic.h"
+#include "tests/testutil.h"
+
+static char dir[64];
+
+static void make_dir(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/hl_atomic_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void remove_dir(void)
+{
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf %s", dir);
+    ck_assert_int_eq(system(command), 0);
+}
+
+static const char *in_dir(const char *name, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s/%s", dir, name);
+    return buf;
+}
+
+static void expect_contents(const char *path, const char *want)
+{
+    size_t size;
+    unsigned char *got = hl_read_file(path, &size);
+    ck_assert_msg(got, "cannot read %s", path);
+    ck_assert_uint_eq(size, strlen(want));
+    ck_assert(!memcmp(got, want, size));
+    free(got);
+}
+
+/* Files in dir (the target and any temporary file). */
+static int count_files(void)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+START_TEST(test_atomic_commit_and_abort)
+{
+    make_dir();
+    char path[128];
+    in_dir("out.csv", path, sizeof path);
+    hl_error err = {0};
+    ck_assert_int_eq(hl_atomic_write(path, "old\n", 4, &err), HL_OK);
+    hl_atomic_file f;
+    ck_assert_int_eq(hl_atomic_begin(&f, path, &err), HL_OK);
+    fprintf(f.f, "new contents\n");
+    expect_contents(path, "old\n"); /* nothing changes before the commit */
+    ck_assert_int_eq(count_files(), 2);
+    ck_assert_int_eq(hl_atomic_commit(&f, &err), HL_OK);
+    expect_contents(path, "new contents\n");
+    ck_assert_int_eq(hl_atomic_begin(&f, path, &err), HL_OK);
+    fprintf(f.f, "abandoned\n");
+    hl_atomic_abort(&f);
+    expect_contents(path, "new contents\n");
+    ck_assert_int_eq(count_files(), 1);
+    remove_dir();
+}
+END_TEST
+
+START_TEST(test_atomic_unwritable)
+{
+    make_dir();
+    char file[128], path[160];
+    in_dir("plain", file, sizeof file);
+    hl_error err = {0};
+    ck_assert_int_eq(hl_atomic_write(file, "x", 1, &err), HL_OK);
+    /* A path through a regular file cannot be created. */
+    snprintf(path, sizeof path, "%s/inside.csv", file);
+    ck_assert_int_eq(hl_atomic_write(path, "y", 1, &err), HL_ERR_IO);
+    ck_assert_ptr_nonnull(strstr(err.message, path));
+    expect_contents(file, "x");
+    remove_dir();
+}
+END_TEST
+
+/* In a child with a file-size limit of 1 KiB and SIGXFSZ ignored (as the
+ * programs set it), writing 64 KiB fails as an error. */
+static int write_past_limit(const char *path)
+{
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit limit = {1024, 1024};
+    if (setrlimit(RLIMIT_FSIZE, &limit))
+        return 3;
+    static char big[65536];
+    memset(big, 'z', sizeof big);
+    hl_error err = {0};
+    hl_status s = hl_atomic_write(path, big, sizeof big, &err);
+    return s == HL_ERR_IO && strstr(err.message, path) ? 0 : 4;
+}
+
+START_TEST(test_atomic_file_size_limit)
+{
+    make_dir();
+    char path[128];
+    in_dir("model.safetensors", path, sizeof path);
+    hl_error err = {0};
+    ck_assert_int_eq(hl_atomic_write(path, "previous", 8, &err), HL_OK);
+    fflush(NULL);
+    pid_t child = fork();
+    if (child == 0)
+        _exit(write_past_limit(path));
+    int status;
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+    expect_contents(path, "previous");
+    ck_assert_int_eq(count_files(), 1); /* no temporary file left */
+    remove_dir();
+}
+END_TEST
+
+START_TEST(test_atomic_removes_stale_temporaries)
+{
+    make_dir();
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    ck_assert_int_eq(waitpid(dead, NULL, 0), dead);
+    char path[128], stale[192], live[192], other[192];
+    in_dir("checkpoint.safetensors", path, sizeof path);
+    snprintf(stale, sizeof stale, "%s.tmp.%ld.0", path, (long)dead);
+    snprintf(live, sizeof live, "%s.tmp.1.0", path); /* pid 1 is alive */
+    snprintf(other, sizeof other, "%s/other.tmp.%ld.0", dir, (long)dead);
+    hl_error err = {0};
+    ck_assert_int_eq(hl_atomic_write(stale, "s", 1, &err), HL_OK);
+    ck_assert_int_eq(hl_atomic_write(live, "l", 1, &err), HL_OK);
+    ck_assert_int_eq(hl_atomic_write(other, "o", 1, &err), HL_OK);
+    ck_assert_int_eq(hl_atomic_write(path, "new", 3, &err), HL_OK);
+    ck_assert_int_eq(access(stale, F_OK), -1);
+    ck_assert_int_eq(access(live, F_OK), 0);
+    ck_assert_int_eq(access(other, F_OK), 0); /* another file's temporaries are not ours */
+    expect_contents(path, "new");
+    remove_dir();
+}
+END_TEST
+
+Suite *atomic_suite(void)
+{
+    Suite *s = suite_create("atomic");
+    TCase *tc = tcase_create("atomic");
+    tcase_add_test(tc, test_atomic_commit_and_abort);
+    tcase_add_test(tc, test_atomic_unwritable);
+    tcase_add_test(tc, test_atomic_file_size_limit);
+    tcase_add_test(tc, test_atomic_removes_stale_temporaries);
+    suite_add_tcase(s, tc);
+    return s;
+}
