@@ -250,7 +250,7 @@ hl_status hl_maps_write(const char *dir, const hl_gpt *m, const hl_tensor *maps,
     snprintf(path, sizeof path, "%s/maps_grid.png", dir);
     hl_heatmap_opts opts = {.labels = p.label_ptr, .row_labels = p.token_ptr,
                             .col_labels = p.token_ptr, .columns = m->cfg.n_heads,
-                            .title = "attention of every head (rows: queries, columns: keys)"};
+                            .title = "attention (rows: queries, columns: keys)"};
     if (s == HL_OK)
         s = hl_heatmap_write(grid, path, &opts, err);
     hl_tensor_free(grid);
