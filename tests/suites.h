@@ -39,6 +39,8 @@
     X(heads)              \
     X(linalg)             \
     X(detectors)          \
+    X(composition)        \
+    X(head_report)        \
     X(cli)                \
     X(examples)
 
