@@ -3,8 +3,7 @@
 #   make            the library (build/libheadlab.a) and the example programs
 #   make demo       installs missing packages, builds, runs the main example
 #   make test       the layering check, then the Check suite: float and double builds,
-#                   (installs chromium for the head report test when missing)
-#                   1 and 2 OpenMP threads
+#                   1 and 2 OpenMP threads (installs chromium for the report test)
 #   make asan       the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench      times headlab against OpenBLAS and PyTorch when installed (optional:
 #                   apt-get install libopenblas0 python3-torch); a table and bench.csv.
