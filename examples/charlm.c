@@ -57,7 +57,8 @@ static void usage(FILE *f)
         "  --sample N           bytes to sample at the end (400)\n"
         "  --temperature X      sampling temperature (0.8) --prompt TEXT   sampling prompt\n"
         "  --threads N          OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
-        "Exit status: 0 done, 1 training failed (e.g. non-finite loss), 2 bad input.\n");
+        "Exit status: 0 done, 1 training failed (e.g. non-finite loss), 2 bad input or a\n"
+            "file that cannot be written (the previous file is kept).\n");
 }
 
 static options parse_options(int argc, char **argv)
@@ -244,7 +245,9 @@ static hl_status record(run *r, int64_t step, double train_loss, double norm,
         return err->status;
     fprintf(r->log, "%lld,%.6f,%.6f,%.6g,%.4f,%.2f\n", (long long)step, train_loss, val.loss[0],
             r->o.lr * hl_lr_scale(sched, step), norm, hl_seconds() - t0);
-    fflush(r->log);
+    if (fflush(r->log) != 0 || ferror(r->log))
+        return hl_error_set(err, HL_ERR_IO, "cannot write %s/train.csv: %s", r->o.out,
+                            strerror(errno));
     if (isnan(train_loss)) /* nothing trained yet in this run */
         printf("step %lld: validation loss %.4f\n", (long long)step, val.loss[0]);
     else
@@ -289,7 +292,7 @@ static void train(run *r)
         if (r->lead)
             fprintf(stderr, "charlm: %s; the last checkpoint keeps the last good state\n",
                     err.message);
-        hl_dist_abort(1);
+        hl_dist_abort(err.status == HL_ERR_IO ? 2 : 1);
     }
 }
 

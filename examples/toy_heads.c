@@ -26,7 +26,7 @@
 #define BATCH 32
 
 typedef struct {
-    int seed, steps, threads, eval_every;
+    int seed, steps, threads, eval_every, heldout;
     bool check_sync, no_report;
     const char *out, *resume;
 } options;
@@ -35,7 +35,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: toy_heads [--seed N] [--steps N] [--threads N] [--out DIR]\n"
-            "                 [--eval-every N] [--resume CHECKPOINT] [--check-sync] [--no-report]\n"
+            "                 [--eval-every N] [--heldout N] [--resume CHECKPOINT]\n"
+            "                 [--check-sync] [--no-report]\n"
             "Trains the toy head-specialisation model of TOYTASK.md (2 layers x 4 heads,\n"
             "attention only) and writes scores.csv, train.csv, attention PNGs and\n"
             "model.safetensors into DIR (default out/toy_heads).\n"
@@ -43,6 +44,7 @@ static void usage(FILE *f)
             "  --steps N       training steps (default 3000)\n"
             "  --threads N     OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
             "  --eval-every N  held-out evaluation interval (default 100)\n"
+            "  --heldout N     held-out sequences (default 1000, seed 1000003)\n"
             "  --resume FILE   continue from a checkpoint.safetensors of an earlier run\n"
             "                  (--steps is the new total)\n"
             "  --no-report     skip the head report (DIR/report/report.html: detectors,\n"
@@ -51,17 +53,20 @@ static void usage(FILE *f)
             "                  parameters (a hash compared across ranks)\n"
             "Under mpirun (a `make MPI=1` build) each rank trains on its slice of every\n"
             "batch and the gradients are summed over the ranks; rank 0 writes the files.\n"
-            "Exit status: 0 done, 1 training failed (e.g. non-finite loss), 2 bad input.\n");
+            "Exit status: 0 done, 1 training failed (e.g. non-finite loss), 2 bad input or a\n"
+            "file that cannot be written (the previous file is kept).\n");
 }
 
 static options parse_options(int argc, char **argv)
 {
-    options o = {.seed = 0, .steps = 3000, .eval_every = 100, .out = "out/toy_heads"};
+    options o = {.seed = 0, .steps = 3000, .eval_every = 100, .heldout = HL_TOY_HELDOUT_SEQUENCES,
+                 .out = "out/toy_heads"};
     const hl_opt opts[] = {
         HL_OPTION_INT("seed", &o.seed, 0, 1 << 30),
         HL_OPTION_INT("steps", &o.steps, 0, 1e8),
         HL_OPTION_INT("threads", &o.threads, 1, 1024),
         HL_OPTION_INT("eval-every", &o.eval_every, 1, 1e8),
+        HL_OPTION_INT("heldout", &o.heldout, 1, 100000),
         HL_OPTION_FLAG("check-sync", &o.check_sync),
         HL_OPTION_FLAG("no-report", &o.no_report),
         HL_OPTION_TEXT("out", &o.out),
@@ -86,9 +91,9 @@ static void heldout_free(heldout_set *h)
     hl_eval_set_free(h->set);
 }
 
-static hl_status heldout_make(heldout_set *h, hl_error *err)
+static hl_status heldout_make(heldout_set *h, int n, hl_error *err)
 {
-    *h = (heldout_set){hl_toy_batch_new(HL_TOY_HELDOUT_SEQUENCES), NULL, 0};
+    *h = (heldout_set){hl_toy_batch_new(n), NULL, 0};
     if (!h->seqs)
         return hl_error_set(err, HL_ERR_NOMEM, "out of memory");
     hl_rng rng;
@@ -231,10 +236,10 @@ static hl_status write_scores(const char *dir, const evaluation *e, const double
     return hl_atomic_commit(&f, err);
 }
 
-static void print_table(const evaluation *e, const double *deltas)
+static void print_table(const evaluation *e, const double *deltas, int sequences)
 {
-    printf("\nheld-out (%d sequences): scored loss %.4f, accuracy %.4f\n",
-           HL_TOY_HELDOUT_SEQUENCES, e->result.loss[0], e->result.accuracy[0]);
+    printf("\nheld-out (%d sequences): scored loss %.4f, accuracy %.4f\n", sequences,
+           e->result.loss[0], e->result.accuracy[0]);
     printf("head   previous  two_back  induction  first  entropy  ablation_delta  role\n");
     for (int l = 0; l < e->L; l++)
         for (int h = 0; h < e->H; h++) {
@@ -420,9 +425,11 @@ static hl_status record(run *r, int64_t step, double train_loss, double t0, hl_e
     }
     fprintf(r->log, "%lld,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.3f\n", (long long)step, train_loss,
             e.result.loss[0], e.result.accuracy[0], best[0], best[1], best[2], hl_seconds() - t0);
-    fflush(r->log);
     hl_status s = HL_OK;
-    if (is_snapshot_step(step))
+    if (fflush(r->log) != 0 || ferror(r->log))
+        s = hl_error_set(err, HL_ERR_IO, "cannot write %s/train.csv: %s", r->o.out,
+                         strerror(errno));
+    if (s == HL_OK && is_snapshot_step(step))
         s = write_grid_step(r->o.out, &r->heldout, &e, (int)step, err);
     if (s == HL_OK && step > 0)
         s = save_model(r, "checkpoint.safetensors", true, step, err);
@@ -463,7 +470,7 @@ static void train(run *r)
         if (r->lead)
             fprintf(stderr, "toy_heads: %s; the last checkpoint keeps the last good state\n",
                     err.message);
-        hl_dist_abort(1);
+        hl_dist_abort(err.status == HL_ERR_IO ? 2 : 1);
     }
 }
 
@@ -473,9 +480,9 @@ static void train(run *r)
 static void check_ranks_agree(const options *o)
 {
     char text[512];
-    snprintf(text, sizeof text, "toy_heads seed=%d steps=%d eval_every=%d resume=%s batch=%d "
-             "real=%s", o->seed, o->steps, o->eval_every, o->resume ? o->resume : "-", BATCH,
-             HL_REAL_NAME);
+    snprintf(text, sizeof text, "toy_heads seed=%d steps=%d eval_every=%d heldout=%d resume=%s "
+             "batch=%d real=%s", o->seed, o->steps, o->eval_every, o->heldout,
+             o->resume ? o->resume : "-", BATCH, HL_REAL_NAME);
     hl_error err = {0};
     if (hl_dist_check_same(text, &err) != HL_OK) {
         if (hl_dist_rank() == 0)
@@ -542,7 +549,7 @@ static void setup(run *r, const options *o)
     r->opt = r->m ? hl_optim_new(r->m->params, &adamw, &err) : NULL;
     r->batch = hl_toy_batch_new(BATCH);
     r->g = hl_graph_new(0);
-    if (!r->opt || !r->batch || !r->g || heldout_make(&r->heldout, &err) != HL_OK) {
+    if (!r->opt || !r->batch || !r->g || heldout_make(&r->heldout, o->heldout, &err) != HL_OK) {
         fprintf(stderr, "toy_heads: %s\n", err.message[0] ? err.message : "out of memory");
         hl_dist_abort(1);
     }
@@ -565,12 +572,12 @@ static void report(run *r)
         fprintf(stderr, "toy_heads: %s\n", err.message[0] ? err.message : "out of memory");
         hl_dist_abort(1);
     }
-    print_table(&e, deltas);
+    print_table(&e, deltas, r->heldout.seqs->B);
     if (write_scores(r->o.out, &e, deltas, &err) != HL_OK ||
         write_pictures(r->o.out, &r->heldout, &e, &err) != HL_OK ||
         save_model(r, "model.safetensors", false, r->o.steps, &err) != HL_OK) {
         fprintf(stderr, "toy_heads: %s\n", err.message);
-        hl_dist_abort(1);
+        hl_dist_abort(err.status == HL_ERR_IO ? 2 : 1);
     }
     evaluation_free(&e);
     free(deltas);

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,8 +33,26 @@ static void dir_of(const char *path, char *buf, size_t size)
         snprintf(buf, size, "%.*s", (int)(slash - path), path);
 }
 
+/* True when process pid has ended: it does not exist, or it is a zombie
+ * (killed, and not yet reaped by a parent that may never do so). */
+static bool process_ended(long pid)
+{
+    if (kill((pid_t)pid, 0) != 0)
+        return errno == ESRCH;
+    char path[64], stat[256];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    const char *state = strrchr(stat, ')'); /* after "pid (name)" */
+    return state && state[1] == ' ' && state[2] == 'Z';
+}
+
 /* Removes "<base>.tmp.<pid>.*" (and the older "<base>.tmp.<pid>") beside path
- * when process pid no longer exists. Best effort: errors are ignored. */
+ * when process pid has ended. Best effort: errors are ignored. */
 static void remove_stale(const char *path)
 {
     char dir[4096];
@@ -49,7 +68,7 @@ static void remove_stale(const char *path)
         char *end;
         long pid = strtol(e->d_name + base_len + 5, &end, 10);
         if (end == e->d_name + base_len + 5 || (*end && *end != '.') || pid <= 0 ||
-            pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            pid == (long)getpid() || !process_ended(pid))
             continue;
         char stale[8192];
         snprintf(stale, sizeof stale, "%s/%s", dir, e->d_name);

@@ -42,6 +42,7 @@
     X(composition)        \
     X(head_report)        \
     X(cli)                \
+    X(faults)             \
     X(examples)
 
 #endif

@@ -1,0 +1,283 @@
+/* Fault tests of the training programs (toy_heads, charlm): a run killed with
+ * SIGKILL at random moments always leaves a checkpoint that loads, and
+ * resuming from it reaches bitwise the weights of an uninterrupted run; a
+ * write past a file-size limit fails with a message naming the file, exit
+ * status 2, the previous file intact and no temporary file left. */
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/testutil.h"
+
+#define KILLS 20
+
+static char work[64];
+
+static void make_work_dir(void)
+{
+    snprintf(work, sizeof work, "/tmp/hl_faults_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(work));
+}
+
+static void remove_work_dir(void)
+{
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf %s", work);
+    ck_assert_int_eq(system(command), 0);
+}
+
+static void run_ok(const char *command)
+{
+    char out[8192];
+    int rc = tu_run(command, out, sizeof out);
+    ck_assert_msg(rc == 0, "%s exited %d: %s", command, rc, out);
+}
+
+/* Starts `command` under sh, kills its process group with SIGKILL after
+ * `delay` seconds unless it ended first; true when it was killed. */
+static bool run_and_kill(const char *command, double delay)
+{
+    fflush(NULL);
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        setpgid(0, 0);
+        char exec_command[1100];
+        snprintf(exec_command, sizeof exec_command, "exec %s", command);
+        execl("/bin/sh", "sh", "-c", exec_command, (char *)NULL);
+        _exit(127);
+    }
+    setpgid(child, child);
+    struct timespec pause = {(time_t)delay, (long)((delay - (time_t)delay) * 1e9)};
+    nanosleep(&pause, NULL);
+    bool killed = kill(-child, SIGKILL) == 0;
+    int status;
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    return killed && WIFSIGNALED(status);
+}
+
+static bool same_bytes(const char *a, const char *b)
+{
+    size_t na, nb;
+    unsigned char *x = hl_read_file(a, &na), *y = hl_read_file(b, &nb);
+    bool same = x && y && na == nb && !memcmp(x, y, na);
+    free(x);
+    free(y);
+    return same;
+}
+
+/* No "*.tmp.*" file in dir. */
+static void expect_no_temporaries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e; (e = readdir(d));)
+        ck_assert_msg(!strstr(e->d_name, ".tmp."), "%s/%s left behind", dir, e->d_name);
+    closedir(d);
+}
+
+/* The checkpoint in dir loads (weights, optimizer state, step), or there is
+ * none yet; true when there is one. */
+static bool checkpoint_loads(const char *dir)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
+    if (access(path, F_OK) != 0)
+        return false;
+    hl_error err = {0};
+    hl_gpt *m = hl_gpt_load(path, &err);
+    ck_assert_msg(m, "a killed run left %s unloadable: %s", path, err.message);
+    const hl_optim_config adamw = {.kind = HL_OPTIM_ADAMW, .lr = 1e-3, .beta1 = 0.9,
+                                   .beta2 = 0.99, .eps = 1e-8};
+    hl_optim *opt = hl_optim_new(m->params, &adamw, &err);
+    ck_assert_msg(opt, "%s", err.message);
+    int64_t step = -1;
+    ck_assert_msg(hl_checkpoint_load(path, m->params, opt, &step, NULL, 0, &err) == HL_OK, "%s",
+                  err.message);
+    ck_assert_int_gt(step, 0);
+    hl_optim_free(opt);
+    hl_gpt_free(m);
+    return true;
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Kills `base` (a program and its flags, without --out/--resume) KILLS times
+ * at seeded random moments within an uninterrupted run's time, resumes each
+ * run to the end and compares `result` (a file of the finished run) with the
+ * uninterrupted run's. */
+static void kill_and_resume(const char *base, const char *result, unsigned seed)
+{
+    char command[1024], dir[128], want[192], got[192];
+    snprintf(command, sizeof command, "%s --out %s/straight >/dev/null 2>&1", base, work);
+    double t0 = now();
+    run_ok(command);
+    const double seconds = now() - t0;
+    snprintf(want, sizeof want, "%s/straight/%s", work, result);
+    int killed = 0, resumed = 0;
+    srand(seed);
+    for (int k = 0; k < KILLS; k++) {
+        snprintf(dir, sizeof dir, "%s/run%d", work, k);
+        snprintf(command, sizeof command, "%s --out %s >/dev/null 2>&1", base, dir);
+        killed += run_and_kill(command, seconds * rand() / RAND_MAX);
+        bool has_checkpoint = checkpoint_loads(dir);
+        if (has_checkpoint)
+            snprintf(command, sizeof command,
+                     "%s --out %s --resume %s/checkpoint.safetensors >/dev/null 2>&1", base, dir,
+                     dir);
+        int rc = system(command);
+        /* A kill after the final checkpoint leaves nothing to train: exit 2. */
+        ck_assert_msg(WIFEXITED(rc) && (WEXITSTATUS(rc) == 0 || WEXITSTATUS(rc) == 2),
+                      "run %d: %s exited %d", k, command, rc);
+        if (WEXITSTATUS(rc) == 2)
+            continue;
+        resumed += has_checkpoint;
+        snprintf(got, sizeof got, "%s/%s", dir, result);
+        ck_assert_msg(same_bytes(want, got), "run %d (killed, then %s): %s differs from %s", k,
+                      has_checkpoint ? "resumed" : "restarted", got, want);
+        expect_no_temporaries(dir);
+    }
+    /* The test means something only if runs were really cut short and resumed. */
+    ck_assert_msg(killed >= KILLS / 2 && resumed >= KILLS / 4, "%d killed, %d resumed", killed,
+                  resumed);
+}
+
+START_TEST(test_toy_heads_killed)
+{
+    make_work_dir();
+    kill_and_resume(HL_BUILD_DIR "/toy_heads --steps 60 --eval-every 5 --heldout 40 --threads 1",
+                    "model.safetensors", 1);
+    remove_work_dir();
+}
+END_TEST
+
+START_TEST(test_charlm_killed)
+{
+    make_work_dir();
+    char text[128], base[512];
+    snprintf(text, sizeof text, "%s/text.txt", work);
+    FILE *f = fopen(text, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 300; i++)
+        fprintf(f, "a killed run resumes where it stopped %d.\n", i % 7);
+    fclose(f);
+    snprintf(base, sizeof base,
+             HL_BUILD_DIR "/charlm --data %s --ctx 16 --d-model 16 --heads 2 --layers 1 "
+                          "--batch 4 --steps 60 --eval-every 5 --sample 0 --threads 1",
+             text);
+    kill_and_resume(base, "checkpoint.safetensors", 2);
+    remove_work_dir();
+}
+END_TEST
+
+/* With a file-size limit of `blocks` 512-byte blocks the run fails with exit
+ * status 2 and a message naming a file in dir; no temporary file is left and
+ * the model written before is intact. */
+static void expect_write_failure(const char *program_and_flags, const char *dir, int blocks)
+{
+    char command[1024], out[8192], model[192], saved[192];
+    snprintf(model, sizeof model, "%s/model.safetensors", dir);
+    snprintf(saved, sizeof saved, "%s/saved.safetensors", work);
+    snprintf(command, sizeof command, "cp %s %s", model, saved);
+    ck_assert_int_eq(system(command), 0);
+    snprintf(command, sizeof command, "ulimit -f %d; %s --out %s", blocks, program_and_flags,
+             dir);
+    int rc = tu_run(command, out, sizeof out);
+    ck_assert_msg(rc == 2, "%s: exit %d: %s", command, rc, out);
+    ck_assert_msg(strstr(out, "cannot write") && strstr(out, dir), "%s: %s", command, out);
+    expect_no_temporaries(dir);
+    ck_assert_msg(same_bytes(model, saved), "%s changed", model);
+}
+
+START_TEST(test_toy_heads_file_size_limit)
+{
+    make_work_dir();
+    char command[512], dir[128];
+    snprintf(dir, sizeof dir, "%s/toy", work);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/toy_heads --steps 10 --eval-every 5 --heldout 40 --out %s >/dev/null",
+             dir);
+    run_ok(command);
+    /* 64 KiB: train.csv and the PNGs fit, a checkpoint (~450 KB) does not. */
+    expect_write_failure(HL_BUILD_DIR "/toy_heads --steps 10 --eval-every 5 --heldout 40", dir,
+                         128);
+    remove_work_dir();
+}
+END_TEST
+
+/* A checkpoint whose weights hold a NaN: training stops at the first step
+ * with exit status 1, naming the step and the first op that went bad, and
+ * the checkpoint (the last good state) is kept. */
+START_TEST(test_charlm_non_finite_weight)
+{
+    make_work_dir();
+    char text[128], ckpt[128], copy[128], command[1024], out[8192];
+    snprintf(text, sizeof text, "%s/text.txt", work);
+    FILE *f = fopen(text, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 200; i++)
+        fprintf(f, "non-finite weights stop the run %d.\n", i % 5);
+    fclose(f);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s --ctx 16 --d-model 16 --heads 2 --layers 1 "
+                          "--batch 4 --steps 10 --eval-every 5 --sample 0 --out %s >/dev/null",
+             text, work);
+    run_ok(command);
+    /* Poison one weight of the checkpoint, keeping everything else. */
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoint.safetensors", work);
+    hl_error err = {0};
+    hl_gpt *m = hl_gpt_load(ckpt, &err);
+    ck_assert_msg(m, "%s", err.message);
+    const hl_optim_config adamw = {.kind = HL_OPTIM_ADAMW, .lr = 1e-3, .beta1 = 0.9,
+                                   .beta2 = 0.99, .eps = 1e-8};
+    hl_optim *opt = hl_optim_new(m->params, &adamw, &err);
+    ck_assert_msg(opt, "%s", err.message);
+    hl_rng data, dropout;
+    hl_checkpoint_rng rngs[] = {{"data", &data}, {"dropout", &dropout}};
+    int64_t step;
+    ck_assert_int_eq(hl_checkpoint_load(ckpt, m->params, opt, &step, rngs, 2, &err), HL_OK);
+    m->blocks[0].fc_w->data[3] = (hl_real)NAN;
+    char config[512];
+    hl_gpt_config_format(&m->cfg, config, sizeof config);
+    hl_checkpoint_meta meta[] = {{"config", config}, {"task", "charlm"}};
+    ck_assert_int_eq(hl_checkpoint_save(ckpt, m->params, opt, step, rngs, 2, meta, 2, &err),
+                     HL_OK);
+    snprintf(copy, sizeof copy, "%s/poisoned.safetensors", work);
+    snprintf(command, sizeof command, "cp %s %s", ckpt, copy);
+    ck_assert_int_eq(system(command), 0);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s --steps 20 --eval-every 5 --sample 0 --out %s "
+                          "--resume %s",
+             text, work, ckpt);
+    int rc = tu_run(command, out, sizeof out);
+    ck_assert_msg(rc == 1, "exit %d: %s", rc, out);
+    ck_assert_msg(strstr(out, "step 10: the loss is nan") && strstr(out, "linear"), "%s", out);
+    ck_assert_msg(same_bytes(ckpt, copy), "the checkpoint was overwritten");
+    hl_optim_free(opt);
+    hl_gpt_free(m);
+    remove_work_dir();
+}
+END_TEST
+
+Suite *faults_suite(void)
+{
+    Suite *s = suite_create("faults");
+    TCase *tc = tcase_create("faults");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_toy_heads_killed);
+    tcase_add_test(tc, test_charlm_killed);
+    tcase_add_test(tc, test_toy_heads_file_size_limit);
+    tcase_add_test(tc, test_charlm_non_finite_weight);
+    suite_add_tcase(s, tc);
+    return s;
+}
