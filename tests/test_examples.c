@@ -121,7 +121,8 @@ START_TEST(test_toy_heads_short_run)
     expect_failure(HL_BUILD_DIR "/toy_heads --steps -3", 2, "--steps");
     expect_failure(HL_BUILD_DIR "/toy_heads --frobnicate", 2, "unknown");
     snprintf(command, sizeof command,
-             HL_BUILD_DIR "/toy_heads --steps 20 --eval-every 10 --out %s/toy", temp_dir);
+             HL_BUILD_DIR "/toy_heads --steps 20 --eval-every 10 --heldout 200 --out %s/toy",
+             temp_dir);
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
     const char *files[] = {"scores.csv", "train.csv", "grid.png", "grid_mean.png",
                            "grid_step0.png", "attn_L0H0.png", "attn_L1H3.png",
