@@ -155,7 +155,8 @@ static void kill_and_resume(const char *base, const char *result, unsigned seed)
 START_TEST(test_toy_heads_killed)
 {
     make_work_dir();
-    kill_and_resume(HL_BUILD_DIR "/toy_heads --steps 60 --eval-every 5 --heldout 40 --threads 1",
+    kill_and_resume(HL_BUILD_DIR "/toy_heads --steps 60 --eval-every 5 --heldout 40 --threads 1 "
+                                 "--no-report",
                     "model.safetensors", 1);
     remove_work_dir();
 }
@@ -173,7 +174,8 @@ START_TEST(test_charlm_killed)
     fclose(f);
     snprintf(base, sizeof base,
              HL_BUILD_DIR "/charlm --data %s --ctx 16 --d-model 16 --heads 2 --layers 1 "
-                          "--batch 4 --steps 60 --eval-every 5 --sample 0 --threads 1",
+                          "--batch 4 --steps 60 --eval-every 5 --sample 0 --threads 1 "
+                          "--no-report",
              text);
     kill_and_resume(base, "checkpoint.safetensors", 2);
     remove_work_dir();
