@@ -5,6 +5,7 @@
 #   make test       the layering check, then the Check suite: float and double builds,
 #                   1 and 2 OpenMP threads (installs chromium for the report test)
 #   make asan       the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make fuzz       libFuzzer on the file readers (tests/fuzz/), FUZZ_SECONDS per harness
 #   make bench      times headlab against OpenBLAS and PyTorch when installed (optional:
 #                   apt-get install libopenblas0 python3-torch); a table and bench.csv.
 #                   BENCH_ARGS=--quick for a smoke run, BENCH_ARGS=--help for the rest
@@ -60,10 +61,10 @@ EXAMPLES := $(patsubst examples/%.c,$(BUILD)/%,$(wildcard examples/*.c)) \
             $(PROGRAM_DIRS:%=$(BUILD)/%)
 # What the programs share (the option parser), linked into each of them.
 CLI_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard examples/common/*.c))
-TEST_SRC := $(wildcard tests/*.c)
+TEST_SRC := $(wildcard tests/*.c) tests/fuzz/fuzz_entry.c
 TEST_BIN := $(BUILD)/test_headlab
 
-.PHONY: all lib examples demo test test-one asan bench deps test-deps clean
+.PHONY: all lib examples demo test test-one asan fuzz bench deps test-deps clean
 all: lib examples
 lib: $(LIB)
 examples: $(EXAMPLES)
@@ -91,7 +92,7 @@ $(BUILD)/bench: $(BENCH_SRC) $(wildcard bench/*.h) $(LIB)
 	$(CC) $(CFLAGS) $(BENCH_SRC) $(LIB) $(LDLIBS) -ldl -o $@
 
 # The examples suite runs the programs of the same build.
-$(TEST_BIN): $(TEST_SRC) $(wildcard tests/*.h) $(CLI_OBJ) $(LIB) $(EXAMPLES)
+$(TEST_BIN): $(TEST_SRC) $(wildcard tests/*.h tests/fuzz/*.h) $(CLI_OBJ) $(LIB) $(EXAMPLES)
 	$(CC) $(CFLAGS) -DHL_BUILD_DIR='"$(BUILD)"' $(TEST_SRC) $(CLI_OBJ) $(LIB) $(CHECK_LIBS) $(LDLIBS) -o $@
 
 deps:
@@ -133,6 +134,23 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 asan: test-deps
 	@$(MAKE) --no-print-directory test-one REAL=float BUILD=build/asan OPT="-O1 -g" SAN="$(SAN_FLAGS)"
 	@$(MAKE) --no-print-directory test-one REAL=double BUILD=build/asan-double OPT="-O1 -g" SAN="$(SAN_FLAGS)"
+
+# libFuzzer (Debian's clang 14 and its runtime, libclang-rt-14-dev): one program
+# per harness of tests/fuzz/, each run FUZZ_SECONDS (default 60) from the seed
+# corpus; crashes land in build/fuzz/crashes/<harness>/ (tools/fuzz.sh).
+FUZZ_SECONDS ?= 60
+FUZZ_HARNESSES := safetensors checkpoint gpt cli
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_PROGS := $(FUZZ_HARNESSES:%=build/fuzz/fuzz_%)
+fuzz:
+	@tools/deps.sh clang libclang-rt-14-dev
+	@$(MAKE) --no-print-directory CC=clang BUILD=build/fuzz NO_OMP=1 OPT="-O1 -g" \
+	    SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" $(FUZZ_PROGS)
+	tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_HARNESSES)
+
+build/fuzz/fuzz_%: tests/fuzz/fuzz_main.c tests/fuzz/fuzz_entry.c tests/fuzz/fuzz_entry.h $(CLI_OBJ) $(LIB)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -DHL_FUZZ_TARGET=hl_fuzz_$* tests/fuzz/fuzz_main.c \
+	    tests/fuzz/fuzz_entry.c $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
 
 clean:
 	rm -rf build

@@ -118,6 +118,13 @@ static hl_tensor *build_additive(hl_graph *g, hl_tensor *const *in, void *ctx)
     return hl_softmax(g, hl_mask_additive(g, in[0], ((case_data *)ctx)->mask));
 }
 
+/* Causal, with d->mask as key padding, scale 0.6. */
+static hl_tensor *build_attention(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    hl_attention_masks m = {.causal = true, .key_padding = ((case_data *)ctx)->mask};
+    return hl_attention(g, in[0], in[1], in[2], (hl_real)0.6, &m);
+}
+
 static hl_tensor *build_embedding(hl_graph *g, hl_tensor *const *in, void *ctx)
 {
     return hl_embedding(g, in[0], ((case_data *)ctx)->ids, 2, (int[]){3, 7});
@@ -251,6 +258,21 @@ static hl_status setup_additive(case_data *d, hl_gradcheck_case *c, hl_rng *rng,
     for (int t = 0; t < 5; t++)
         for (int s = t + 4; s < 7; s++)
             m->data[t * 7 + s] = -INFINITY;
+    d->mask = m;
+    return HL_OK;
+}
+
+/* key_is_padding (2,7) for attention: batch 0 hides keys 1 and 6, batch 1
+ * every key (its queries see nothing: zero output, zero gradient). */
+static hl_status setup_attention(case_data *d, hl_gradcheck_case *c, hl_rng *rng, hl_error *err)
+{
+    (void)c;
+    hl_tensor *m = owned_tensor(d, "key_is_padding", 2, (int[]){2, 7}, false, rng, 0, 0, err);
+    if (!m)
+        return err->status;
+    m->data[1] = m->data[6] = 1;
+    for (int s = 7; s < 14; s++)
+        m->data[s] = 1;
     d->mask = m;
     return HL_OK;
 }
@@ -393,6 +415,9 @@ static const case_entry cases[] = {
      .in = {IN_RANGE("scores", 3, -2, 2, 3, 5, 7)}, .setup = setup_blocked},
     {.name = "mask_additive+softmax", .fn = build_additive, .n_inputs = 1,
      .in = {IN_RANGE("scores", 4, -2, 2, 2, 1, 5, 7)}, .setup = setup_additive},
+    {.name = "attention", .fn = build_attention, .n_inputs = 3,
+     .in = {IN("q", 4, 2, 2, 5, 3), IN("k", 4, 2, 2, 7, 3), IN("v", 4, 2, 2, 7, 3)},
+     .setup = setup_attention},
     {.name = "embedding", .fn = build_embedding, .n_inputs = 1, .in = {IN("weight", 2, 17, 3)},
      .setup = setup_embedding},
     {.name = "layernorm", .fn = build_layernorm, .n_inputs = 3,

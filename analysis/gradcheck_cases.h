@@ -13,7 +13,9 @@
  *   softmax; mask_causal+softmax, mask_key_padding+softmax,
  *   mask_blocked+softmax, mask_additive+softmax (a mask puts -inf into the
  *   scores and a loss holding -inf has no finite differences, so each mask
- *   is checked through a softmax); embedding (repeated ids), layernorm, gelu,
+ *   is checked through a softmax); attention (the fused op: q (2,2,5,3),
+ *   k and v (2,2,7,3), causal, key padding hiding a whole batch element);
+ *   embedding (repeated ids), layernorm, gelu,
  *   dropout (p 0.4, the same mask in every evaluation), cross_entropy (with
  *   ignored rows);
  *   mha_self_causal (self-attention, causal, gates away from 1),

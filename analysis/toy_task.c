@@ -100,10 +100,14 @@ hl_eval_set *hl_toy_eval_set(const hl_toy_batch *b, int batch, hl_error *err)
 
 enum { PREV, TWO_BACK, INDUCTION, FIRST, ENTROPY };
 
-void hl_toy_scores_begin(hl_toy_score_sums *s, int H)
+hl_status hl_toy_scores_begin(hl_toy_score_sums *s, int H, hl_error *err)
 {
     memset(s, 0, sizeof *s);
+    if (H < 1 || H > HL_TOY_MAX_HEADS)
+        return hl_error_set(err, HL_ERR_ARG, "toy scores: %d heads per layer; the scorer takes "
+                            "1 to %d (HL_TOY_MAX_HEADS)", H, HL_TOY_MAX_HEADS);
     s->H = H;
+    return HL_OK;
 }
 
 void hl_toy_scores_add(hl_toy_score_sums *s, const hl_toy_batch *b, const hl_tensor *attn)

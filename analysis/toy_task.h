@@ -66,14 +66,18 @@ typedef struct hl_toy_head_scores {
     double entropy;        /* mean -Σ_j A ln A, t >= 1, nats */
 } hl_toy_head_scores;
 
+/* Heads per layer the scorer keeps sums for. */
+#define HL_TOY_MAX_HEADS 64
+
 /* Running sums for the scores of H heads; add batches, then finish. */
 typedef struct hl_toy_score_sums {
     int H;
-    double sums[64][5];
+    double sums[HL_TOY_MAX_HEADS][5];
     double counts[5];
 } hl_toy_score_sums;
 
-void hl_toy_scores_begin(hl_toy_score_sums *s, int H);
+/* HL_ERR_ARG (and a scorer of 0 heads) unless 1 <= H <= HL_TOY_MAX_HEADS. */
+hl_status hl_toy_scores_begin(hl_toy_score_sums *s, int H, hl_error *err);
 /* attn (B,H,T,T) for the batch's sequences. */
 void hl_toy_scores_add(hl_toy_score_sums *s, const hl_toy_batch *b, const hl_tensor *attn);
 void hl_toy_scores_finish(const hl_toy_score_sums *s, hl_toy_head_scores *out /* H */);

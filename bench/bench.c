@@ -45,7 +45,7 @@
  * can share one core for the first few ms until the scheduler spreads them. */
 #define WARMUP_SECONDS 0.03
 
-enum { SECTION_GEMM = 1, SECTION_MHA = 2, SECTION_TOY = 4, SECTION_RSS = 8 };
+enum { SECTION_GEMM = 1, SECTION_MHA = 2, SECTION_TOY = 4, SECTION_RSS = 8, SECTION_LONG = 16 };
 
 typedef struct {
     bool quick;
@@ -56,7 +56,7 @@ typedef struct {
 
 typedef struct {
     options o;
-    bench_plan gemm, mha, toy;
+    bench_plan gemm, mha, toy, long_ctx;
     int attempts;
     double redo_until; /* bench_now() after which rows are not measured again */
     bench_openblas *ob;
@@ -71,6 +71,9 @@ typedef struct {
 static const int mha_configs[][4] = {{8, 64, 128, 4}, {8, 128, 256, 8}, {4, 256, 512, 8},
                                      {1, 1024, 256, 4}};
 #define N_MHA_CONFIGS (int)(sizeof mha_configs / sizeof mha_configs[0])
+/* The long-context row: fwd+bwd causal on the training path only (the
+ * composed path's (1,4,4096,4096) weights alone would be 256 MiB a tensor). */
+static const int long_config[4] = {1, 4096, 256, 4};
 
 /* ---- options ---- */
 
@@ -82,9 +85,11 @@ static void usage(FILE *f)
             "Times headlab's GEMM, multi-head attention and toy training step against\n"
             "OpenBLAS and PyTorch in the same run, prints a table and writes FILE.\n"
             "  --quick              a few sizes and runs: a smoke test of a minute or two\n"
+            "                       (without the long-context rows unless --only names long)\n"
             "  --csv FILE           where the rows go (default bench.csv)\n"
             "  --threads LIST       thread counts, e.g. 1,2 (the default)\n"
-            "  --only LIST          some of gemm,mha,toy,rss (default all)\n"
+            "  --only LIST          some of gemm,mha,toy,rss,long (default all); long: MHA\n"
+            "                       (1,4096,256,4) fwd+bwd causal, its time and peak RSS\n"
             "  --python PATH        the Python with torch (default /usr/bin/python3)\n"
             "  --torch-worker PATH  the PyTorch side (default bench/torch_worker.py)\n"
             "  --openblas LIB       the OpenBLAS to dlopen (default libopenblas.so.0)\n"
@@ -124,7 +129,7 @@ static void parse_sections(options *o, const char *list)
         const char *name;
         unsigned bit;
     } names[] = {{"gemm", SECTION_GEMM}, {"mha", SECTION_MHA}, {"toy", SECTION_TOY},
-                 {"rss", SECTION_RSS}};
+                 {"rss", SECTION_RSS}, {"long", SECTION_LONG}};
     o->sections = 0;
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ",");
@@ -133,12 +138,12 @@ static void parse_sections(options *o, const char *list)
             if (strlen(names[i].name) == n && !strncmp(p, names[i].name, n))
                 bit = names[i].bit;
         if (!bit)
-            bad_option("--only takes some of gemm,mha,toy,rss, got %s", list);
+            bad_option("--only takes some of gemm,mha,toy,rss,long, got %s", list);
         o->sections |= bit;
         p += n + (p[n] == ',');
     }
     if (!o->sections)
-        bad_option("--only takes some of gemm,mha,toy,rss, got \"%s\"", list);
+        bad_option("--only takes some of gemm,mha,toy,rss,long, got \"%s\"", list);
 }
 
 static options parse_options(int argc, char **argv)
@@ -146,7 +151,9 @@ static options parse_options(int argc, char **argv)
     options o = {.csv = "bench.csv", .python = "/usr/bin/python3",
                  .worker = "bench/torch_worker.py", .openblas = "libopenblas.so.0",
                  .threads = {1, 2}, .n_threads = 2,
-                 .sections = SECTION_GEMM | SECTION_MHA | SECTION_TOY | SECTION_RSS};
+                 .sections = SECTION_GEMM | SECTION_MHA | SECTION_TOY | SECTION_RSS |
+                             SECTION_LONG};
+    bool only = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -161,7 +168,7 @@ static options parse_options(int argc, char **argv)
         } else if (!strcmp(a, "--threads")) {
             parse_threads(&o, v), i++;
         } else if (!strcmp(a, "--only")) {
-            parse_sections(&o, v), i++;
+            parse_sections(&o, v), i++, only = true;
         } else if (!strcmp(a, "--python")) {
             o.python = v, i++;
         } else if (!strcmp(a, "--torch-worker")) {
@@ -172,6 +179,9 @@ static options parse_options(int argc, char **argv)
             bad_option("unknown or incomplete option %s", a);
         }
     }
+    /* A long-context call takes about a second: not for a smoke run unless asked. */
+    if (o.quick && !only)
+        o.sections &= ~(unsigned)SECTION_LONG;
     return o;
 }
 
@@ -369,35 +379,56 @@ static void gemm_section(bench_run *run)
 
 /* ---- MHA rows ---- */
 
+/* One variant of config c at every thread count: "fwd", "fwd+bwd", with
+ * "+weights" the composed path (PyTorch: need_weights=True, per head), and
+ * " causal". */
+static void mha_rows(bench_run *run, bench_mha_work *work, const int *c, int causal, int bwd,
+                     int weights, const bench_plan *plan)
+{
+    bench_mha_select(work, causal, bwd, weights);
+    torch_block tb_ctx = {.torch = &run->torch};
+    snprintf(tb_ctx.command, sizeof tb_ctx.command, "mha %d %d %d %d %d %d %d", c[0], c[1], c[2],
+             c[3], causal, bwd, weights);
+    row_work w = {.fn = {bench_mha_block, NULL, run_torch_block}, .ctx = {work, NULL, &tb_ctx}};
+    for (int t = 0; t < run->o.n_threads; t++) {
+        bench_row row = {.section = "mha", .threads = run->o.threads[t]};
+        snprintf(row.name, sizeof row.name, "%d,%d,%d,%d", c[0], c[1], c[2], c[3]);
+        snprintf(row.variant, sizeof row.variant, "%s%s%s", bwd ? "fwd+bwd" : "fwd",
+                 weights ? "+weights" : "", causal ? " causal" : "");
+        set_threads(run, row.threads, 1);
+        measure_row(run, &row, &w, plan);
+    }
+}
+
+static bench_mha_work *mha_work_new(bench_run *run, const int *c)
+{
+    bench_mha_work *work = bench_mha_new(c[0], c[1], c[2], c[3]);
+    if (!work) {
+        fprintf(stderr, "bench: cannot build MHA %d,%d,%d,%d\n", c[0], c[1], c[2], c[3]);
+        run->failed = true;
+    }
+    return work;
+}
+
+/* The training path first (no weights), then the composed one (weights). */
 static void mha_section(bench_run *run)
 {
     for (int i = 0; i < (run->o.quick ? 1 : N_MHA_CONFIGS); i++) {
-        const int *c = mha_configs[i];
-        bench_mha_work *work = bench_mha_new(c[0], c[1], c[2], c[3]);
-        if (!work) {
-            fprintf(stderr, "bench: cannot build MHA %d,%d,%d,%d\n", c[0], c[1], c[2], c[3]);
-            run->failed = true;
-            continue;
-        }
-        for (int bwd = 0; bwd < 2; bwd++)
-            for (int causal = 0; causal < 2; causal++) {
-                bench_mha_select(work, causal, bwd);
-                torch_block tb_ctx = {.torch = &run->torch};
-                snprintf(tb_ctx.command, sizeof tb_ctx.command, "mha %d %d %d %d %d %d", c[0],
-                         c[1], c[2], c[3], causal, bwd);
-                row_work w = {.fn = {bench_mha_block, NULL, run_torch_block},
-                              .ctx = {work, NULL, &tb_ctx}};
-                for (int t = 0; t < run->o.n_threads; t++) {
-                    bench_row row = {.section = "mha", .threads = run->o.threads[t]};
-                    snprintf(row.name, sizeof row.name, "%d,%d,%d,%d", c[0], c[1], c[2], c[3]);
-                    snprintf(row.variant, sizeof row.variant, "%s%s", bwd ? "fwd+bwd" : "fwd",
-                             causal ? " causal" : "");
-                    set_threads(run, row.threads, 1);
-                    measure_row(run, &row, &w, &run->mha);
-                }
-            }
+        bench_mha_work *work = mha_work_new(run, mha_configs[i]);
+        for (int weights = 0; work && weights < 2; weights++)
+            for (int bwd = 0; bwd < 2; bwd++)
+                for (int causal = 0; causal < 2; causal++)
+                    mha_rows(run, work, mha_configs[i], causal, bwd, weights, &run->mha);
         bench_mha_free(work);
     }
+}
+
+static void long_section(bench_run *run)
+{
+    bench_mha_work *work = mha_work_new(run, long_config);
+    if (work)
+        mha_rows(run, work, long_config, 1, 1, 0, &run->long_ctx);
+    bench_mha_free(work);
 }
 
 /* ---- the toy training step ---- */
@@ -423,39 +454,47 @@ static void toy_section(bench_run *run)
 
 /* ---- peak memory: one fresh process per MHA config ---- */
 
-/* Fills rows (2 per config) and returns their count. A child's ru_maxrss
- * starts at its parent's peak (the spawn shares the parent's memory until
- * exec), so this runs while the benchmark itself is still small. */
+/* The peak RSS of config c's forward + backward (training path) in fresh
+ * processes, headlab's and PyTorch's. */
+static bench_row rss_row(bench_run *run, const char *dtype, const int *c, int causal)
+{
+    bench_row row = {.section = "rss", .threads = 1};
+    snprintf(row.name, sizeof row.name, "%d,%d,%d,%d", c[0], c[1], c[2], c[3]);
+    snprintf(row.variant, sizeof row.variant, "%s", causal ? "causal" : "none");
+    char config[64], why[WHY_SIZE];
+    snprintf(config, sizeof config, "%d,%d,%d,%d,%d", c[0], c[1], c[2], c[3], causal);
+    char *self[] = {"/proc/self/exe", "--rss-child", config, NULL};
+    row.cell[BENCH_HEADLAB] = BENCH_CELL_OK;
+    if (bench_child_rss(self, &row.peak_mib[BENCH_HEADLAB], &row.base_mib[BENCH_HEADLAB],
+                        why, sizeof why)) {
+        fprintf(stderr, "bench: headlab peak RSS %s: %s\n", config, why);
+        row.cell[BENCH_HEADLAB] = BENCH_CELL_FAILED;
+        run->failed = true;
+    }
+    row.cell[BENCH_TORCH] = run->torch_started ? BENCH_CELL_OK : BENCH_CELL_ABSENT;
+    char *worker[] = {(char *)run->o.python, (char *)run->o.worker, "--dtype",
+                      (char *)dtype, "--rss", config, NULL};
+    if (run->torch_started &&
+        bench_child_rss(worker, &row.peak_mib[BENCH_TORCH], &row.base_mib[BENCH_TORCH],
+                        why, sizeof why)) {
+        fprintf(stderr, "bench: PyTorch peak RSS %s: %s\n", config, why);
+        row.cell[BENCH_TORCH] = BENCH_CELL_FAILED;
+    }
+    return row;
+}
+
+/* Fills rows (2 per config, and the long-context one) and returns their
+ * count. A child's ru_maxrss starts at its parent's peak (the spawn shares
+ * the parent's memory until exec), so this runs while the benchmark itself
+ * is still small. */
 static int rss_measure(bench_run *run, const char *dtype, bench_row *rows)
 {
     int n = 0;
-    for (int i = 0; i < (run->o.quick ? 1 : N_MHA_CONFIGS); i++)
-        for (int causal = 0; causal < 2; causal++) {
-            const int *c = mha_configs[i];
-            bench_row row = {.section = "rss", .threads = 1};
-            snprintf(row.name, sizeof row.name, "%d,%d,%d,%d", c[0], c[1], c[2], c[3]);
-            snprintf(row.variant, sizeof row.variant, "%s", causal ? "causal" : "none");
-            char config[64], why[WHY_SIZE];
-            snprintf(config, sizeof config, "%d,%d,%d,%d,%d", c[0], c[1], c[2], c[3], causal);
-            char *self[] = {"/proc/self/exe", "--rss-child", config, NULL};
-            row.cell[BENCH_HEADLAB] = BENCH_CELL_OK;
-            if (bench_child_rss(self, &row.peak_mib[BENCH_HEADLAB], &row.base_mib[BENCH_HEADLAB],
-                                why, sizeof why)) {
-                fprintf(stderr, "bench: headlab peak RSS %s: %s\n", config, why);
-                row.cell[BENCH_HEADLAB] = BENCH_CELL_FAILED;
-                run->failed = true;
-            }
-            row.cell[BENCH_TORCH] = run->torch_started ? BENCH_CELL_OK : BENCH_CELL_ABSENT;
-            char *worker[] = {(char *)run->o.python, (char *)run->o.worker, "--dtype",
-                              (char *)dtype, "--rss", config, NULL};
-            if (run->torch_started &&
-                bench_child_rss(worker, &row.peak_mib[BENCH_TORCH], &row.base_mib[BENCH_TORCH],
-                                why, sizeof why)) {
-                fprintf(stderr, "bench: PyTorch peak RSS %s: %s\n", config, why);
-                row.cell[BENCH_TORCH] = BENCH_CELL_FAILED;
-            }
-            rows[n++] = row;
-        }
+    for (int i = 0; run->o.sections & SECTION_RSS && i < (run->o.quick ? 1 : N_MHA_CONFIGS); i++)
+        for (int causal = 0; causal < 2; causal++)
+            rows[n++] = rss_row(run, dtype, mha_configs[i], causal);
+    if (run->o.sections & SECTION_LONG)
+        rows[n++] = rss_row(run, dtype, long_config, 1);
     return n;
 }
 
@@ -523,16 +562,18 @@ int main(int argc, char **argv)
         return rss_child(argv[2]);
     bench_run run = {.o = parse_options(argc, argv)};
     if (run.o.quick) {
-        run.gemm = run.mha = (bench_plan){.rounds = 1, .reps = 3, .warmup = 1};
+        run.gemm = run.mha = run.long_ctx = (bench_plan){.rounds = 1, .reps = 3, .warmup = 1};
         run.toy = (bench_plan){.rounds = 1, .reps = 5, .warmup = 2};
         run.attempts = 1;
     } else {
         run.gemm = (bench_plan){.rounds = 4, .reps = 5, .warmup = 1};
         run.mha = (bench_plan){.rounds = 4, .reps = 5, .warmup = 2};
         run.toy = (bench_plan){.rounds = 4, .reps = 10, .warmup = 5};
+        run.long_ctx = (bench_plan){.rounds = 2, .reps = 3, .warmup = 1}; /* ~1 s a call */
         run.attempts = 2;
     }
-    run.gemm.warmup_seconds = run.mha.warmup_seconds = run.toy.warmup_seconds = WARMUP_SECONDS;
+    run.gemm.warmup_seconds = run.mha.warmup_seconds = run.toy.warmup_seconds =
+        run.long_ctx.warmup_seconds = WARMUP_SECONDS;
     run.redo_until = bench_now() + REDO_SECONDS;
     if (bench_report_open(&run.report, run.o.csv)) {
         bench_report_abandon(&run.report);
@@ -545,8 +586,8 @@ int main(int argc, char **argv)
     bench_openblas_environment(max_threads, run.ob_note, sizeof run.ob_note);
     const char *dtype = sizeof(hl_real) == sizeof(double) ? "float64" : "float32";
     run.torch_started = bench_torch_start(&run.torch, run.o.python, run.o.worker, dtype);
-    bench_row rss_rows[2 * N_MHA_CONFIGS];
-    int n_rss = run.o.sections & SECTION_RSS ? rss_measure(&run, dtype, rss_rows) : 0;
+    bench_row rss_rows[2 * N_MHA_CONFIGS + 1];
+    int n_rss = rss_measure(&run, dtype, rss_rows);
     run.ob = bench_openblas_open(run.o.openblas, run.ob_why, sizeof run.ob_why);
     print_intro(&run);
 
@@ -554,6 +595,8 @@ int main(int argc, char **argv)
         gemm_section(&run);
     if (run.o.sections & SECTION_MHA)
         mha_section(&run);
+    if (run.o.sections & SECTION_LONG)
+        long_section(&run);
     if (run.o.sections & SECTION_TOY)
         toy_section(&run);
     bench_torch_stop(&run.torch);

@@ -132,8 +132,10 @@ typedef struct bench_mha_work bench_mha_work;
 /* Self-attention of x (B,T,E) through an H-head module with biases. */
 bench_mha_work *bench_mha_new(int B, int T, int E, int H);
 void bench_mha_free(bench_mha_work *w);
-/* Selects what a block runs: forward, or forward and backward. */
-void bench_mha_select(bench_mha_work *w, bool causal, bool backward);
+/* Selects what a block runs: forward, or forward and backward; without
+ * weights the training path (no trace: the fused attention op), with weights
+ * the composed path that hands back the (B,H,T,S) attention weights. */
+void bench_mha_select(bench_mha_work *w, bool causal, bool backward, bool weights);
 int bench_mha_block(void *ctx, const bench_plan *p, double *seconds, char *why,
                     size_t why_size);
 
@@ -148,8 +150,8 @@ int bench_toy_block(void *ctx, const bench_plan *p, double *seconds, char *why,
                     size_t why_size);
 
 /* The child process of the peak-memory measurement: builds the MHA config,
- * prints "base <KiB>", runs forward+backward a few times, returns an exit
- * status. */
+ * prints "base <KiB>", runs forward+backward (the training path) a few
+ * times, returns an exit status. */
 int bench_mha_rss_child(int B, int T, int E, int H, bool causal);
 
 /* ---- the table and the CSV (bench/report.c) ---- */

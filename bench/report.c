@@ -37,14 +37,15 @@ static void print_header(const char *section)
                "shape", "op", "thr", "headlab", "OpenBLAS", "PyTorch", "vs OB", "vs PT",
                "busy");
     else if (!strcmp(section, "rss"))
-        printf("\nPeak RSS (MiB) of a fresh process running MHA fwd+bwd 3 times, 1 thread "
+        printf("\nPeak RSS (MiB) of a fresh process running MHA fwd+bwd (no trace) 3 times, 1 thread "
                "(after setup: before the first call)\n"
                "%-26s %-16s %10s %12s %10s %12s\n",
                "B,T,E,H", "mask", "headlab", "after setup", "PyTorch", "after setup");
     else
         printf("\n%s  ms per call: median (fastest-slowest run)\n"
-               "%-26s %-16s %3s  %-23s %-23s %7s %5s\n",
-               !strcmp(section, "mha") ? "MHA  (B,T,E,H) self-attention, training mode"
+               "%-26s %-22s %3s  %-23s %-23s %7s %5s\n",
+               !strcmp(section, "mha") ? "MHA  (B,T,E,H) self-attention, training mode (without "
+                                         "+weights: no trace, the fused attention op)"
                                        : "Toy training step (TOYTASK.md: B=32, T=32, "
                                          "2 layers x 4 heads, d 64; AdamW)",
                !strcmp(section, "mha") ? "B,T,E,H" : "model", "variant", "thr", "headlab",
@@ -111,7 +112,7 @@ static void print_row(const bench_row *row)
                row->threads, cells[0], cells[1], cells[2], ratio[1], ratio[2],
                100 * row->foreign);
     } else {
-        printf("%-26s %-16s %3d  %-23s %-23s %7s %4.0f%%\n", row->name, row->variant,
+        printf("%-26s %-22s %3d  %-23s %-23s %7s %4.0f%%\n", row->name, row->variant,
                row->threads, cells[0], cells[2], ratio[2], 100 * row->foreign);
     }
     fflush(stdout);

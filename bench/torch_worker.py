@@ -11,9 +11,12 @@ on stdin; each gets one line on stdout:
                                     C = op(A)·op(B) into a preallocated C (torch.mm, or
                                     torch.bmm over BATCH matrices; a transposed operand
                                     is a transposed view, as BLAS reads it in place)
-  mha B T E H CAUSAL BWD W S R      nn.MultiheadAttention(E, H, batch_first=True) on
+  mha B T E H CAUSAL BWD WEIGHTS W S R
+                                    nn.MultiheadAttention(E, H, batch_first=True) on
                                     x (B,T,E): forward in training mode (autograd
-                                    recording), or forward + backward into x and weights
+                                    recording), or forward + backward into x and weights;
+                                    need_weights=bool(WEIGHTS) (per-head weights, as
+                                    headlab's trace; False takes the fused SDPA path)
   toy W S R                         one training step of the TOYTASK.md model (as
                                     ../shared/bench/toytask.py builds it): zero-grad,
                                     forward, CE(scored) + CE(other), backward, AdamW
@@ -24,7 +27,8 @@ on stdin; each gets one line on stdout:
   --dtype float32|float64   the element type (headlab's hl_real)
   --rss B,T,E,H,CAUSAL      instead: build that MHA config at 1 thread, print
                             "base <KiB>" (RSS after import and setup), run forward +
-                            backward 3 times and exit; the parent reads the peak RSS.
+                            backward (need_weights=False) 3 times and exit; the parent
+                            reads the peak RSS.
 
 For the timings glibc malloc keeps freed memory (see keep_freed_memory); the --rss runs
 use its defaults, which give the smaller peak.
@@ -150,17 +154,19 @@ def mha_setup(B, T, E, H):
     return MHA_CACHE[key]
 
 
-def mha_call(B, T, E, H, causal, backward):
+def mha_call(B, T, E, H, causal, backward, weights):
     mha, x, gout, mask = mha_setup(B, T, E, H)
     mask = mask if causal else None
+    # need_weights=False: the training path (scaled_dot_product_attention), as
+    # headlab's without a trace; True: the weights per head, as headlab's trace.
+    kw = dict(need_weights=bool(weights), average_attn_weights=False, attn_mask=mask)
     if not backward:
-        # need_weights=False: PyTorch's faster path; headlab keeps the weights anyway
-        return lambda: mha(x, x, x, need_weights=False, attn_mask=mask)
+        return lambda: mha(x, x, x, **kw)
 
     def fwdbwd():
         x.grad = None
         mha.zero_grad(set_to_none=True)
-        out, _ = mha(x, x, x, need_weights=False, attn_mask=mask)
+        out, _ = mha(x, x, x, **kw)
         out.backward(gout)
     return fwdbwd
 
@@ -253,7 +259,7 @@ def toy_step():
 def rss_mode(config):
     B, T, E, H, causal = (int(v) for v in config.split(","))
     set_threads(1, 1)
-    fn = mha_call(B, T, E, H, causal, True)
+    fn = mha_call(B, T, E, H, causal, True, False)
     reply("base %d" % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
     for _ in range(3):
         fn()

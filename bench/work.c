@@ -122,7 +122,7 @@ int bench_gemm_openblas(void *ctx, const bench_plan *p, double *seconds, char *w
 
 struct bench_mha_work {
     int B, T, E, H;
-    bool causal, backward;
+    bool causal, backward, weights;
     hl_params *params;
     hl_mha mha;
     hl_tensor *x;     /* (B,T,E), requires grad */
@@ -168,13 +168,15 @@ void bench_mha_free(bench_mha_work *w)
     free(w);
 }
 
-void bench_mha_select(bench_mha_work *w, bool causal, bool backward)
+void bench_mha_select(bench_mha_work *w, bool causal, bool backward, bool weights)
 {
     w->causal = causal;
     w->backward = backward;
+    w->weights = weights;
 }
 
-/* One call: forward (recording the tape, as in training) and, when selected,
+/* One call: forward (recording the tape, as in training; with a trace, so
+ * the composed path keeps the weights, when selected) and, when selected,
  * backward into x and every weight; then the step arena is reset. */
 static int mha_once(void *ctx, char *why, size_t why_size)
 {
@@ -184,7 +186,9 @@ static int mha_once(void *ctx, char *why, size_t why_size)
         hl_params_zero_grad(w->params);
         hl_tensor_zero_grad(w->x);
     }
-    hl_tensor *y = hl_mha_forward(w->g, &w->mha, w->x, w->x, w->x, &masks, NULL);
+    hl_mha_trace trace;
+    hl_tensor *y = hl_mha_forward(w->g, &w->mha, w->x, w->x, w->x, &masks,
+                                  &(hl_mha_run){.trace = w->weights ? &trace : NULL});
     if (w->backward)
         hl_graph_backward_from(w->g, y, w->grad_out);
     if (hl_graph_failed(w->g)) {
@@ -212,7 +216,7 @@ int bench_mha_rss_child(int B, int T, int E, int H, bool causal)
     getrusage(RUSAGE_SELF, &usage);
     printf("base %ld\n", usage.ru_maxrss);
     fflush(stdout);
-    bench_mha_select(w, causal, true);
+    bench_mha_select(w, causal, true, false);
     double seconds[3];
     char why[HL_ERROR_MESSAGE_MAX];
     const bench_plan three_calls = {.reps = 3};

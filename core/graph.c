@@ -96,6 +96,16 @@ hl_tensor *hl_graph_tensor_uninit(hl_graph *g, const char *name, int rank, const
     return graph_tensor(g, name, rank, shape, false);
 }
 
+/* A node's output gradient belongs to one backward pass: a second pass must
+ * not push the first one's values through the tape again. Dropping the
+ * buffers (arena memory, reclaimed at reset) also marks every node as not yet
+ * reached from the new seed. */
+static void forget_intermediate_grads(hl_graph *g)
+{
+    for (hl_node *n = g->tail; n; n = n->prev)
+        n->out->grad = NULL;
+}
+
 static hl_status run_backward(hl_graph *g)
 {
     for (hl_node *n = g->tail; n && !hl_graph_failed(g); n = n->prev) {
@@ -116,6 +126,7 @@ hl_status hl_graph_backward_from(hl_graph *g, hl_tensor *out, const hl_real *gra
         return hl_error_set(&g->error, HL_ERR_ARG,
                             "backward: %s does not require grad (no recorded op leads to it)",
                             out->name);
+    forget_intermediate_grads(g);
     if (!out->grad) {
         out->grad = hl_graph_calloc(g, out->numel * sizeof(hl_real));
         if (!out->grad)

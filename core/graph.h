@@ -81,7 +81,15 @@ bool hl_graph_set_grad_enabled(hl_graph *g, bool enabled);
 bool hl_graph_set_training(hl_graph *g, bool training);
 void hl_graph_seed(hl_graph *g, uint64_t seed);
 
-/* Backward from a one-element loss (its gradient seeded with 1). */
+/* Backward from a one-element loss (its gradient seeded with 1).
+ *
+ * Gradients of leaves (parameters, hl_tensor_new inputs: tensors no recorded op
+ * produced) accumulate: each call adds its own gradient to what they hold, so
+ * zero them (hl_params_zero_grad, hl_tensor_zero_grad) between steps. Gradients
+ * of intermediate tensors (outputs of recorded ops) belong to one call: each
+ * call first drops them, so calling backward twice on the same tape, or again
+ * after recording more ops, adds exactly the new loss's gradient to the leaves
+ * (backward of sum(2x), then of sum(5x), leaves 7 in x->grad). */
 hl_status hl_graph_backward(hl_graph *g, hl_tensor *loss);
 /* Backward from any tensor, its gradient seeded with grad_out (out->numel values). */
 hl_status hl_graph_backward_from(hl_graph *g, hl_tensor *out, const hl_real *grad_out);

@@ -171,7 +171,7 @@ static hl_status evaluate(const heldout_set *h, const hl_gpt *m, bool with_heads
                       ? HL_OK
                       : hl_error_set(err, HL_ERR_NOMEM, "out of memory");
     for (int l = 0; s == HL_OK && l < e->L; l++)
-        hl_toy_scores_begin(&sums[l], e->H);
+        s = hl_toy_scores_begin(&sums[l], e->H, err);
     eval_ctx ctx = {h, e, sums};
     if (s == HL_OK)
         s = hl_evaluate(m, h->set, &(hl_gpt_run){.trace = trace}, add_heads, &ctx, &e->result,

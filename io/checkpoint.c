@@ -120,10 +120,10 @@ static hl_status check_entry(const hl_safetensors *f, const char *path, const ch
     for (int d = 0; same && d < t->rank; d++)
         same = e->shape[d] == t->shape[d];
     if (!same) {
-        char ts[HL_SHAPE_STR_MAX];
+        char fs[HL_ST_SHAPE_STR_MAX], ts[HL_SHAPE_STR_MAX];
         return hl_error_set(err, HL_ERR_SHAPE,
-                            "checkpoint %s: %s has rank %d in the file, the model wants %s", path,
-                            name, e->rank, hl_shape_str(t, ts));
+                            "checkpoint %s: %s has shape %s in the file, %s in the model", path,
+                            name, hl_st_shape_str(e, fs), hl_shape_str(t, ts));
     }
     return HL_OK;
 }

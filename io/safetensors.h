@@ -73,6 +73,11 @@ typedef struct hl_st_entry {
     size_t nbytes;                    /* product(shape) * hl_dtype_size(dtype) */
 } hl_st_entry;
 
+/* Room for an entry's shape printed as "(d0,...,d7)". */
+#define HL_ST_SHAPE_STR_MAX 160
+/* Writes e's shape, e.g. "(3,4)" ("()" for a scalar), into buf and returns buf. */
+const char *hl_st_shape_str(const hl_st_entry *e, char *buf);
+
 typedef struct hl_safetensors hl_safetensors;
 
 /* Reads and checks a whole file. On error *out is NULL. */

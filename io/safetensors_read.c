@@ -145,7 +145,7 @@ static const char *describe(const cJSON *item, char *buf, size_t size)
 }
 
 /* Room for "(d0,...,d7)" with 16-digit dims. */
-#define SHAPE_TEXT_MAX 160
+#define SHAPE_TEXT_MAX HL_ST_SHAPE_STR_MAX
 
 static const char *shape_text(int rank, const int64_t *shape, char *buf)
 {
@@ -155,6 +155,11 @@ static const char *shape_text(int rank, const int64_t *shape, char *buf)
                       shape[i]);
     snprintf(buf + n, (size_t)(SHAPE_TEXT_MAX - n), ")");
     return buf;
+}
+
+const char *hl_st_shape_str(const hl_st_entry *e, char *buf)
+{
+    return shape_text(e->rank, e->shape, buf);
 }
 
 // ----------------------------------------------------------------------------

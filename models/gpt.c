@@ -1,11 +1,13 @@
 /* A small GPT-style decoder composed of ops: see gpt.h. */
 #include "models/gpt.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/head_set.h"
 #include "ops/ops.h"
 
 #define LN_EPS 1e-5f
@@ -44,6 +46,55 @@ static void declare_block(hl_gpt *m, int l, hl_error *err)
 #undef NAME
 }
 
+/* a·b and a·b·c, saturating at UINT64_MAX. */
+static uint64_t mul(uint64_t a, uint64_t b) { return a && b > UINT64_MAX / a ? UINT64_MAX : a * b; }
+static uint64_t product(uint64_t a, uint64_t b, uint64_t c) { return mul(mul(a, b), c); }
+
+static uint64_t sum(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+/* The parameter values cfg asks for (saturating), from dims already checked >= 1. */
+static uint64_t parameter_count(const hl_gpt_config *cfg)
+{
+    const uint64_t d = (uint64_t)cfg->d_model, head_dim = d / (uint64_t)cfg->n_heads;
+    uint64_t n = sum(product(cfg->vocab_in, d, 1), product(cfg->n_ctx, d, 1));
+    n = sum(n, product(cfg->vocab_out, d + 1, 1));
+    if (cfg->layernorm)
+        n = sum(n, 2 * d);
+    for (int l = 0; l < cfg->n_layers; l++) {
+        const uint64_t inner = product((uint64_t)hl_gpt_layer_heads(cfg, l), head_dim, 1);
+        n = sum(n, sum(product(4, inner, d), 3 * inner + d)); /* in- and out-projections */
+        if (cfg->layernorm)
+            n = sum(n, product(cfg->mlp ? 4 : 2, d, 1));
+        if (cfg->mlp)
+            n = sum(n, sum(product(8, d, d), 5 * d));
+    }
+    return n;
+}
+
+/* Limits of fixed-size records and of memory, checked before anything is
+ * allocated (and before any dim is multiplied in int arithmetic). */
+static bool size_ok(const hl_gpt_config *cfg, hl_error *err)
+{
+    if (cfg->n_heads > HL_HEADS_MAX) {
+        hl_error_set(err, HL_ERR_ARG, "gpt: n_heads %d is over the limit of %d (HL_HEADS_MAX)",
+                     cfg->n_heads, HL_HEADS_MAX);
+        return false;
+    }
+    uint64_t n = parameter_count(cfg);
+    if (n > HL_GPT_MAX_PARAMS) {
+        char count[32];
+        if (n == UINT64_MAX)
+            snprintf(count, sizeof count, "more than 2^64");
+        else
+            snprintf(count, sizeof count, "%" PRIu64, n);
+        hl_error_set(err, HL_ERR_ARG,
+                     "gpt: the config asks for %s parameters, over the limit of %" PRIu64
+                     " (HL_GPT_MAX_PARAMS)", count, (uint64_t)HL_GPT_MAX_PARAMS);
+        return false;
+    }
+    return true;
+}
+
 hl_gpt *hl_gpt_new(const hl_gpt_config *cfg, hl_error *err)
 {
     if (!cfg || cfg->vocab_in < 1 || cfg->vocab_out < 1 || cfg->n_ctx < 1 || cfg->d_model < 1 ||
@@ -66,6 +117,8 @@ hl_gpt *hl_gpt_new(const hl_gpt_config *cfg, hl_error *err)
                      cfg->d_model, cfg->n_heads);
         return NULL;
     }
+    if (!size_ok(cfg, err))
+        return NULL;
     hl_gpt *m = calloc(1, sizeof *m);
     if (!m || !(m->params = hl_params_new())) {
         free(m);

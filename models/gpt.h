@@ -35,6 +35,11 @@
 #include "models/mha.h"
 
 #define HL_GPT_MAX_LAYERS 32
+/* The most parameter values hl_gpt_new builds (2^30: 4 GiB of floats, and as
+ * much again for the gradients and twice for AdamW's state). A config asking
+ * for more is refused before anything is allocated. Heads per layer stop at
+ * HL_HEADS_MAX (models/head_set.h). */
+#define HL_GPT_MAX_PARAMS (UINT64_C(1) << 30)
 
 typedef struct hl_gpt_config {
     int vocab_in;     /* rows of the token embedding */
@@ -65,7 +70,8 @@ typedef struct hl_gpt {
     hl_tensor *head_w, *head_b;                        /* (vocab_out,d), (vocab_out) */
 } hl_gpt;
 
-/* A model with committed, zeroed parameters; NULL with the reason in err. */
+/* A model with committed, zeroed parameters; NULL with the reason in err
+ * (also for more than HL_GPT_MAX_PARAMS values or HL_HEADS_MAX heads). */
 hl_gpt *hl_gpt_new(const hl_gpt_config *cfg, hl_error *err);
 void hl_gpt_free(hl_gpt *m);
 /* Every linear layer's weight and bias U(±1/√fan_in) (in-projection included),

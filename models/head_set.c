@@ -44,17 +44,21 @@ int hl_head_current(const hl_head_set *pruned, int n_heads, int l, int original)
 
 /* ---- the pruned_heads record -------------------------------------------- */
 
+/* Where the text continues once n characters are written: NULL, with no room,
+ * when n is already past the end (buf + n would point beyond the buffer). */
+static char *tail(char *buf, size_t size, int n) { return (size_t)n < size ? buf + n : NULL; }
+static size_t room(size_t size, int n) { return (size_t)n < size ? size - (size_t)n : 0; }
+
 int hl_pruned_heads_format(const hl_head_set *pruned, const hl_gpt_config *cfg, char *buf,
                            size_t size)
 {
     int n = 0;
     for (int l = 0; l < cfg->n_layers && n >= 0; l++) {
-        n += snprintf(buf + n, (size_t)n < size ? size - (size_t)n : 0, "%s%d:", l ? ";" : "", l);
+        n += snprintf(tail(buf, size, n), room(size, n), "%s%d:", l ? ";" : "", l);
         bool first = true;
         for (int h = 0; h < cfg->n_heads && h < HL_HEADS_MAX && n >= 0; h++)
             if (pruned->on[l][h]) {
-                n += snprintf(buf + n, (size_t)n < size ? size - (size_t)n : 0,
-                              first ? "%d" : ",%d", h);
+                n += snprintf(tail(buf, size, n), room(size, n), first ? "%d" : ",%d", h);
                 first = false;
             }
     }

@@ -158,6 +158,39 @@ static bool check_inputs(hl_graph *g, const hl_mha *m, const hl_tensor *query,
     return true;
 }
 
+/* softmax(scale·q·kᵀ + masks)·v (B,H,T,D) from the separate ops, keeping
+ * the probabilities (B,H,T,S) in *probs: the reference, and the path that
+ * can be traced. */
+static hl_tensor *composed_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v,
+                                     hl_real scale, const hl_mha_masks *masks, hl_tensor **probs)
+{
+    hl_tensor *scores = hl_scale(g, hl_matmul(g, q, k, HL_TRANS_B), scale);
+    if (masks && masks->causal)
+        scores = hl_mask_causal(g, scores);
+    if (masks && masks->key_padding)
+        scores = hl_mask_key_padding(g, scores, masks->key_padding);
+    if (masks && masks->blocked)
+        scores = hl_mask_blocked(g, scores, masks->blocked);
+    if (masks && masks->additive)
+        scores = hl_mask_additive(g, scores, masks->additive);
+    *probs = hl_softmax(g, scores);
+    if (hl_graph_failed(g))
+        return &g->poison;
+    hl_tensor_set_name(*probs, "attn");
+    return hl_matmul(g, *probs, v, 0);
+}
+
+/* The same in one op (ops/attention.c), which never holds the probabilities. */
+static hl_tensor *fused_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v,
+                                  hl_real scale, const hl_mha_masks *masks)
+{
+    hl_attention_masks m = {0};
+    if (masks)
+        m = (hl_attention_masks){masks->causal, masks->key_padding, masks->blocked,
+                                 masks->additive};
+    return hl_attention(g, q, k, v, scale, &m);
+}
+
 /* The run's gate and offset applied to the head outputs (B,H,T,D). */
 static hl_tensor *gate_heads(hl_graph *g, hl_tensor *heads, const hl_mha_run *run)
 {
@@ -193,21 +226,13 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
     hl_tensor *qh = split_heads(g, q, H, D), *kh = split_heads(g, k, H, D);
     hl_tensor *vh = split_heads(g, v, H, D);
 
-    hl_tensor *scores = hl_scale(g, hl_matmul(g, qh, kh, HL_TRANS_B), (hl_real)(1 / sqrt(D)));
-    if (masks && masks->causal)
-        scores = hl_mask_causal(g, scores);
-    if (masks && masks->key_padding)
-        scores = hl_mask_key_padding(g, scores, masks->key_padding);
-    if (masks && masks->blocked)
-        scores = hl_mask_blocked(g, scores, masks->blocked);
-    if (masks && masks->additive)
-        scores = hl_mask_additive(g, scores, masks->additive);
-    hl_tensor *probs = hl_softmax(g, scores);
+    const hl_real scale = (hl_real)(1 / sqrt(D));
+    hl_tensor *probs = NULL;
+    hl_tensor *heads = trace ? composed_attention(g, qh, kh, vh, scale, masks, &probs)
+                             : fused_attention(g, qh, kh, vh, scale, masks);
     if (hl_graph_failed(g))
         return &g->poison;
-    hl_tensor_set_name(probs, "attn");
-
-    hl_tensor *heads = gate_heads(g, hl_matmul(g, probs, vh, 0), run);
+    heads = gate_heads(g, heads, run);
     hl_tensor *out = hl_linear(g, merge_heads(g, heads), m->out_proj_weight, m->out_proj_bias);
     if (hl_graph_failed(g))
         return &g->poison;

@@ -20,6 +20,17 @@
  * ask for a trace of the attention probabilities and head outputs. A module is
  * therefore const in every forward pass and may serve several at once.
  *
+ * Two paths compute the heads, and the run picks one:
+ *   - no trace (run NULL or run->trace NULL; a training step, PyTorch's
+ *     need_weights=False): hl_attention (ops/attention.c), one fused op that
+ *     never holds the (B,H,T,S) probabilities, so memory grows with T, not T²;
+ *   - a trace: the composed ops (matmul, scale, masks, softmax, matmul), the
+ *     reference, which keep the probabilities to hand back.
+ * Both agree to rounding (tests/test_attention.c), and the gate and offset
+ * apply to the head outputs on either. Neither has attention dropout.
+ * On the fused path the mask tensors are read again by backward: keep them
+ * unchanged until hl_graph_backward has run.
+ *
  *     hl_params *p = hl_params_new();
  *     hl_mha mha;
  *     hl_mha_config cfg = {.embed_dim = 64, .num_heads = 4, .bias = true};
@@ -83,7 +94,9 @@ typedef struct hl_mha_run {
      * queries'. With gate_h = 0 and head_offset_h = head h's mean output,
      * head h is mean-ablated. */
     const hl_tensor *head_offset;
-    hl_mha_trace *trace; /* filled with this pass's attention and head outputs */
+    /* Filled with this pass's attention and head outputs; asking for it
+     * selects the composed path (see above). */
+    hl_mha_trace *trace;
 } hl_mha_run;
 
 /* Declares the module's parameters in p (prefix may be "" or e.g.

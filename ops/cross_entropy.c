@@ -1,15 +1,27 @@
 /* Cross-entropy: the mean negative log-softmax of each row's target logit, over
  * the rows that are not ignored. */
 #include "ops/internal.h"
+#include "ops/vmath.h"
 
-/* What backward needs; it recomputes the softmax from the saved logsumexp,
- * which costs one value per row instead of a copy of the logits' size. */
+/* A counted row's log-softmax is (x - max) - log_sum, kept in two parts as
+ * PyTorch does: folded into one number max + log_sum, it would round away
+ * log_sum beside a large max (1e7 + log 2 is 1e7 in float). */
+typedef struct ce_row {
+    double log_sum; /* log Σ exp(x - max) */
+    hl_real max;
+} ce_row;
+
+/* What backward needs; it recomputes the softmax from each row's max and
+ * log_sum, which costs two values per row instead of a copy of the logits. */
 typedef struct ce_saved {
     const int32_t *targets; /* (rows) */
-    const double *lse;      /* (rows): logsumexp of each counted row */
+    const ce_row *stats;    /* (rows), for counted rows only */
     int32_t ignore_index;
     size_t counted;         /* rows whose target is not ignore_index */
 } ce_saved;
+
+/* Softmax numerators at most this many at a time, on the stack. */
+#define CE_CHUNK 256
 
 hl_tensor *hl_cross_entropy(hl_graph *g, hl_tensor *logits, const int32_t *targets,
                             int32_t ignore_index)
@@ -34,31 +46,25 @@ hl_tensor *hl_cross_entropy(hl_graph *g, hl_tensor *logits, const int32_t *targe
         counted++;
     }
     hl_tensor *out = hl_op_output(g, HL_OP_CROSS_ENTROPY, 1, (int[]){1});
-    double *lse = hl_graph_alloc(g, rows * sizeof *lse);
+    ce_row *stats = hl_graph_alloc(g, rows * sizeof *stats);
     if (hl_graph_failed(g))
         return &g->poison;
 
     const hl_real *x = logits->data;
 #pragma omp parallel for if (logits->numel >= HL_PARALLEL_MIN_WORK) schedule(static)
     for (size_t r = 0; r < rows; r++) {
-        lse[r] = 0;
         if (targets[r] == ignore_index)
             continue;
         const hl_real *row = x + r * V;
-        hl_real m = row[0];
-        for (int j = 1; j < V; j++)
-            m = row[j] > m ? row[j] : m;
-        double s = 0;
-        for (int j = 0; j < V; j++)
-            s += (double)HL_EXP(row[j] - m);
-        lse[r] = (double)m + log(s);
+        const hl_real max = hl_vmath_max(row, (size_t)V);
+        stats[r] = (ce_row){log(hl_vmath_exp_sum(row, max, NULL, (size_t)V)), max};
     }
-    /* Summed on one thread in row order, so the loss never depends on the
-     * thread count. */
+    /* -log_softmax[target], summed on one thread in row order, so the loss
+     * never depends on the thread count. */
     double loss = 0;
     for (size_t r = 0; r < rows; r++)
         if (targets[r] != ignore_index)
-            loss += lse[r] - (double)x[r * V + targets[r]];
+            loss += stats[r].log_sum - ((double)x[r * V + targets[r]] - (double)stats[r].max);
     out->data[0] = counted ? (hl_real)(loss / (double)counted) : 0;
 
     hl_node *n = hl_op_record(g, HL_OP_CROSS_ENTROPY, out, 1, &logits);
@@ -66,19 +72,40 @@ hl_tensor *hl_cross_entropy(hl_graph *g, hl_tensor *logits, const int32_t *targe
         ce_saved *saved = hl_graph_alloc(g, sizeof *saved);
         const int32_t *copy = hl_op_save_ints(g, targets, rows);
         if (saved && copy) {
-            *saved = (ce_saved){copy, lse, ignore_index, counted};
+            *saved = (ce_saved){copy, stats, ignore_index, counted};
             n->saved = saved;
         }
     }
     return hl_graph_failed(g) ? &g->poison : out;
 }
 
+/* drow (+)= scale·(softmax - onehot(target)) for one counted row, the softmax
+ * exp((x - max) - log_sum) taken CE_CHUNK values at a time. */
+static void row_backward(const hl_real *row, int V, const ce_row *st, int32_t target,
+                         hl_real scale, hl_real *drow, bool overwrite)
+{
+    hl_real p[CE_CHUNK];
+    for (int j0 = 0; j0 < V; j0 += CE_CHUNK) {
+        const int w = V - j0 < CE_CHUNK ? V - j0 : CE_CHUNK;
+        hl_vmath_exp(row + j0, st->max, (hl_real)st->log_sum, p, (size_t)w);
+        for (int j = 0; j < w; j++) {
+            const hl_real d = scale * (p[j] - (hl_real)(j0 + j == target));
+            drow[j0 + j] = overwrite ? d : drow[j0 + j] + d;
+        }
+    }
+}
+
 void hl_cross_entropy_backward(hl_graph *g, hl_node *n)
 {
-    hl_real *dx = hl_op_grad(g, n->inputs[0]);
     const ce_saved *saved = n->saved;
-    if (!dx || saved->counted == 0)
-        return; /* every row ignored: the loss is the constant 0 */
+    if (saved->counted == 0) {
+        hl_op_grad(g, n->inputs[0]); /* every row ignored: the loss is the constant 0 */
+        return;
+    }
+    bool overwrite;
+    hl_real *dx = hl_op_grad_first(g, n->inputs[0], &overwrite);
+    if (!dx)
+        return;
     const hl_tensor *logits = n->inputs[0];
     const int V = logits->shape[logits->rank - 1];
     const size_t rows = logits->numel / (size_t)V;
@@ -87,13 +114,11 @@ void hl_cross_entropy_backward(hl_graph *g, hl_node *n)
 #pragma omp parallel for if (logits->numel >= HL_PARALLEL_MIN_WORK) schedule(static)
     for (size_t r = 0; r < rows; r++) {
         const int32_t target = saved->targets[r];
-        if (target == saved->ignore_index)
-            continue;
-        const hl_real *row = x + r * V;
         hl_real *drow = dx + r * V;
-        const hl_real lse = (hl_real)saved->lse[r];
-        /* d loss / d x_j = softmax_j - [j == target], times dy / counted. */
-        for (int j = 0; j < V; j++)
-            drow[j] += scale * (HL_EXP(row[j] - lse) - (hl_real)(j == target));
+        if (target != saved->ignore_index)
+            row_backward(x + r * V, V, &saved->stats[r], target, scale, drow, overwrite);
+        else if (overwrite)
+            for (int j = 0; j < V; j++)
+                drow[j] = 0;
     }
 }

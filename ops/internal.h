@@ -19,8 +19,11 @@
  *     void hl_scale_backward(hl_graph *g, hl_node *n)
  *     {
  *         hl_real *dx = hl_op_grad(g, n->inputs[0]);  // NULL: input needs no grad
- *         if (dx) ...dx[i] += factor * n->out->grad[i]...   // always accumulate
+ *         if (dx) ...dx[i] += factor * n->out->grad[i]...   // accumulate
  *     }
+ *
+ * (hl_op_grad_first lets a backward that writes its input's whole gradient
+ * store instead when it is the first to reach that input.)
  *
  * Kernels parallelise their outermost independent loop with
  * `#pragma omp parallel for if (work >= HL_PARALLEL_MIN_WORK)` and never let a
@@ -40,7 +43,7 @@
 #define HL_PARALLEL_MIN_WORK 32768
 
 /* False (with an error recorded) when the graph has already failed or an input
- * is NULL or poisoned. */
+ * is NULL, poisoned or without data (a parameter before hl_params_commit). */
 bool hl_op_inputs_ok(hl_graph *g, hl_op op, int n, hl_tensor *const *inputs);
 
 /* An arena tensor named after the op, NOT zero-filled: the forward kernel
@@ -51,6 +54,12 @@ hl_tensor *hl_op_output(hl_graph *g, hl_op op, int rank, const int *shape);
 hl_tensor *hl_op_fail(hl_graph *g, hl_op op, hl_status status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* The two above for a function that runs as another op (hl_transpose records a
+ * permute) but should name itself in messages. */
+bool hl_op_inputs_ok_as(hl_graph *g, const char *name, int n, hl_tensor *const *inputs);
+hl_tensor *hl_op_fail_as(hl_graph *g, const char *name, hl_status status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* Appends a node when an input requires grad and grad mode is on, and marks
  * out as requiring grad. Returns the node, or NULL when none was needed (or on
  * error: an op without backward on a path that needs gradients). */
@@ -59,6 +68,13 @@ hl_node *hl_op_record(hl_graph *g, hl_op op, hl_tensor *out, int n, hl_tensor *c
 /* t's gradient buffer (zeroed arena memory on first use), or NULL when t does
  * not require grad. */
 hl_real *hl_op_grad(hl_graph *g, hl_tensor *t);
+
+/* The same for a backward that stores every element of t's gradient, in one
+ * go, before it fetches any other gradient. When no gradient has reached t
+ * yet, the buffer is left unzeroed and *overwrite set: the caller stores (=)
+ * where it would add, saving a pass of zeros. Whoever comes next to t (another
+ * input of the same node, an earlier node) finds the buffer and adds as usual. */
+hl_real *hl_op_grad_first(hl_graph *g, hl_tensor *t, bool *overwrite);
 
 /* Copies n int32 values into the arena (NULL on error). */
 int32_t *hl_op_save_ints(hl_graph *g, const int32_t *values, size_t n);
@@ -76,6 +92,7 @@ void hl_sum_backward(hl_graph *g, hl_node *n);
 void hl_mean_backward(hl_graph *g, hl_node *n);
 void hl_softmax_backward(hl_graph *g, hl_node *n);
 void hl_mask_backward(hl_graph *g, hl_node *n);
+void hl_attention_backward(hl_graph *g, hl_node *n);
 void hl_embedding_backward(hl_graph *g, hl_node *n);
 void hl_layernorm_backward(hl_graph *g, hl_node *n);
 void hl_gelu_backward(hl_graph *g, hl_node *n);

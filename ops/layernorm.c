@@ -112,17 +112,20 @@ static void param_grads(const hl_real *x, const hl_real *dy, const row_stats *st
     }
 }
 
-/* With dŷ = dy·gamma: dx += rstd·(dŷ - mean(dŷ) - x̂·mean(dŷ·x̂)), per row. */
+/* With dŷ = dy·gamma: dx (+)= rstd·(dŷ - mean(dŷ) - x̂·mean(dŷ·x̂)), per row. */
 void hl_layernorm_backward(hl_graph *g, hl_node *n)
 {
     hl_tensor *x = n->inputs[0], *gamma = n->inputs[1], *beta = n->inputs[2];
-    hl_real *dx = hl_op_grad(g, x), *dgamma = hl_op_grad(g, gamma), *dbeta = hl_op_grad(g, beta);
+    hl_real *dgamma = hl_op_grad(g, gamma), *dbeta = hl_op_grad(g, beta);
     const row_stats *stats = n->saved;
     const hl_real *dy = n->out->grad, *gw = gamma ? gamma->data : NULL;
     const int cols = x->shape[x->rank - 1];
     const size_t rows = x->numel / (size_t)cols;
     if (dgamma || dbeta)
         param_grads(x->data, dy, stats, rows, cols, dgamma, dbeta);
+    /* Fetched last: x may also be gamma or beta, whose sums are in by now. */
+    bool overwrite;
+    hl_real *dx = hl_op_grad_first(g, x, &overwrite);
     if (!dx)
         return;
 #pragma omp parallel for if (x->numel >= HL_PARALLEL_MIN_WORK) schedule(static)
@@ -140,7 +143,8 @@ void hl_layernorm_backward(hl_graph *g, hl_node *n)
         for (int j = 0; j < cols; j++) {
             double d = (double)dyr[j] * (gw ? (double)gw[j] : 1.0);
             double xhat = ((double)xr[j] - s.mean) * s.rstd;
-            dxr[j] += (hl_real)(s.rstd * (d - mean_d - xhat * mean_dx));
+            const hl_real v = (hl_real)(s.rstd * (d - mean_d - xhat * mean_dx));
+            dxr[j] = overwrite ? v : dxr[j] + v;
         }
     }
 }

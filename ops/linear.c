@@ -69,9 +69,10 @@ void hl_linear_backward(hl_graph *g, hl_node *n)
     const int N = w->shape[0], K = w->shape[1];
     const int rows = (int)(x->numel / (size_t)K);
     const hl_real *dy = n->out->grad; /* (rows,N) */
-    hl_real *dx = hl_op_grad(g, x);
-    if (dx) /* dx (rows,K) += dy · w */
-        hl_gemm(false, false, rows, K, N, 1, dy, N, w->data, K, 1, dx, K);
+    bool overwrite;
+    hl_real *dx = hl_op_grad_first(g, x, &overwrite);
+    if (dx) /* dx (rows,K) (+)= dy · w */
+        hl_gemm(false, false, rows, K, N, 1, dy, N, w->data, K, overwrite ? 0 : 1, dx, K);
     hl_real *dw = hl_op_grad(g, w);
     if (dw) /* dw (N,K) += dyᵀ · x, over every leading row */
         hl_gemm(true, false, N, K, rows, 1, dy, N, x->data, K, 1, dw, K);

@@ -78,14 +78,14 @@ hl_tensor *hl_matmul(hl_graph *g, hl_tensor *a, hl_tensor *b, int flags)
  * tb; for `count` products of m rows of a and dc each, the operands advancing
  * by the given strides. */
 static void grad_b_gemm(const matmul_dims *d, int m, const hl_real *A, const hl_real *dC,
-                        hl_real *dB, int count, size_t stride_a, size_t stride_c,
-                        size_t stride_db)
+                        hl_real beta, hl_real *dB, int count, size_t stride_a,
+                        size_t stride_c, size_t stride_db)
 {
     if (d->tb)
-        hl_gemm_batched(true, d->ta, d->N, d->K, m, 1, dC, d->N, A, d->lda, 1, dB, d->K, count,
-                        stride_c, stride_a, stride_db);
+        hl_gemm_batched(true, d->ta, d->N, d->K, m, 1, dC, d->N, A, d->lda, beta, dB, d->K,
+                        count, stride_c, stride_a, stride_db);
     else
-        hl_gemm_batched(!d->ta, false, d->K, d->N, m, 1, A, d->lda, dC, d->N, 1, dB, d->N,
+        hl_gemm_batched(!d->ta, false, d->K, d->N, m, 1, A, d->lda, dC, d->N, beta, dB, d->N,
                         count, stride_a, stride_c, stride_db);
 }
 
@@ -97,29 +97,35 @@ void hl_matmul_backward(hl_graph *g, hl_node *n)
     const size_t stride_b = d.shared_b ? 0 : kn;
     const hl_real *dC = n->out->grad; /* (batch,M,N) */
 
-    hl_real *dA = hl_op_grad(g, n->inputs[0]);
+    /* Each gradient is written whole before the next is fetched (a and b
+     * may be one tensor): beta 0 stores where nothing was there to add to. */
+    bool overwrite;
+    hl_real *dA = hl_op_grad_first(g, n->inputs[0], &overwrite);
     if (dA) {
-        if (!d.ta) /* dA (M,K) += dC · op(b)ᵀ */
-            hl_gemm_batched(false, !d.tb, d.M, d.K, d.N, 1, dC, d.N, b->data, d.ldb, 1, dA, d.K,
-                            d.batch, mn, stride_b, mk);
-        else /* dA stored (K,M) += op(b) · dCᵀ */
-            hl_gemm_batched(d.tb, true, d.K, d.M, d.N, 1, b->data, d.ldb, dC, d.N, 1, dA, d.M,
-                            d.batch, stride_b, mn, mk);
+        const hl_real beta = overwrite ? 0 : 1;
+        if (!d.ta) /* dA (M,K) (+)= dC · op(b)ᵀ */
+            hl_gemm_batched(false, !d.tb, d.M, d.K, d.N, 1, dC, d.N, b->data, d.ldb, beta, dA,
+                            d.K, d.batch, mn, stride_b, mk);
+        else /* dA stored (K,M) (+)= op(b) · dCᵀ */
+            hl_gemm_batched(d.tb, true, d.K, d.M, d.N, 1, b->data, d.ldb, dC, d.N, beta, dA,
+                            d.M, d.batch, stride_b, mn, mk);
     }
 
-    hl_real *dB = hl_op_grad(g, n->inputs[1]);
+    hl_real *dB = hl_op_grad_first(g, n->inputs[1], &overwrite);
     if (!dB)
         return;
+    const hl_real beta = overwrite ? 0 : 1;
     if (!d.shared_b || d.batch == 1) {
-        grad_b_gemm(&d, d.M, a->data, dC, dB, d.batch, mk, mn, kn);
+        grad_b_gemm(&d, d.M, a->data, dC, beta, dB, d.batch, mk, mn, kn);
     } else if (!d.ta) {
         /* A shared b sums over the batch. Untransposed, a's batches are
          * consecutive rows, so the sum is one product with batch·M rows. */
-        grad_b_gemm(&d, d.M * d.batch, a->data, dC, dB, 1, 0, 0, 0);
+        grad_b_gemm(&d, d.M * d.batch, a->data, dC, beta, dB, 1, 0, 0, 0);
     } else {
         /* a stored (K,M) per batch does not stack into one matrix: add the
          * batches one after another (each product still runs in parallel). */
         for (int i = 0; i < d.batch; i++)
-            grad_b_gemm(&d, d.M, a->data + i * mk, dC + i * mn, dB, 1, 0, 0, 0);
+            grad_b_gemm(&d, d.M, a->data + i * mk, dC + i * mn, i == 0 ? beta : 1, dB, 1, 0, 0,
+                        0);
     }
 }

@@ -5,32 +5,55 @@
 
 #include "ops/internal.h"
 
-hl_tensor *hl_op_fail(hl_graph *g, hl_op op, hl_status status, const char *fmt, ...)
+static void record_failure(hl_graph *g, const char *name, hl_status status, const char *fmt,
+                           va_list ap)
 {
     char message[HL_ERROR_MESSAGE_MAX];
+    vsnprintf(message, sizeof message, fmt, ap);
+    hl_error_set(&g->error, status, "%s: %s", name, message);
+}
+
+hl_tensor *hl_op_fail(hl_graph *g, hl_op op, hl_status status, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(message, sizeof message, fmt, ap);
+    record_failure(g, hl_op_get(op)->name, status, fmt, ap);
     va_end(ap);
-    hl_error_set(&g->error, status, "%s: %s", hl_op_get(op)->name, message);
     return &g->poison;
 }
 
-bool hl_op_inputs_ok(hl_graph *g, hl_op op, int n, hl_tensor *const *inputs)
+hl_tensor *hl_op_fail_as(hl_graph *g, const char *name, hl_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    record_failure(g, name, status, fmt, ap);
+    va_end(ap);
+    return &g->poison;
+}
+
+bool hl_op_inputs_ok_as(hl_graph *g, const char *name, int n, hl_tensor *const *inputs)
 {
     if (hl_graph_failed(g))
         return false;
     for (int i = 0; i < n; i++) {
-        if (!inputs[i]) {
-            hl_op_fail(g, op, HL_ERR_ARG, "input %d is NULL", i);
+        const hl_tensor *t = inputs[i];
+        if (!t)
+            hl_op_fail_as(g, name, HL_ERR_ARG, "input %d is NULL", i);
+        else if (hl_tensor_is_poison(t))
+            hl_op_fail_as(g, name, HL_ERR_ARG, "input %d is a poisoned tensor", i);
+        else if (!t->data)
+            hl_op_fail_as(g, name, HL_ERR_STATE,
+                          "input %d (%s) has no data (a parameter used before hl_params_commit?)",
+                          i, t->name);
+        if (hl_graph_failed(g))
             return false;
-        }
-        if (hl_tensor_is_poison(inputs[i])) {
-            hl_op_fail(g, op, HL_ERR_ARG, "input %d is a poisoned tensor", i);
-            return false;
-        }
     }
     return true;
+}
+
+bool hl_op_inputs_ok(hl_graph *g, hl_op op, int n, hl_tensor *const *inputs)
+{
+    return hl_op_inputs_ok_as(g, hl_op_get(op)->name, n, inputs);
 }
 
 hl_tensor *hl_op_output(hl_graph *g, hl_op op, int rank, const int *shape)
@@ -76,6 +99,18 @@ hl_real *hl_op_grad(hl_graph *g, hl_tensor *t)
         return NULL;
     if (!t->grad)
         t->grad = hl_graph_calloc(g, t->numel * sizeof(hl_real));
+    return t->grad;
+}
+
+hl_real *hl_op_grad_first(hl_graph *g, hl_tensor *t, bool *overwrite)
+{
+    *overwrite = false;
+    if (!t || !t->requires_grad)
+        return NULL;
+    if (!t->grad) {
+        t->grad = hl_graph_alloc(g, t->numel * sizeof(hl_real));
+        *overwrite = t->grad != NULL;
+    }
     return t->grad;
 }
 

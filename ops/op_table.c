@@ -18,6 +18,7 @@ static const hl_op_info op_table[] = {
     [HL_OP_MASK_KEY_PADDING] = {"mask_key_padding", 1, hl_mask_backward, HL_OP_EMITS_INF},
     [HL_OP_MASK_BLOCKED] = {"mask_blocked", 1, hl_mask_backward, HL_OP_EMITS_INF},
     [HL_OP_MASK_ADDITIVE] = {"mask_additive", 1, hl_mask_backward, HL_OP_EMITS_INF},
+    [HL_OP_ATTENTION] = {"attention", 3, hl_attention_backward},
     [HL_OP_EMBEDDING] = {"embedding", 1, hl_embedding_backward},
     [HL_OP_LAYERNORM] = {"layernorm", 3, hl_layernorm_backward},
     [HL_OP_GELU] = {"gelu", 1, hl_gelu_backward},

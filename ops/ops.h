@@ -76,6 +76,32 @@ hl_tensor *hl_mask_blocked(hl_graph *g, hl_tensor *scores, const hl_tensor *is_b
  * is a constant: it receives no gradient. */
 hl_tensor *hl_mask_additive(hl_graph *g, hl_tensor *scores, const hl_tensor *bias);
 
+/* ---- fused attention (ops/attention.c) ---- */
+
+/* Which keys each query may see in hl_attention: the masks of the ops above,
+ * with the same semantics and broadcasting, each optional. */
+typedef struct hl_attention_masks {
+    bool causal;                  /* key s hidden from query t when s > t */
+    const hl_tensor *key_padding; /* (B,S): nonzero = padding, hidden from all */
+    const hl_tensor *blocked;     /* (T,S) or (B,T,S): nonzero = hidden */
+    const hl_tensor *additive;    /* (T,S) or (B,T,S): added to the scores (-inf hides) */
+} hl_attention_masks;
+
+/* Scaled dot-product attention as one op: q (B,H,T,D), k and v (B,H,S,D) ->
+ * (B,H,T,D) = softmax(scale·q·kᵀ + masks)·v. It computes what hl_matmul,
+ * hl_scale, the hl_mask_* ops, hl_softmax and hl_matmul compute in a row (a
+ * fully masked query gives zeros and passes no gradient), but tile by tile
+ * (flash attention): the (B,H,T,S) scores never exist, the node keeps one
+ * value per query, and backward recomputes the probabilities. masks may be
+ * NULL. Backward reads the mask tensors again: keep them, unchanged, until
+ * hl_graph_backward has run. Attention dropout is not supported.
+ *
+ *     hl_attention_masks m = {.causal = true};
+ *     hl_tensor *o = hl_attention(g, q, k, v, 1 / sqrtf(D), &m);
+ */
+hl_tensor *hl_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v, hl_real scale,
+                        const hl_attention_masks *masks);
+
 /* ---- transformer ops (ops/embedding.c, ops/layernorm.c, ops/gelu.c,
  *      ops/dropout.c, ops/cross_entropy.c) ---- */
 

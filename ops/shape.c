@@ -140,12 +140,12 @@ void hl_permute_backward(hl_graph *g, hl_node *n)
 
 hl_tensor *hl_transpose(hl_graph *g, hl_tensor *x, int dim0, int dim1)
 {
-    if (!hl_op_inputs_ok(g, HL_OP_PERMUTE, 1, &x))
+    if (!hl_op_inputs_ok_as(g, "transpose", 1, &x))
         return &g->poison;
     char xs[HL_SHAPE_STR_MAX];
     if (dim0 < 0 || dim0 >= x->rank || dim1 < 0 || dim1 >= x->rank)
-        return hl_op_fail(g, HL_OP_PERMUTE, HL_ERR_ARG, "transpose dims %d,%d out of range for %s",
-                          dim0, dim1, hl_shape_str(x, xs));
+        return hl_op_fail_as(g, "transpose", HL_ERR_ARG, "dims %d,%d out of range for %s", dim0,
+                             dim1, hl_shape_str(x, xs));
     int perm[HL_MAX_RANK] = {0, 1, 2, 3};
     perm[dim0] = dim1;
     perm[dim1] = dim0;
@@ -180,8 +180,9 @@ hl_tensor *hl_narrow(hl_graph *g, hl_tensor *x, int dim, int start, int length)
                           hl_shape_str(x, xs));
     if (start < 0 || length < 1 || start > x->shape[d] - length)
         return hl_op_fail(g, HL_OP_NARROW, HL_ERR_ARG,
-                          "elements %d..%d of dim %d are outside %s", start, start + length - 1,
-                          dim, hl_shape_str(x, xs));
+                          "start %d, length %d: elements %lld..%lld of dim %d are outside %s",
+                          start, length, (long long)start, (long long)start + length - 1, dim,
+                          hl_shape_str(x, xs));
     int shape[HL_MAX_RANK];
     memcpy(shape, x->shape, sizeof shape);
     shape[d] = length;

@@ -1,27 +1,22 @@
 /* Softmax over the last dim, stable under large inputs and -inf masks. */
 #include "ops/internal.h"
+#include "ops/vmath.h"
 
 /* y = exp(x - max) / Σ exp(x - max) per row of n values. A row whose max is
  * -inf (every key masked) has no distribution to give: it becomes zeros
- * rather than the NaN of 0/0, and its backward then adds zero (y = 0). */
+ * rather than the NaN of 0/0, and its backward then adds zero (y = 0). A row
+ * holding a NaN becomes all NaN, as in PyTorch, even among -inf masks. */
 static void softmax_row(const hl_real *x, hl_real *y, int n)
 {
-    hl_real max = -INFINITY;
-    for (int j = 0; j < n; j++)
-        if (x[j] > max)
-            max = x[j];
-    if (max == -INFINITY) {
+    const hl_real max = hl_vmath_max(x, (size_t)n);
+    if (max == -INFINITY || isnan(max)) {
+        const hl_real fill = isnan(max) ? max : 0;
         for (int j = 0; j < n; j++)
-            y[j] = 0;
+            y[j] = fill;
         return;
     }
-    double sum = 0;
-    for (int j = 0; j < n; j++) {
-        y[j] = HL_EXP(x[j] - max);
-        sum += (double)y[j];
-    }
     /* sum >= 1: the max term is exp(0). */
-    double inv = 1.0 / sum;
+    const double inv = 1.0 / hl_vmath_exp_sum(x, max, y, (size_t)n);
     for (int j = 0; j < n; j++)
         y[j] = (hl_real)((double)y[j] * inv);
 }
@@ -43,10 +38,11 @@ hl_tensor *hl_softmax(hl_graph *g, hl_tensor *x)
     return hl_graph_failed(g) ? &g->poison : out;
 }
 
-/* dx += y ⊙ (dy - Σ dy·y), per row; the dot product is summed in order. */
+/* dx (+)= y ⊙ (dy - Σ dy·y), per row; the dot product is summed in order. */
 void hl_softmax_backward(hl_graph *g, hl_node *n)
 {
-    hl_real *dx = hl_op_grad(g, n->inputs[0]);
+    bool overwrite;
+    hl_real *dx = hl_op_grad_first(g, n->inputs[0], &overwrite);
     if (!dx)
         return;
     const hl_tensor *out = n->out;
@@ -60,7 +56,9 @@ void hl_softmax_backward(hl_graph *g, hl_node *n)
         double dot = 0;
         for (int j = 0; j < cols; j++)
             dot += (double)dyr[j] * (double)yr[j];
-        for (int j = 0; j < cols; j++)
-            dxr[j] += (hl_real)((double)yr[j] * ((double)dyr[j] - dot));
+        for (int j = 0; j < cols; j++) {
+            const hl_real d = (hl_real)((double)yr[j] * ((double)dyr[j] - dot));
+            dxr[j] = overwrite ? d : dxr[j] + d;
+        }
     }
 }

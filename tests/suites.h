@@ -11,14 +11,17 @@
     X(graph)              \
     X(gradcheck)          \
     X(gradcheck_tool)     \
+    X(op_common)          \
     X(shape)              \
     X(elementwise)        \
     X(reduce)             \
+    X(vmath)              \
     X(gemm)               \
     X(linear)             \
     X(matmul)             \
     X(softmax)            \
     X(mask)               \
+    X(attention)          \
     X(layernorm)          \
     X(gelu)               \
     X(dropout)            \
@@ -33,6 +36,7 @@
     X(optim)              \
     X(step)               \
     X(gpt)                \
+    X(head_set)           \
     X(checkpoint)         \
     X(toy_task)           \
     X(dist)               \
@@ -43,6 +47,7 @@
     X(head_report)        \
     X(cli)                \
     X(faults)             \
+    X(fuzz_entry)         \
     X(examples)
 
 #endif

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "ops/internal.h"
 #include "tests/testutil.h"
 
 #define IGNORE (-100)
@@ -124,6 +125,57 @@ START_TEST(test_ce_backward_ignored)
 }
 END_TEST
 
+/* One row (target 0) as PyTorch computes it, in double: m = max,
+ * log_softmax = (x - m) - log Σ exp(x - m), loss = -log_softmax[0], gradient
+ * exp(log_softmax) - onehot. */
+static double pytorch_ce_row(const hl_real *x, int V, double *grad)
+{
+    double m = -INFINITY, s = 0;
+    for (int j = 0; j < V; j++)
+        m = fmax(m, (double)x[j]);
+    for (int j = 0; j < V; j++)
+        s += exp((double)x[j] - m);
+    for (int j = 0; j < V; j++)
+        grad[j] = exp(((double)x[j] - m) - log(s)) - (j == 0);
+    return -(((double)x[0] - m) - log(s));
+}
+
+/* Logits so large that max + log Σ rounds to max: the log-softmax must stay
+ * (x - max) - log Σ. [1e7, 1e7] gave gradient [-0.632, 0.368], [1e30, 1e30]
+ * a loss of 0, and at 1e4 the gradient no longer summed to zero. */
+START_TEST(test_ce_large_logits)
+{
+    static const double rows[][4] = {
+        {1e7, 1e7, 0, 0},        {1e8, 1e8, 1e8, 0},          {1e30, 1e30, 0, 0},
+        {1e4, 1e4 + 1, 1e4 - 2, 1e4 + 0.5}, {-1e30, -1e30, 0, 0}, {3e4, 1e4, -1e4, 2e4},
+    };
+    static const int widths[] = {2, 3, 2, 4, 2, 4};
+    for (int c = 0; c < 6; c++) {
+        const int V = widths[c];
+        hl_graph *g = hl_graph_new(0);
+        hl_tensor *x = hl_tensor_new("x", 2, (int[]){1, V}, true);
+        for (int j = 0; j < V; j++)
+            x->data[j] = (hl_real)rows[c][j];
+        const int32_t target = 0;
+        hl_tensor *y = hl_cross_entropy(g, x, &target, IGNORE);
+        ck_assert_int_eq(hl_graph_backward(g, y), HL_OK);
+        double want[4], sum = 0;
+        const double loss = pytorch_ce_row(x->data, V, want);
+        ck_assert_msg(fabs((double)y->data[0] - loss) <= LOSS_TOL * (1 + loss),
+                      "case %d: loss %.9g, want %.9g", c, (double)y->data[0], loss);
+        for (int j = 0; j < V; j++) {
+            ck_assert_msg(fabs((double)x->grad[j] - want[j]) <= LOSS_TOL,
+                          "case %d: grad[%d] = %.9g, want %.9g", c, j, (double)x->grad[j],
+                          want[j]);
+            sum += (double)x->grad[j];
+        }
+        ck_assert_msg(fabs(sum) <= LOSS_TOL, "case %d: gradient sums to %.3g", c, sum);
+        hl_tensor_free(x);
+        hl_graph_free(g);
+    }
+}
+END_TEST
+
 /* Every row ignored: the loss is 0 and the gradient zero (not 0/0). */
 START_TEST(test_ce_all_ignored)
 {
@@ -155,6 +207,7 @@ START_TEST(test_ce_gradients)
     }
     hl_tensor *big = tu_random("logits", 3, (int[]){4, 64, 257}, true, 30, -3, 3);
     int32_t *bt = random_targets(4 * 64, 257, true, 31);
+    ck_assert(big->numel >= HL_PARALLEL_MIN_WORK); /* really parallel */
     ce_case cb = {bt};
     tu_check_threads_bitwise("cross_entropy (large)", build_ce, &cb, &big, 1);
     free(bt);
@@ -190,6 +243,7 @@ Suite *cross_entropy_suite(void)
     tcase_add_test(tc, test_ce_hand_values);
     tcase_add_test(tc, test_ce_forward_naive);
     tcase_add_test(tc, test_ce_backward_ignored);
+    tcase_add_test(tc, test_ce_large_logits);
     tcase_add_test(tc, test_ce_all_ignored);
     tcase_add_test(tc, test_ce_gradients);
     tcase_add_test(tc, test_ce_errors);

@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "train/dist.h"
 #include "io/safetensors.h"
@@ -92,6 +95,17 @@ START_TEST(test_two_ranks_equal_one)
             "(key biases: %.3g)\n", diff, key_bias);
     ck_assert_msg(diff < 5e-6, "weights differ by %g", diff);
     ck_assert_msg(key_bias < 40 * 3e-3, "key biases differ by %g", key_bias);
+    /* The same 2-rank run with every MPI call cut into chunks of at most 1000
+     * elements (as buffers over INT_MAX elements are): the same bits. */
+    snprintf(command, sizeof command,
+             MPIRUN "-x HL_DIST_MAX_COUNT=1000 -np 2 " HL_BUILD_DIR
+             "/toy_heads %s --check-sync --out %s/chunked", args, dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    snprintf(a, sizeof a, "%s/chunked/model.safetensors", dir);
+    key_bias = 0;
+    diff = max_weight_difference(a, b, &key_bias);
+    ck_assert_msg(diff == 0 && key_bias == 0, "chunked transfers changed the weights by %g (%g)",
+                  diff, key_bias);
     snprintf(command, sizeof command, "rm -rf %s", dir);
     ck_assert_int_eq(system(command), 0);
 }
@@ -99,19 +113,115 @@ END_TEST
 
 START_TEST(test_mismatched_or_dying_ranks_end_the_job)
 {
-    char out[8192];
+    char dir[] = "/tmp/headlab-dist-XXXXXX", command[1024], out[8192];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
     /* Different seeds on the two ranks: refused before training. */
-    int rc = tu_run(MPIRUN "-np 1 " HL_BUILD_DIR "/toy_heads --steps 5 --seed 1 --out /tmp/hl-x : "
-                 "-np 1 " HL_BUILD_DIR "/toy_heads --steps 5 --seed 2 --out /tmp/hl-x",
-                 out, sizeof out);
+    snprintf(command, sizeof command,
+             MPIRUN "-np 1 " HL_BUILD_DIR "/toy_heads --steps 5 --seed 1 --out %s : "
+             "-np 1 " HL_BUILD_DIR "/toy_heads --steps 5 --seed 2 --out %s", dir, dir);
+    int rc = tu_run(command, out, sizeof out);
     ck_assert_msg(rc != 0 && rc != 124, "exit %d: %s", rc, out);
     ck_assert_msg(strstr(out, "different options"), "%s", out);
     /* Rank 1 dies at once (a bad flag) while rank 0 waits in a collective. */
-    rc = tu_run(MPIRUN "-np 1 " HL_BUILD_DIR "/toy_heads --steps 5 --out /tmp/hl-x : "
-             "-np 1 " HL_BUILD_DIR "/toy_heads --no-such-flag",
-             out, sizeof out);
+    snprintf(command, sizeof command,
+             MPIRUN "-np 1 " HL_BUILD_DIR "/toy_heads --steps 5 --out %s : "
+             "-np 1 " HL_BUILD_DIR "/toy_heads --no-such-flag", dir);
+    rc = tu_run(command, out, sizeof out);
     ck_assert_msg(rc != 0 && rc != 124, "exit %d (124 = hung until the timeout): %s", rc, out);
-    ck_assert_int_eq(system("rm -rf /tmp/hl-x"), 0);
+    snprintf(command, sizeof command, "rm -rf %s", dir);
+    ck_assert_int_eq(system(command), 0);
+}
+END_TEST
+
+/* A checkpoint does not depend on the number of ranks that wrote it: 2 ranks
+ * to step 20 then 1 rank to 30, and 1 rank to 20 then 2 ranks to 30, both
+ * end within float rounding of 1 rank straight to 30. */
+START_TEST(test_checkpoint_across_rank_counts)
+{
+    char dir[] = "/tmp/headlab-dist-XXXXXX", command[1024], out[8192];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    const char *args = "--eval-every 10 --heldout 40 --threads 1";
+    const struct {
+        const char *name;
+        int first_ranks, then_ranks;
+    } runs[] = {{"straight", 1, 0}, {"two_then_one", 2, 1}, {"one_then_two", 1, 2}};
+    for (int i = 0; i < 3; i++) {
+        int steps = runs[i].then_ranks ? 20 : 30;
+        snprintf(command, sizeof command, MPIRUN "-np %d " HL_BUILD_DIR
+                 "/toy_heads %s --steps %d --out %s/%s", runs[i].first_ranks, args, steps, dir,
+                 runs[i].name);
+        ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+        if (!runs[i].then_ranks)
+            continue;
+        snprintf(command, sizeof command, MPIRUN "-np %d " HL_BUILD_DIR
+                 "/toy_heads %s --steps 30 --out %s/%s --resume %s/%s/checkpoint.safetensors",
+                 runs[i].then_ranks, args, dir, runs[i].name, dir, runs[i].name);
+        ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+        ck_assert_msg(strstr(out, "resumed from") && strstr(out, "at step 20"), "%s", out);
+    }
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/straight/model.safetensors", dir);
+    for (int i = 1; i < 3; i++) {
+        snprintf(b, sizeof b, "%s/%s/model.safetensors", dir, runs[i].name);
+        double key_bias = 0, diff = max_weight_difference(a, b, &key_bias);
+        ck_assert_msg(diff < 5e-6, "%s: weights differ by %g", runs[i].name, diff);
+    }
+    snprintf(command, sizeof command, "rm -rf %s", dir);
+    ck_assert_int_eq(system(command), 0);
+}
+END_TEST
+
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* SIGKILL to one rank of a running job: mpirun ends, non-zero, within seconds. */
+START_TEST(test_killed_rank_ends_the_job)
+{
+    char dir[] = "/tmp/headlab-dist-XXXXXX", command[1024];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    /* mpirun itself (no timeout wrapper), so the ranks are its children. */
+    snprintf(command, sizeof command, "exec mpirun --allow-run-as-root --oversubscribe -np 2 "
+             HL_BUILD_DIR
+             "/toy_heads --steps 1000000 --eval-every 1000000 --threads 1 --out %s/job "
+             ">/dev/null 2>&1", dir);
+    fflush(NULL);
+    pid_t job = fork();
+    ck_assert_int_ge(job, 0);
+    if (job == 0) {
+        execl("/bin/sh", "sh", "-c", command, (char *)NULL);
+        _exit(127);
+    }
+    /* Wait until the ranks (mpirun's children) run, then kill the newest. */
+    char find[128], line[64] = "";
+    snprintf(find, sizeof find, "pgrep -n -x toy_heads -P %ld", (long)job);
+    const struct timespec pause = {0, 200000000};
+    for (int tries = 0; tries < 100 && !line[0]; tries++) {
+        nanosleep(&pause, NULL);
+        FILE *p = popen(find, "r");
+        if (p && !fgets(line, sizeof line, p))
+            line[0] = '\0';
+        if (p)
+            pclose(p);
+    }
+    ck_assert_msg(line[0], "the ranks did not start");
+    sleep(2);
+    pid_t rank = (pid_t)strtol(line, NULL, 10);
+    double t0 = seconds_now();
+    ck_assert_int_eq(kill(rank, SIGKILL), 0);
+    int status;
+    ck_assert_int_eq(waitpid(job, &status, 0), job);
+    double waited = seconds_now() - t0;
+    fprintf(stderr, "dist: mpirun ended %.2f s after a rank was killed (status %d)\n", waited,
+            status);
+    ck_assert_msg(!(WIFEXITED(status) && WEXITSTATUS(status) == 0), "the job exited 0");
+    ck_assert_msg(!(WIFEXITED(status) && WEXITSTATUS(status) == 124), "the job hung");
+    ck_assert_msg(waited < 10, "the job took %.1f s to end", waited);
+    snprintf(command, sizeof command, "rm -rf %s", dir);
+    ck_assert_int_eq(system(command), 0);
 }
 END_TEST
 
@@ -126,6 +236,8 @@ Suite *dist_suite(void)
 #ifdef HL_MPI
     tcase_add_test(tc, test_two_ranks_equal_one);
     tcase_add_test(tc, test_mismatched_or_dying_ranks_end_the_job);
+    tcase_add_test(tc, test_checkpoint_across_rank_counts);
+    tcase_add_test(tc, test_killed_rank_ends_the_job);
 #endif
     suite_add_tcase(s, tc);
     return s;

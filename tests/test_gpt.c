@@ -167,6 +167,35 @@ START_TEST(test_gpt_errors)
 }
 END_TEST
 
+START_TEST(test_gpt_size_limits)
+{
+    /* Refused before allocating: more heads than head sets can name, more
+     * parameters than HL_GPT_MAX_PARAMS (17.7e9 here: 70 GB of floats), and a
+     * config whose count overflows 64 bits (and 4·d_model an int). */
+    hl_error err = {0};
+    hl_gpt_config cfg = hl_toy_gpt_config();
+    cfg.n_heads = HL_HEADS_MAX + 2;
+    cfg.d_model = 2 * cfg.n_heads;
+    ck_assert_ptr_null(hl_gpt_new(&cfg, &err));
+    ck_assert_msg(strstr(err.message, "n_heads 258 is over the limit of 256"), "%s", err.message);
+    hl_error_clear(&err);
+    cfg = hl_toy_gpt_config();
+    cfg.d_model = 27156;
+    cfg.n_layers = 2;
+    cfg.mlp = true;
+    ck_assert_ptr_null(hl_gpt_new(&cfg, &err));
+    ck_assert_msg(strstr(err.message, "asks for 17701014028 parameters, over the limit of "
+                                      "1073741824"),
+                  "%s", err.message);
+    hl_error_clear(&err);
+    cfg.d_model = 1 << 30;
+    cfg.n_heads = 1;
+    cfg.n_layers = HL_GPT_MAX_LAYERS;
+    ck_assert_ptr_null(hl_gpt_new(&cfg, &err));
+    ck_assert_msg(strstr(err.message, "more than 2^64 parameters"), "%s", err.message);
+}
+END_TEST
+
 Suite *gpt_suite(void)
 {
     Suite *s = suite_create("gpt");
@@ -176,6 +205,7 @@ Suite *gpt_suite(void)
     tcase_add_test(tc, test_gpt_gradcheck);
     tcase_add_test(tc, test_gpt_config_round_trip);
     tcase_add_test(tc, test_gpt_errors);
+    tcase_add_test(tc, test_gpt_size_limits);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -24,6 +24,27 @@ START_TEST(test_backward_accumulates_over_uses)
 }
 END_TEST
 
+START_TEST(test_second_backward_adds_only_its_own_gradient)
+{
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *x = tu_random("x", 1, (int[]){3}, true, 1, -1, 1);
+    /* The same tape twice: L = sum(2*3x), dL/dx = 6 each time. */
+    hl_tensor *loss = hl_sum(g, hl_scale(g, hl_scale(g, x, 3), 2));
+    ck_assert_int_eq(hl_graph_backward(g, loss), HL_OK);
+    ck_assert(x->grad[0] == 6);
+    ck_assert_int_eq(hl_graph_backward(g, loss), HL_OK);
+    ck_assert_msg(x->grad[0] == 12, "second backward left %g, not 6 + 6", (double)x->grad[0]);
+    /* A new loss recorded on the same tape: only its gradient is added. */
+    hl_tensor_zero_grad(x);
+    ck_assert_int_eq(hl_graph_backward(g, hl_sum(g, hl_scale(g, x, 2))), HL_OK);
+    ck_assert_int_eq(hl_graph_backward(g, hl_sum(g, hl_scale(g, x, 5))), HL_OK);
+    for (int i = 0; i < 3; i++)
+        ck_assert_msg(x->grad[i] == 7, "x->grad[%d] = %g, not 2 + 5", i, (double)x->grad[i]);
+    hl_tensor_free(x);
+    hl_graph_free(g);
+}
+END_TEST
+
 START_TEST(test_no_grad_records_nothing)
 {
     hl_graph *g = hl_graph_new(0);
@@ -99,10 +120,15 @@ END_TEST
 START_TEST(test_first_nonfinite_names_the_op)
 {
     hl_graph *g = hl_graph_new(0);
-    hl_tensor *x = tu_random("x", 2, (int[]){2, 3}, true, 1, -1, 1);
-    /* Masks write -inf on purpose and are not blamed; the softmax after a
-     * fully masked row gives zeros, so all is finite. */
-    hl_tensor *p = hl_softmax(g, hl_mask_causal(g, hl_scale(g, x, 2)));
+    hl_tensor *x = tu_random("x", 3, (int[]){1, 3, 3}, true, 1, -1, 1);
+    /* Masks write -inf on purpose and are not blamed; the softmax after them
+     * is finite. */
+    hl_tensor *masked = hl_mask_causal(g, hl_scale(g, x, 2));
+    hl_tensor *p = hl_softmax(g, masked);
+    ck_assert_msg(!hl_graph_failed(g), "%s", hl_graph_message(g));
+    ck_assert_uint_eq(g->n_nodes, 3);
+    ck_assert(isinf(masked->data[1]) && masked->data[1] < 0);
+    ck_assert(isfinite(p->data[1]));
     ck_assert_ptr_null(hl_graph_first_nonfinite(g));
     /* A NaN entering through the data: the first op computing with it is named. */
     x->data[4] = NAN;
@@ -122,6 +148,7 @@ Suite *graph_suite(void)
     Suite *s = suite_create("graph");
     TCase *tc = tcase_create("graph");
     tcase_add_test(tc, test_backward_accumulates_over_uses);
+    tcase_add_test(tc, test_second_backward_adds_only_its_own_gradient);
     tcase_add_test(tc, test_no_grad_records_nothing);
     tcase_add_test(tc, test_backward_needs_one_element);
     tcase_add_test(tc, test_errors_are_sticky_and_reset_clears);

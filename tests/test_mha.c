@@ -8,6 +8,7 @@
 
 #include "io/safetensors.h"
 #include "models/mha.h"
+#include "ops/internal.h"
 #include "tests/testutil.h"
 
 #ifdef HL_REAL_DOUBLE
@@ -62,7 +63,17 @@ static double expect_close(const char *fixture, const hl_safetensors *expected, 
     return max_diff;
 }
 
-static void run_fixture(const char *name)
+/* "<fixture>(fused)", for messages and the parity log (one word). */
+static const char *fused_label(const char *name)
+{
+    static char label[128];
+    snprintf(label, sizeof label, "%s(fused)", name);
+    return label;
+}
+
+/* Runs a fixture on the composed path (traced: the attention weights are
+ * compared too) or on the fused one (no trace: a training step). */
+static void run_fixture(const char *name, bool traced)
 {
     hl_safetensors *weights = read_fixture(name, "weights");
     hl_safetensors *inputs = read_fixture(name, "inputs");
@@ -88,24 +99,32 @@ static void run_fixture(const char *name)
     hl_graph *g = hl_graph_new(0);
     hl_mha_masks masks = {.causal = causal, .key_padding = padding, .additive = additive};
     hl_mha_trace trace;
-    hl_tensor *out = hl_mha_forward(g, &m, query, key, value, &masks, &(hl_mha_run){.trace = &trace});
+    hl_tensor *out = hl_mha_forward(g, &m, query, key, value, &masks,
+                                    &(hl_mha_run){.trace = traced ? &trace : NULL});
     ck_assert_msg(!hl_graph_failed(g), "%s: %s", name, hl_graph_message(g));
+    /* The fused path has no attention node in the graph, the composed one no fused op. */
+    bool fused_node = false;
+    for (const hl_node *n = g->tail; n; n = n->prev)
+        fused_node |= n->op == HL_OP_ATTENTION;
+    ck_assert_msg(fused_node == !traced, "%s: wrong attention path", name);
+    const char *label = traced ? name : fused_label(name);
     for (size_t i = 0; i < out->numel; i++)
-        ck_assert_msg(isfinite(out->data[i]), "%s: output %zu is not finite", name, i);
-    expect_close(name, expected, "output", out->data, out->numel);
-    expect_close(name, expected, "attn_weights", trace.attn->data, trace.attn->numel);
+        ck_assert_msg(isfinite(out->data[i]), "%s: output %zu is not finite", label, i);
+    expect_close(label, expected, "output", out->data, out->numel);
+    if (traced)
+        expect_close(label, expected, "attn_weights", trace.attn->data, trace.attn->numel);
 
     ck_assert_int_eq(hl_graph_backward_from(g, out, grad_out->data), HL_OK);
-    expect_close(name, expected, "grad.query", query->grad, query->numel);
+    expect_close(label, expected, "grad.query", query->grad, query->numel);
     if (!self) {
-        expect_close(name, expected, "grad.key", key->grad, key->numel);
-        expect_close(name, expected, "grad.value", value->grad, value->numel);
+        expect_close(label, expected, "grad.key", key->grad, key->numel);
+        expect_close(label, expected, "grad.value", value->grad, value->numel);
     }
     for (size_t i = 0; i < hl_params_n_tensors(p); i++) {
         const hl_tensor *w = hl_params_tensor(p, i);
         char grad_name[HL_NAME_MAX + 8];
         snprintf(grad_name, sizeof grad_name, "grad.%s", w->name);
-        expect_close(name, expected, grad_name, w->grad, w->numel);
+        expect_close(label, expected, grad_name, w->grad, w->numel);
     }
 
     hl_graph_free(g);
@@ -130,7 +149,13 @@ static const char *const fixtures[] = {
 
 START_TEST(test_mha_matches_pytorch)
 {
-    run_fixture(fixtures[_i]);
+    run_fixture(fixtures[_i], true);
+}
+END_TEST
+
+START_TEST(test_mha_fused_matches_pytorch)
+{
+    run_fixture(fixtures[_i], false);
 }
 END_TEST
 
@@ -362,7 +387,42 @@ START_TEST(test_mha_gradcheck_cross_masked)
     hl_tensor *in[] = {q, k, v, m.q_proj_weight, m.k_proj_weight, m.v_proj_weight,
                        m.in_proj_bias, m.out_proj_weight};
     tu_gradcheck("mha cross causal+padding", build_cross, &ctx, in, 8);
-    tu_check_threads_bitwise("mha cross", build_cross, &ctx, in, 8);
+    hl_tensor_free(q);
+    hl_tensor_free(k);
+    hl_tensor_free(v);
+    hl_tensor_free(pad);
+    hl_params_free(p);
+}
+END_TEST
+
+/* Cross attention with masks at a size where the kernels run on 2 threads (a
+ * smaller one would compare two serial runs). */
+START_TEST(test_mha_threads_cross_large)
+{
+    enum { B = 12, T = 64, S = 48, E = 64, H = 4, KDIM = 40, VDIM = 80 };
+    _Static_assert((size_t)B * T * E >= HL_PARALLEL_MIN_WORK, "q projection runs in parallel");
+    _Static_assert((size_t)B * S * E >= HL_PARALLEL_MIN_WORK, "k, v projections in parallel");
+    _Static_assert((size_t)B * H * T * S >= HL_PARALLEL_MIN_WORK, "scores run in parallel");
+    hl_error err = {0};
+    hl_params *p = hl_params_new();
+    hl_mha m;
+    hl_mha_config cfg = {.embed_dim = E, .num_heads = H, .kdim = KDIM, .vdim = VDIM,
+                         .bias = true};
+    ck_assert_int_eq(hl_mha_declare(&m, p, "", &cfg, &err), HL_OK);
+    ck_assert_int_eq(hl_params_commit(p), HL_OK);
+    hl_rng rng;
+    hl_rng_seed(&rng, 9);
+    hl_mha_init_weights(&m, &rng);
+    hl_tensor *q = tu_random("query", 3, (int[]){B, T, E}, true, 10, -1, 1);
+    hl_tensor *k = tu_random("key", 3, (int[]){B, S, KDIM}, true, 11, -1, 1);
+    hl_tensor *v = tu_random("value", 3, (int[]){B, S, VDIM}, true, 12, -1, 1);
+    hl_tensor *pad = hl_tensor_new("key_padding", 2, (int[]){B, S}, false);
+    for (int b = 0; b < B; b++)
+        pad->data[b * S + S - 1 - b] = 1;
+    mha_ctx ctx = {.mha = &m, .masks = {.causal = true, .key_padding = pad}};
+    hl_tensor *in[] = {q, k, v, m.q_proj_weight, m.k_proj_weight, m.v_proj_weight,
+                       m.in_proj_bias, m.out_proj_weight};
+    tu_check_threads_bitwise("mha cross (large)", build_cross, &ctx, in, 8);
     hl_tensor_free(q);
     hl_tensor_free(k);
     hl_tensor_free(v);
@@ -403,7 +463,14 @@ START_TEST(test_mha_errors)
     hl_graph_reset(g);
     hl_tensor *pad = hl_tensor_new("pad", 2, (int[]){2, 4}, false);
     hl_mha_masks masks = {.key_padding = pad};
-    tu_expect_error(g, hl_mha_forward(g, &s.mha, s.x, s.x, s.x, &masks, NULL),
+    /* The fused path (no trace) and the composed one (a trace) each name their op. */
+    tu_expect_error(g, hl_mha_forward(g, &s.mha, s.x, s.x, s.x, &masks, NULL), "attention",
+                    "key_padding", "(2,4)", NULL);
+    hl_graph_reset(g);
+    hl_mha_trace trace;
+    tu_expect_error(g,
+                    hl_mha_forward(g, &s.mha, s.x, s.x, s.x, &masks,
+                                   &(hl_mha_run){.trace = &trace}),
                     "mask_key_padding", "(2,4)", NULL);
     hl_tensor_free(pad);
     hl_tensor_free(wrong);
@@ -431,12 +498,15 @@ Suite *mha_suite(void)
     TCase *tc = tcase_create("mha");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_mha_matches_pytorch, 0, sizeof fixtures / sizeof fixtures[0]);
+    tcase_add_loop_test(tc, test_mha_fused_matches_pytorch, 0,
+                        sizeof fixtures / sizeof fixtures[0]);
     tcase_add_test(tc, test_mha_equals_per_head_loop);
     tcase_add_test(tc, test_mha_gate_zero_removes_head);
     tcase_add_test(tc, test_mha_head_offset);
     tcase_add_test(tc, test_mha_gradcheck_self);
     tcase_add_test(tc, test_mha_gradcheck_cross_masked);
     tcase_add_test(tc, test_mha_threads_large);
+    tcase_add_test(tc, test_mha_threads_cross_large);
     tcase_add_test(tc, test_mha_errors);
     tcase_add_test(tc, test_mha_load_errors);
     suite_add_tcase(s, tc);

@@ -617,6 +617,33 @@ START_TEST(test_reject_out_of_bounds)
 }
 END_TEST
 
+START_TEST(test_reject_claims_beyond_the_file)
+{
+    /* A 4 TB tensor claimed by a 16-byte data buffer, in memory and on disk:
+     * refused from the header, before anything of the claimed size is
+     * allocated (under ASan such an allocation would abort the test). */
+    const char *header = "{\"w\":{\"dtype\":\"F32\",\"shape\":[1000000,1000000],"
+                         "\"data_offsets\":[0,4000000000000]}}";
+    EXPECT_BAD(header, 16, "data_offsets [0, 4000000000000] go past the end of the 16-byte "
+                           "data buffer");
+    char dir[] = "/tmp/headlab-st-XXXXXX", path[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/big.safetensors", dir);
+    size_t len;
+    unsigned char *bytes = image(header, 16, &len);
+    FILE *fp = fopen(path, "wb");
+    ck_assert(fp && fwrite(bytes, 1, len, fp) == len && fclose(fp) == 0);
+    free(bytes);
+    hl_error err = {0};
+    hl_safetensors *f = NULL;
+    ck_assert_int_eq(hl_safetensors_read(path, &f, &err), HL_ERR_FORMAT);
+    ck_assert_ptr_null(f);
+    ck_assert_msg(strstr(err.message, "go past the end"), "%s", err.message);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_reject_overlap)
 {
     EXPECT_BAD("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
@@ -795,6 +822,7 @@ Suite *safetensors_suite(void)
     tcase_add_test(rules, test_reject_size_mismatch);
     tcase_add_test(rules, test_reject_bad_offsets);
     tcase_add_test(rules, test_reject_out_of_bounds);
+    tcase_add_test(rules, test_reject_claims_beyond_the_file);
     tcase_add_test(rules, test_reject_overlap);
     tcase_add_test(rules, test_reject_hole);
     tcase_add_test(rules, test_reject_trailing_bytes);

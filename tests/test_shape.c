@@ -1,4 +1,6 @@
-/* Tests for ops/shape.c: reshape (a view), permute and transpose. */
+/* Tests for ops/shape.c: reshape (a view), permute, transpose and narrow. */
+#include <limits.h>
+
 #include "tests/testutil.h"
 
 static hl_tensor *build_permute(hl_graph *g, hl_tensor *const *in, void *ctx)
@@ -95,6 +97,11 @@ START_TEST(test_narrow)
     tu_expect_error(g, hl_narrow(g, x, 2, 10, 3), "narrow", "10..12", "(2,3,12)", NULL);
     hl_graph_reset(g);
     tu_expect_error(g, hl_narrow(g, x, 3, 0, 1), "narrow", "dim 3", NULL);
+    /* start + length - 1 does not fit an int: the message must not overflow. */
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_narrow(g, x, 2, 1, INT_MAX), "narrow", "1..2147483647", NULL);
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_narrow(g, x, 2, -1, INT_MIN), "narrow", "length -2147483648", NULL);
     hl_tensor_free(x);
     hl_tensor_free(big);
     hl_graph_free(g);
@@ -109,7 +116,9 @@ START_TEST(test_shape_errors)
     hl_graph_reset(g);
     tu_expect_error(g, hl_permute(g, x, (int[]){0, 0}), "permute", "(3,4)", NULL);
     hl_graph_reset(g);
-    tu_expect_error(g, hl_transpose(g, x, 0, 2), "permute", "out of range", NULL);
+    tu_expect_error(g, hl_transpose(g, x, 0, 2), "transpose: dims 0,2 out of range", NULL);
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_transpose(g, NULL, 0, 1), "transpose: input 0 is NULL", NULL);
     hl_graph_reset(g);
     tu_expect_error(g, hl_reshape(g, NULL, 1, (int[]){12}), "reshape", "NULL", NULL);
     hl_tensor_free(x);

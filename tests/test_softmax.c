@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "ops/internal.h"
 #include "tests/testutil.h"
 
 static hl_tensor *build_softmax(hl_graph *g, hl_tensor *const *in, void *ctx)
@@ -116,6 +117,36 @@ START_TEST(test_softmax_special_rows)
 }
 END_TEST
 
+/* A NaN anywhere in a row makes the whole row NaN, as in PyTorch, also among
+ * -inf masks; a fully masked row stays zeros. The NaN used to be skipped by
+ * the max, and a row of NaN and -inf became zeros. */
+START_TEST(test_softmax_nan_rows)
+{
+    hl_graph *g = hl_graph_new(0);
+    enum { N = 19 }; /* a whole vector and a partial one */
+    hl_tensor *x = hl_tensor_new("x", 2, (int[]){5, N}, false);
+    for (int j = 0; j < N; j++) {
+        x->data[0 * N + j] = NAN;                            /* all NaN */
+        x->data[1 * N + j] = j == 3 ? NAN : -INFINITY;       /* NaN among masks */
+        x->data[2 * N + j] = j == N - 1 ? NAN : (hl_real)j;  /* NaN last, in the tail */
+        x->data[3 * N + j] = -INFINITY;                      /* fully masked */
+        x->data[4 * N + j] = j == 0 ? NAN : -INFINITY;       /* NaN first */
+    }
+    hl_tensor *y = hl_softmax(g, x);
+    ck_assert(!hl_graph_failed(g));
+    for (int r = 0; r < 5; r++)
+        for (int j = 0; j < N; j++) {
+            const double v = (double)y->data[r * N + j];
+            if (r == 3)
+                ck_assert_msg(v == 0, "masked row: %g at %d", v, j);
+            else
+                ck_assert_msg(isnan(v), "row %d: %g at %d, want NaN", r, v, j);
+        }
+    hl_tensor_free(x);
+    hl_graph_free(g);
+}
+END_TEST
+
 START_TEST(test_softmax_gradients)
 {
     static const int shapes[][4] = {{1, 1, 1, 1}, {3, 17, 1, 1}, {2, 3, 5, 1}, {1, 3, 1, 7}};
@@ -135,8 +166,10 @@ END_TEST
 START_TEST(test_softmax_threads)
 {
     hl_tensor *x = tu_random("x", 4, (int[]){4, 8, 64, 64}, true, 30, -4, 4);
+    ck_assert(x->numel >= HL_PARALLEL_MIN_WORK); /* both really parallel */
     tu_check_threads_bitwise("softmax", build_softmax, NULL, &x, 1);
     hl_tensor *odd = tu_random("x", 2, (int[]){1025, 33}, true, 31, -4, 4);
+    ck_assert(odd->numel >= HL_PARALLEL_MIN_WORK);
     tu_check_threads_bitwise("softmax (odd rows)", build_softmax, NULL, &odd, 1);
     hl_tensor_free(x);
     hl_tensor_free(odd);
@@ -162,6 +195,7 @@ Suite *softmax_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_softmax_forward);
     tcase_add_test(tc, test_softmax_special_rows);
+    tcase_add_test(tc, test_softmax_nan_rows);
     tcase_add_test(tc, test_softmax_gradients);
     tcase_add_test(tc, test_softmax_threads);
     tcase_add_test(tc, test_softmax_errors);

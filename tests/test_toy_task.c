@@ -71,7 +71,8 @@ START_TEST(test_scores_on_known_patterns)
             row2[t >= d && t <= d + L - 2 ? s + (t - d) + 1 : 0] = 1;
         }
     hl_toy_score_sums sums;
-    hl_toy_scores_begin(&sums, H);
+    hl_error err = {0};
+    ck_assert_int_eq(hl_toy_scores_begin(&sums, H, &err), HL_OK);
     hl_toy_scores_add(&sums, b, attn);
     hl_toy_head_scores s[3];
     hl_toy_scores_finish(&sums, s);
@@ -89,12 +90,28 @@ START_TEST(test_scores_on_known_patterns)
 }
 END_TEST
 
+START_TEST(test_scorer_refuses_too_many_heads)
+{
+    hl_toy_score_sums sums;
+    hl_error err = {0};
+    ck_assert_int_eq(hl_toy_scores_begin(&sums, HL_TOY_MAX_HEADS + 1, &err), HL_ERR_ARG);
+    ck_assert_msg(strstr(err.message, "65 heads per layer; the scorer takes 1 to 64"), "%s",
+                  err.message);
+    ck_assert_int_eq(sums.H, 0);
+    hl_error_clear(&err);
+    ck_assert_int_eq(hl_toy_scores_begin(&sums, 0, &err), HL_ERR_ARG);
+    hl_error_clear(&err);
+    ck_assert_int_eq(hl_toy_scores_begin(&sums, HL_TOY_MAX_HEADS, &err), HL_OK);
+}
+END_TEST
+
 Suite *toy_task_suite(void)
 {
     Suite *s = suite_create("toy_task");
     TCase *tc = tcase_create("toy_task");
     tcase_add_test(tc, test_sequences_follow_the_recipe);
     tcase_add_test(tc, test_scores_on_known_patterns);
+    tcase_add_test(tc, test_scorer_refuses_too_many_heads);
     suite_add_tcase(s, tc);
     return s;
 }

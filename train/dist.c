@@ -1,5 +1,6 @@
 #include "train/dist.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,45 @@
 #endif
 
 #ifdef HL_MPI
+
+/* Element counts of MPI calls are ints: larger buffers go in chunks of at most
+ * this many. HL_DIST_MAX_COUNT in the environment lowers it, so tests can run
+ * the chunked path without 2^31-element buffers. */
+static size_t max_count = INT_MAX;
+
+static void read_max_count(void)
+{
+    const char *text = getenv("HL_DIST_MAX_COUNT");
+    char *end = NULL;
+    long long n = text ? strtoll(text, &end, 10) : 0;
+    if (text && *end == '\0' && n >= 1 && n <= INT_MAX)
+        max_count = (size_t)n;
+}
+
+/* The next chunk of a buffer of n elements, done of them already sent. */
+static int chunk_count(size_t done, size_t n)
+{
+    return (int)(n - done < max_count ? n - done : max_count);
+}
+
+static void bcast_chunked(void *data, size_t n, MPI_Datatype type, size_t elem_size)
+{
+    unsigned char *p = data;
+    for (size_t done = 0; done < n;) {
+        int count = chunk_count(done, n);
+        MPI_Bcast(p + done * elem_size, count, type, 0, MPI_COMM_WORLD);
+        done += (size_t)count;
+    }
+}
+
+static void allreduce_sum_chunked(hl_real *data, size_t n)
+{
+    for (size_t done = 0; done < n;) {
+        int count = chunk_count(done, n);
+        MPI_Allreduce(MPI_IN_PLACE, data + done, count, MPI_REAL_TYPE, MPI_SUM, MPI_COMM_WORLD);
+        done += (size_t)count;
+    }
+}
 
 static uint64_t fnv1a(const void *bytes, size_t n)
 {
@@ -34,6 +74,7 @@ void hl_dist_init(int *argc, char ***argv)
         MPI_Init(argc, argv);
     /* Errors in collectives end the job with a message rather than hang. */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    read_max_count();
 }
 
 /* Before hl_dist_init (e.g. in a test) a process is rank 0 of 1. */
@@ -106,7 +147,7 @@ hl_status hl_dist_check_same(const char *text, hl_error *err)
 void hl_dist_broadcast(void *bytes, size_t n)
 {
     if (hl_dist_size() > 1)
-        MPI_Bcast(bytes, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD);
+        bcast_chunked(bytes, n, MPI_BYTE, 1);
 }
 
 double hl_dist_sum(double value)
@@ -120,17 +161,17 @@ double hl_dist_sum(double value)
 void hl_dist_broadcast_params(hl_params *params)
 {
     if (hl_dist_size() > 1)
-        MPI_Bcast(hl_params_values(params), (int)hl_params_count(params), MPI_REAL_TYPE, 0,
-                  MPI_COMM_WORLD);
+        bcast_chunked(hl_params_values(params), hl_params_count(params), MPI_REAL_TYPE,
+                      sizeof(hl_real));
 }
 
 void hl_dist_allreduce_grads(hl_params *params)
 {
-    /* One call over the whole contiguous block. Open MPI's reduction order is
-     * fixed for a given rank count, so every rank gets the same bits. */
+    /* One call over the whole contiguous block (per 2^31 - 1 elements). Open
+     * MPI's reduction order is fixed for a given rank count, so every rank gets
+     * the same bits. */
     if (hl_dist_size() > 1)
-        MPI_Allreduce(MPI_IN_PLACE, hl_params_grads(params), (int)hl_params_count(params),
-                      MPI_REAL_TYPE, MPI_SUM, MPI_COMM_WORLD);
+        allreduce_sum_chunked(hl_params_grads(params), hl_params_count(params));
 }
 
 hl_status hl_dist_check_params_equal(const hl_params *params, hl_error *err)

@@ -17,6 +17,10 @@
  *     ... loss scaled by (local targets / global targets), backward ...
  *     hl_dist_allreduce_grads(params);
  *     hl_dist_finalize();
+ *
+ * Buffers of any size go through: MPI counts are ints, so calls are made per
+ * chunk of at most INT_MAX elements (HL_DIST_MAX_COUNT=N in the environment
+ * lowers that, for tests).
  */
 #ifndef HL_DIST_H
 #define HL_DIST_H

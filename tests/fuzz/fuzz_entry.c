@@ -1,0 +1,182 @@
+/* The fuzz harness bodies: see fuzz_entry.h. */
+#include "tests/fuzz/fuzz_entry.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io/checkpoint.h"
+#include "analysis/toy_task.h"
+#include "examples/common/cli.h"
+#include "io/model_io.h"
+#include "io/safetensors.h"
+#include "models/gpt.h"
+
+int hl_fuzz_safetensors(const uint8_t *data, size_t size)
+{
+    hl_error err = {0};
+    hl_safetensors *f = NULL;
+    if (hl_safetensors_parse(data, size, "fuzz", &f, &err) != HL_OK)
+        return 0;
+    for (size_t i = 0; i < hl_safetensors_count(f); i++) {
+        const hl_st_entry *e = hl_safetensors_entry(f, i);
+        hl_error load_err = {0};
+        hl_tensor *t = hl_safetensors_load(f, e->name, false, &load_err);
+        if (t) {
+            hl_safetensors_copy_to(f, e->name, t, &load_err);
+            hl_tensor_free(t);
+        }
+    }
+    hl_safetensors_metadata(f, "config");
+    hl_safetensors_free(f);
+    return 0;
+}
+
+/* The bytes in a file of this process's own (the loaders take paths); NULL
+ * when it cannot be written. */
+static const char *as_file(const uint8_t *data, size_t size)
+{
+    static char path[64];
+    if (!path[0]) {
+        const char *dir = getenv("TMPDIR");
+        snprintf(path, sizeof path, "%s/hl-fuzz-XXXXXX", dir && strlen(dir) < 40 ? dir : "/tmp");
+        int fd = mkstemp(path);
+        if (fd < 0)
+            return path[0] = '\0', NULL;
+        close(fd);
+    }
+    FILE *fp = fopen(path, "wb");
+    if (!fp)
+        return NULL;
+    bool ok = fwrite(data, 1, size, fp) == size;
+    ok = fclose(fp) == 0 && ok;
+    return ok ? path : NULL;
+}
+
+static hl_gpt_config fixture_config(void)
+{
+    hl_gpt_config cfg = hl_toy_gpt_config();
+    cfg.vocab_in = 7;
+    cfg.vocab_out = 6;
+    cfg.n_ctx = 6;
+    cfg.d_model = 8;
+    cfg.n_heads = 2;
+    cfg.n_layers = 2;
+    cfg.mlp = true;
+    cfg.layernorm = true;
+    return cfg;
+}
+
+/* Built once and kept: a load that fails leaves the model as it was, and one
+ * that succeeds only overwrites values, so every input meets the same model. */
+static hl_gpt *checkpoint_model(hl_optim **opt)
+{
+    static hl_gpt *m;
+    static hl_optim *adamw;
+    if (!m) {
+        hl_error err = {0};
+        hl_gpt_config cfg = fixture_config();
+        m = hl_gpt_new(&cfg, &err);
+        adamw = m ? hl_optim_new(m->params,
+                                 &(hl_optim_config){.kind = HL_OPTIM_ADAMW, .lr = 1e-3,
+                                                    .beta1 = 0.9, .beta2 = 0.98, .eps = 1e-8},
+                                 &err)
+                  : NULL;
+    }
+    *opt = adamw;
+    return adamw ? m : NULL;
+}
+
+int hl_fuzz_checkpoint(const uint8_t *data, size_t size)
+{
+    hl_optim *opt;
+    hl_gpt *m = checkpoint_model(&opt);
+    const char *path = m ? as_file(data, size) : NULL;
+    if (!path)
+        return 0;
+    hl_error err = {0};
+    hl_rng rng;
+    hl_rng_seed(&rng, 0);
+    hl_checkpoint_rng rngs[] = {{"data", &rng}};
+    int64_t step = 0;
+    hl_checkpoint_load(path, m->params, opt, &step, rngs, 1, &err);
+    return 0;
+}
+
+/* Rough upper bound of the values a parsed config builds (no overflow: every
+ * factor is an int). */
+static double config_size(const hl_gpt_config *c)
+{
+    double d = c->d_model;
+    return d * ((double)c->vocab_in + c->vocab_out + c->n_ctx + 1) + c->n_layers * d * (12 * d + 16);
+}
+
+int hl_fuzz_gpt(const uint8_t *data, size_t size)
+{
+    /* The config parser alone, on the bytes as text. */
+    char *text = malloc(size + 1);
+    if (!text)
+        return 0;
+    memcpy(text, data, size);
+    text[size] = '\0';
+    hl_gpt_config cfg;
+    hl_error err = {0};
+    hl_gpt_config_parse(text, &cfg, &err);
+    free(text);
+    /* The bytes as a model file, loaded when its config is small enough. */
+    hl_safetensors *f = NULL;
+    if (hl_safetensors_parse(data, size, "fuzz", &f, &err) != HL_OK)
+        return 0;
+    hl_error_clear(&err);
+    bool small = hl_gpt_config_parse(hl_safetensors_metadata(f, "config"), &cfg, &err) == HL_OK &&
+                 config_size(&cfg) <= HL_FUZZ_MAX_PARAMS;
+    hl_safetensors_free(f);
+    const char *path = small ? as_file(data, size) : NULL;
+    if (path) {
+        hl_gpt_meta meta;
+        hl_gpt_free(hl_gpt_load_meta(path, &meta, &err));
+    }
+    return 0;
+}
+
+int hl_fuzz_cli(const uint8_t *data, size_t size)
+{
+    enum { MAX_ARGS = 64 };
+    char *text = malloc(size + 1), *argv[MAX_ARGS + 1] = {"fuzz"};
+    if (!text)
+        return 0;
+    memcpy(text, data, size);
+    text[size] = '\0';
+    int argc = 1;
+    for (size_t i = 0, start = 0; i <= size && argc <= MAX_ARGS; i++)
+        if (i == size || text[i] == '\0' || text[i] == '\n') {
+            text[i] = '\0';
+            argv[argc++] = text + start;
+            start = i + 1;
+        }
+    int steps = 0, threads = 0;
+    double lr = 0, eps = 0.1;
+    const char *out = NULL;
+    bool flag = false, given = false;
+    hl_opt_list list = {0};
+    const hl_opt opts[] = {
+        HL_OPTION_INT("steps", &steps, 0, 1e8),
+        HL_OPTION_INT("threads", &threads, 1, 1024),
+        {.name = "lr", .kind = HL_OPT_REAL, .value = &lr, .max = 10, .given = &given},
+        {.name = "eps", .kind = HL_OPT_REAL, .value = &eps, .max = 1, .min_open = true},
+        HL_OPTION_TEXT("out", &out),
+        HL_OPTION_FLAG("curve", &flag),
+        HL_OPTION_LIST("op", &list),
+        {0},
+    };
+    static char messages[4096];
+    FILE *errors = fmemopen(messages, sizeof messages, "w");
+    if (errors) {
+        hl_cli_parse("fuzz", opts, 1, argc, argv, errors);
+        fclose(errors);
+    }
+    free(text);
+    return 0;
+}

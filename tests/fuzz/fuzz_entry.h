@@ -1,0 +1,36 @@
+/*
+ * fuzz_entry.h: the bodies of the fuzz harnesses, shared by the libFuzzer
+ * programs (tests/fuzz/fuzz_main.c, `make fuzz`) and the test suite that
+ * replays the committed corpus and regressions in every normal build
+ * (tests/test_fuzz_entry.c). Each takes arbitrary bytes, must never crash,
+ * leak or hit undefined behaviour, and returns 0 (libFuzzer's convention).
+ */
+#ifndef HL_FUZZ_ENTRY_H
+#define HL_FUZZ_ENTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The bytes as a safetensors file (parsed from memory); every entry is then
+ * loaded as a tensor and copied into one of its shape, metadata looked up. */
+int hl_fuzz_safetensors(const uint8_t *data, size_t size);
+/* The bytes as a checkpoint file, loaded into a small GPT with AdamW state and
+ * an RNG (the config of tests/fixtures/gpt/weights.safetensors). */
+int hl_fuzz_checkpoint(const uint8_t *data, size_t size);
+/* The bytes as a model file: its "config" metadata parsed, then the model,
+ * its metadata and weights loaded (hl_gpt_load_meta) when the config asks for
+ * at most HL_FUZZ_MAX_PARAMS values. */
+int hl_fuzz_gpt(const uint8_t *data, size_t size);
+
+/* The bytes as a command line (arguments separated by NUL or newline bytes)
+ * for the programs' option parser (examples/common/cli.c), with a table of
+ * every kind of option the programs use. */
+int hl_fuzz_cli(const uint8_t *data, size_t size);
+
+/* Models a fuzzed config may build: small, so an input cannot make the fuzzer
+ * allocate gigabytes (hl_gpt_new's own limit, HL_GPT_MAX_PARAMS, is larger). */
+#define HL_FUZZ_MAX_PARAMS (1 << 20)
+
+typedef int (*hl_fuzz_fn)(const uint8_t *data, size_t size);
+
+#endif

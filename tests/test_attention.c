@@ -1,0 +1,394 @@
+/* Tests for ops/attention.c: the fused op against the composed ops (matmul,
+ * scale, masks, softmax, matmul) on odd shapes and every mask, the gradient
+ * check, thread-count identity, memory and the error paths. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/internal.h" /* HL_PARALLEL_MIN_WORK */
+#include "tests/testutil.h"
+
+#ifdef HL_REAL_DOUBLE
+#define FUSED_TOL 1e-12
+#else
+#define FUSED_TOL 2e-5
+#endif
+
+/* What one comparison runs: a shape (B,H,T,S,D) and its masks. */
+typedef struct {
+    int B, H, T, S, D;
+    hl_real scale;
+    hl_attention_masks masks;
+} attn_case;
+
+static hl_tensor *build_fused(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    const attn_case *c = ctx;
+    return hl_attention(g, in[0], in[1], in[2], c->scale, &c->masks);
+}
+
+static hl_tensor *build_composed(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    const attn_case *c = ctx;
+    const hl_attention_masks *m = &c->masks;
+    hl_tensor *s = hl_scale(g, hl_matmul(g, in[0], in[1], HL_TRANS_B), c->scale);
+    if (m->causal)
+        s = hl_mask_causal(g, s);
+    if (m->key_padding)
+        s = hl_mask_key_padding(g, s, m->key_padding);
+    if (m->blocked)
+        s = hl_mask_blocked(g, s, m->blocked);
+    if (m->additive)
+        s = hl_mask_additive(g, s, m->additive);
+    return hl_matmul(g, hl_softmax(g, s), in[2], 0);
+}
+
+/* q, k, v of a case, U(-1,1) from seeds; they require grad. */
+static void make_qkv(const attn_case *c, uint64_t seed, hl_tensor **qkv)
+{
+    qkv[0] = tu_random("q", 4, (int[]){c->B, c->H, c->T, c->D}, true, seed, -1, 1);
+    qkv[1] = tu_random("k", 4, (int[]){c->B, c->H, c->S, c->D}, true, seed + 1, -1, 1);
+    qkv[2] = tu_random("v", 4, (int[]){c->B, c->H, c->S, c->D}, true, seed + 2, -1, 1);
+}
+
+static void free_qkv(hl_tensor **qkv)
+{
+    for (int i = 0; i < 3; i++)
+        hl_tensor_free(qkv[i]);
+}
+
+/* A 0/1 mask where each entry is 1 with probability p. */
+static hl_tensor *random_bits(const char *name, int rank, const int *shape, uint64_t seed,
+                              double p)
+{
+    hl_tensor *m = tu_random(name, rank, shape, false, seed, 0, 1);
+    for (size_t i = 0; i < m->numel; i++)
+        m->data[i] = m->data[i] < p;
+    return m;
+}
+
+/* An additive bias U(-1,1) with -inf at probability p. */
+static hl_tensor *random_bias(int rank, const int *shape, uint64_t seed, double p)
+{
+    hl_tensor *m = tu_random("bias", rank, shape, false, seed, -1, 1);
+    hl_tensor *hide = random_bits("hide", rank, shape, seed + 7, p);
+    for (size_t i = 0; i < m->numel; i++)
+        if (hide->data[i] != 0)
+            m->data[i] = -INFINITY;
+    hl_tensor_free(hide);
+    return m;
+}
+
+/* Forward and backward (one fixed random output gradient) of fn; returns the
+ * output followed by dq, dk, dv, on the heap. */
+static hl_real *run_once(hl_gradcheck_fn fn, attn_case *c, hl_tensor **qkv, size_t *n)
+{
+    hl_graph *g = hl_graph_new(0);
+    for (int i = 0; i < 3; i++)
+        hl_tensor_zero_grad(qkv[i]);
+    hl_tensor *y = fn(g, qkv, c);
+    ck_assert_msg(!hl_graph_failed(g), "%s", hl_graph_message(g));
+    hl_real *dy = malloc(y->numel * sizeof *dy);
+    hl_rng rng;
+    hl_rng_seed(&rng, 5);
+    for (size_t i = 0; i < y->numel; i++)
+        dy[i] = (hl_real)hl_rng_normal(&rng);
+    ck_assert_int_eq(hl_graph_backward_from(g, y, dy), HL_OK);
+    *n = y->numel + qkv[0]->numel + 2 * qkv[1]->numel;
+    hl_real *all = malloc(*n * sizeof *all);
+    memcpy(all, y->data, y->numel * sizeof *all);
+    size_t at = y->numel;
+    for (int i = 0; i < 3; i++) {
+        memcpy(all + at, qkv[i]->grad, qkv[i]->numel * sizeof *all);
+        at += qkv[i]->numel;
+    }
+    free(dy);
+    hl_graph_free(g);
+    return all;
+}
+
+/* Appends "<real> <what> <part> <max diff>" to $HL_ATTN_LOG when set. */
+static void log_diff(const char *what, const char *part, double diff)
+{
+    const char *path = getenv("HL_ATTN_LOG");
+    FILE *f = path ? fopen(path, "a") : NULL;
+    if (f) {
+        fprintf(f, "%s %s %s %.3e\n", HL_REAL_NAME, what, part, diff);
+        fclose(f);
+    }
+}
+
+/* Fused against composed: output, dq, dk, dv within FUSED_TOL·(1 + |ref|). */
+static void expect_fused_equals_composed(const char *what, attn_case *c, uint64_t seed)
+{
+    hl_tensor *qkv[3];
+    make_qkv(c, seed, qkv);
+    size_t n, n2;
+    hl_real *fused = run_once(build_fused, c, qkv, &n);
+    hl_real *ref = run_once(build_composed, c, qkv, &n2);
+    ck_assert_uint_eq(n, n2);
+    const char *parts[] = {"output", "dq", "dk", "dv"};
+    const size_t ends[] = {qkv[0]->numel, 2 * qkv[0]->numel, 2 * qkv[0]->numel + qkv[1]->numel,
+                           n};
+    size_t i = 0;
+    for (int p = 0; p < 4; p++) {
+        double max_diff = 0;
+        for (; i < ends[p]; i++) {
+            const double d = fabs((double)fused[i] - (double)ref[i]);
+            ck_assert_msg(isfinite((double)fused[i]), "%s: %s not finite", what, parts[p]);
+            ck_assert_msg(d <= FUSED_TOL * (1 + fabs((double)ref[i])),
+                          "%s (%d,%d,%d,%d,%d): %s[%zu] fused %.9g, composed %.9g", what, c->B,
+                          c->H, c->T, c->S, c->D, parts[p], i, (double)fused[i], (double)ref[i]);
+            max_diff = fmax(max_diff, d);
+        }
+        log_diff(what, parts[p], max_diff);
+    }
+    free(fused);
+    free(ref);
+    free_qkv(qkv);
+}
+
+/* ---- fused against composed, every mask ---- */
+
+enum { N_MASK_SETS = 9 };
+static const char *const mask_set_names[N_MASK_SETS] = {
+    "no mask",          "causal",          "key_padding",          "blocked (T,S)",
+    "blocked (B,T,S)",  "additive (T,S)",  "additive (B,T,S)",     "all four",
+    "causal+additive (B,T,S)"};
+
+/* The masks of set `set` for c's shape; the tensors go into owned[0..3].
+ * Fully masked rows are made on purpose: the last batch element's keys all
+ * padded, query 0 fully blocked, query T-1 all -inf in batch 0's bias. */
+static void make_masks(attn_case *c, int set, uint64_t seed, hl_tensor **owned)
+{
+    const int B = c->B, T = c->T, S = c->S;
+    hl_attention_masks *m = &c->masks;
+    *m = (hl_attention_masks){.causal = set == 1 || set == 7 || set == 8};
+    if (set == 2 || set == 7) {
+        owned[0] = random_bits("key_padding", 2, (int[]){B, S}, seed, 0.3);
+        for (int s = 0; B > 1 && s < S; s++)
+            owned[0]->data[(size_t)(B - 1) * S + s] = 1;
+        m->key_padding = owned[0];
+    }
+    if (set == 3 || set == 4 || set == 7) {
+        const bool per_batch = set != 3;
+        owned[1] = per_batch ? random_bits("blocked", 3, (int[]){B, T, S}, seed + 1, 0.3)
+                             : random_bits("blocked", 2, (int[]){T, S}, seed + 1, 0.3);
+        for (int s = 0; s < S; s++)
+            owned[1]->data[s] = 1;
+        m->blocked = owned[1];
+    }
+    if (set == 5 || set == 6 || set == 7 || set == 8) {
+        const bool per_batch = set == 6 || set == 8;
+        owned[2] = per_batch ? random_bias(3, (int[]){B, T, S}, seed + 2, 0.2)
+                             : random_bias(2, (int[]){T, S}, seed + 2, 0.2);
+        for (int s = 0; per_batch && s < S; s++)
+            owned[2]->data[(size_t)(T - 1) * S + s] = -INFINITY;
+        m->additive = owned[2];
+    }
+}
+
+static const int shapes[][5] = {
+    {2, 3, 5, 7, 3},    {1, 2, 67, 130, 17}, {2, 1, 1, 9, 8},    {2, 2, 9, 1, 5},
+    {1, 1, 130, 67, 16}, {2, 2, 64, 64, 17},  {1, 1, 70, 200, 3},
+};
+#define N_SHAPES (int)(sizeof shapes / sizeof shapes[0])
+
+START_TEST(test_attention_matches_composed)
+{
+    const int *sh = shapes[_i];
+    for (int set = 0; set < N_MASK_SETS; set++) {
+        /* 1/√D, and a larger scale on odd shapes for sharper distributions. */
+        attn_case c = {sh[0], sh[1], sh[2], sh[3], sh[4], (hl_real)(_i % 2 ? 1.7 : 1 / sqrt(sh[4])),
+                       {0}};
+        hl_tensor *owned[3] = {NULL, NULL, NULL};
+        make_masks(&c, set, 100 + (uint64_t)(10 * _i + set), owned);
+        expect_fused_equals_composed(mask_set_names[set], &c, 200 + (uint64_t)(10 * _i + set));
+        for (int i = 0; i < 3; i++)
+            hl_tensor_free(owned[i]);
+    }
+}
+END_TEST
+
+/* A fully masked query row gives exactly zeros and passes exactly zero
+ * gradient: batch 1's keys are all padding, and in batch 0 query 2 is blocked
+ * from every key. */
+START_TEST(test_attention_fully_masked_rows)
+{
+    attn_case c = {2, 2, 5, 70, 3, 0.6f, {0}};
+    hl_tensor *pad = hl_tensor_new("key_padding", 2, (int[]){2, 70}, false);
+    hl_tensor *blk = hl_tensor_new("blocked", 3, (int[]){2, 5, 70}, false);
+    for (int s = 0; s < 70; s++)
+        pad->data[70 + s] = blk->data[2 * 70 + s] = 1;
+    c.masks = (hl_attention_masks){.key_padding = pad, .blocked = blk};
+    hl_tensor *qkv[3];
+    make_qkv(&c, 7, qkv);
+    size_t n;
+    hl_real *r = run_once(build_fused, &c, qkv, &n);
+    const size_t half = qkv[0]->numel / 2; /* one batch element of q and of the output */
+    for (size_t i = 0; i < half; i++) {
+        ck_assert(r[half + i] == 0);                    /* output, batch 1 */
+        ck_assert(qkv[0]->grad[half + i] == 0);         /* dq, batch 1 */
+    }
+    for (int h = 0; h < 2; h++)
+        for (int d = 0; d < 3; d++) {
+            ck_assert(r[(h * 5 + 2) * 3 + d] == 0);     /* output, batch 0, query 2 */
+            ck_assert(qkv[0]->grad[(h * 5 + 2) * 3 + d] == 0);
+        }
+    for (size_t i = qkv[1]->numel / 2; i < qkv[1]->numel; i++)
+        ck_assert(qkv[1]->grad[i] == 0 && qkv[2]->grad[i] == 0); /* dk, dv, batch 1 */
+    free(r);
+    free_qkv(qkv);
+    hl_tensor_free(pad);
+    hl_tensor_free(blk);
+}
+END_TEST
+
+/* ---- gradient check, threads, memory ---- */
+
+START_TEST(test_attention_gradients)
+{
+    hl_tensor *pad = hl_tensor_new("key_padding", 2, (int[]){2, 7}, false);
+    pad->data[3] = 1;
+    for (int s = 0; s < 7; s++)
+        pad->data[7 + s] = 1; /* batch 1 fully padded: zero output, zero gradient */
+    hl_tensor *blk = random_bits("blocked", 2, (int[]){3, 4}, 1, 0.3);
+    hl_tensor *add = random_bias(3, (int[]){1, 3, 4}, 2, 0.2);
+    for (int s = 0; s < 4; s++)
+        blk->data[s] = 0; /* keep query 0 partly visible */
+    attn_case cases[] = {
+        {2, 2, 5, 7, 3, 0.577f, {.causal = true, .key_padding = pad}},
+        {1, 2, 3, 4, 17, 0.25f, {.blocked = blk, .additive = add}},
+        {1, 1, 70, 130, 3, 0.9f, {.causal = true}}, /* across tiles: T, S > 64 */
+        {1, 1, 67, 66, 2, 0.9f, {0}},
+        {2, 1, 1, 1, 5, 0.45f, {0}},
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        hl_tensor *qkv[3];
+        make_qkv(&cases[i], 40 + 3 * (uint64_t)i, qkv);
+        char what[64];
+        snprintf(what, sizeof what, "attention case %d", i);
+        tu_gradcheck(what, build_fused, &cases[i], qkv, 3);
+        free_qkv(qkv);
+    }
+    hl_tensor_free(pad);
+    hl_tensor_free(blk);
+    hl_tensor_free(add);
+}
+END_TEST
+
+START_TEST(test_attention_threads)
+{
+    attn_case c = {2, 4, 130, 150, 32, 0.18f, {0}};
+    /* Large enough that forward and backward really run on 2 threads. */
+    ck_assert((double)c.B * c.H * c.T * c.S * c.D >= HL_PARALLEL_MIN_WORK);
+    hl_tensor *owned[3] = {NULL, NULL, NULL};
+    make_masks(&c, 7, 50, owned);
+    hl_tensor *qkv[3];
+    make_qkv(&c, 60, qkv);
+    tu_check_threads_bitwise("attention, all masks", build_fused, &c, qkv, 3);
+    c.masks = (hl_attention_masks){0};
+    tu_check_threads_bitwise("attention, no mask", build_fused, &c, qkv, 3);
+    free_qkv(qkv);
+    for (int i = 0; i < 3; i++)
+        hl_tensor_free(owned[i]);
+}
+END_TEST
+
+/* Forward and backward keep O(T) per head in the arena, never the (T,S)
+ * scores; without grad mode nothing is recorded and the output is the same. */
+START_TEST(test_attention_memory)
+{
+    attn_case c = {1, 2, 512, 512, 16, 0.25f, {.causal = true}};
+    hl_tensor *qkv[3];
+    make_qkv(&c, 70, qkv);
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *y = build_fused(g, qkv, &c);
+    ck_assert(!hl_graph_failed(g));
+    ck_assert_int_eq((int)g->n_nodes, 1);
+    const size_t rows = (size_t)c.B * c.H * c.T, scores = rows * c.S * sizeof(hl_real);
+    ck_assert_int_eq(hl_graph_backward_from(g, y, qkv[0]->data), HL_OK);
+    /* output and its gradient, a log-sum-exp and a D per row, a little more */
+    const size_t bound = 2 * y->numel * sizeof(hl_real) + 2 * rows * sizeof(double) + 4096;
+    ck_assert_msg(g->arena.used <= bound, "arena %zu bytes, bound %zu (scores: %zu)",
+                  g->arena.used, bound, scores);
+    hl_graph *eval = hl_graph_new(0);
+    hl_graph_set_grad_enabled(eval, false);
+    hl_tensor *y2 = build_fused(eval, qkv, &c);
+    ck_assert_int_eq((int)eval->n_nodes, 0);
+    ck_assert(memcmp(y->data, y2->data, y->numel * sizeof *y->data) == 0);
+    hl_graph_free(eval);
+    hl_graph_free(g);
+    free_qkv(qkv);
+}
+END_TEST
+
+/* ---- errors ---- */
+
+START_TEST(test_attention_errors)
+{
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *q = hl_tensor_new("q", 4, (int[]){2, 3, 5, 4}, true);
+    hl_tensor *k = hl_tensor_new("k", 4, (int[]){2, 3, 7, 4}, true);
+    hl_tensor *v = hl_tensor_new("v", 4, (int[]){2, 3, 7, 4}, true);
+    hl_tensor *q3 = hl_tensor_new("q", 3, (int[]){2, 5, 4}, true);
+    hl_tensor *v6 = hl_tensor_new("v", 4, (int[]){2, 3, 6, 4}, true);
+    hl_tensor *kb = hl_tensor_new("k", 4, (int[]){1, 3, 7, 4}, true);
+    hl_tensor *kd = hl_tensor_new("k", 4, (int[]){2, 3, 7, 5}, true);
+    hl_tensor *vd = hl_tensor_new("v", 4, (int[]){2, 3, 7, 5}, true);
+    hl_tensor *pad = hl_tensor_new("pad", 2, (int[]){2, 5}, false);
+    hl_tensor *blk = hl_tensor_new("blk", 3, (int[]){3, 5, 7}, false);
+    hl_tensor *add = hl_tensor_new("add", 2, (int[]){5, 8}, false);
+    tu_expect_error(g, hl_attention(g, q3, k, v, 1, NULL), "attention", "(2,5,4)", "rank 4",
+                    NULL);
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_attention(g, q, k, v6, 1, NULL), "attention", "(2,3,7,4)", "(2,3,6,4)",
+                    NULL);
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_attention(g, q, kb, kb, 1, NULL), "attention", "(2,3,5,4)",
+                    "(1,3,7,4)", NULL);
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_attention(g, q, kd, vd, 1, NULL), "attention", "(2,3,7,5)",
+                    "disagree", NULL);
+    hl_graph_reset(g);
+    hl_attention_masks m = {.key_padding = pad};
+    tu_expect_error(g, hl_attention(g, q, k, v, 1, &m), "attention", "key_padding", "(2,5)",
+                    "(B,S)", NULL);
+    hl_graph_reset(g);
+    m = (hl_attention_masks){.blocked = blk};
+    tu_expect_error(g, hl_attention(g, q, k, v, 1, &m), "attention", "blocked", "(3,5,7)",
+                    "(2,5,7)", NULL);
+    hl_graph_reset(g);
+    m = (hl_attention_masks){.additive = add};
+    tu_expect_error(g, hl_attention(g, q, k, v, 1, &m), "attention", "additive", "(5,8)",
+                    "(T,S) or (B,T,S)", NULL);
+    hl_graph_reset(g);
+    hl_graph *other = hl_graph_new(0);
+    m = (hl_attention_masks){.additive = &other->poison};
+    tu_expect_error(g, hl_attention(g, q, k, v, 1, &m), "attention", "additive", "poisoned",
+                    NULL);
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_attention(g, q, NULL, v, 1, NULL), "attention", "NULL", NULL);
+    hl_graph_free(other);
+    hl_graph_free(g);
+    hl_tensor *all[] = {q, k, v, q3, v6, kb, kd, vd, pad, blk, add};
+    for (int i = 0; i < (int)(sizeof all / sizeof all[0]); i++)
+        hl_tensor_free(all[i]);
+}
+END_TEST
+
+Suite *attention_suite(void)
+{
+    Suite *s = suite_create("attention");
+    TCase *tc = tcase_create("attention");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, test_attention_matches_composed, 0, N_SHAPES);
+    tcase_add_test(tc, test_attention_fully_masked_rows);
+    tcase_add_test(tc, test_attention_gradients);
+    tcase_add_test(tc, test_attention_threads);
+    tcase_add_test(tc, test_attention_memory);
+    tcase_add_test(tc, test_attention_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
