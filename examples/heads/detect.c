@@ -178,11 +178,14 @@ static int32_t *map_input(const options *o, const model_in *in, int *T)
     if (o->data) {
         size_t size;
         unsigned char *text = heads_read_file(o->data, &size);
-        if (!text)
-            exit(2);
-        if ((size_t)o->offset >= size)
+        if (!text || (size_t)o->offset >= size) {
+            free(text);
+            free(x);
+            if (!text)
+                exit(2);
             heads_bad_input("--offset %d is past the end of %s (%zu bytes)", o->offset, o->data,
                             size);
+        }
         for (size_t i = (size_t)o->offset; i < size && n < max; i++)
             x[n++] = text[i];
         free(text);
@@ -194,14 +197,14 @@ static int32_t *map_input(const options *o, const model_in *in, int *T)
             char *end;
             long v = strtol(c, &end, 10);
             if (end == c || v < 0 || v >= in->m->cfg.vocab_in)
-                heads_bad_input("--text for this model is token numbers 0..%d separated by "
+                free(x), heads_bad_input("--text for this model is token numbers 0..%d separated by "
                                 "spaces, not \"%s\"", in->m->cfg.vocab_in - 1, o->text);
             x[n++] = (int32_t)v;
             c = end + strspn(end, " ,");
         }
     }
     if (n == 0)
-        heads_bad_input("the input is empty: give some text");
+        free(x), heads_bad_input("the input is empty: give some text");
     *T = n;
     return x;
 }
@@ -297,7 +300,7 @@ static void print_induction_circuit(const hl_gpt *m, const hl_head_scores *s, co
                            s[l * c->n_heads + h].v[HL_DETECT_PREVIOUS],
                            s[l * c->n_heads + h].v[HL_DETECT_LOCAL]);
     }
-    printf("its %s with each earlier head ablated:\n", "own detector");
+    printf("its own detector with each earlier head ablated:\n");
     for (int i = 0; i < n; i++)
         if (rows[i].dst_layer == best_l && rows[i].dst_head == best_h)
             printf("  without %-6s %s %.3f -> %.3f\n",
