@@ -3,7 +3,7 @@
 #   make            the library (build/libheadlab.a) and the example programs
 #   make demo       installs missing packages, builds, runs the main example
 #   make test       the layering check, then the Check suite: float and double builds,
-#                   1 and 2 OpenMP threads
+#                   1 and 2 OpenMP threads (installs chromium for the report test)
 #   make asan       the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz       libFuzzer on the file readers (tests/fuzz/), FUZZ_SECONDS per harness
 #   make bench      times headlab against OpenBLAS and PyTorch when installed (optional:
@@ -64,7 +64,7 @@ CLI_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard examples/common/*.c))
 TEST_SRC := $(wildcard tests/*.c) tests/fuzz/fuzz_entry.c
 TEST_BIN := $(BUILD)/test_headlab
 
-.PHONY: all lib examples demo test test-one asan fuzz bench deps clean
+.PHONY: all lib examples demo test test-one asan fuzz bench deps test-deps clean
 all: lib examples
 lib: $(LIB)
 examples: $(EXAMPLES)
@@ -98,6 +98,10 @@ $(TEST_BIN): $(TEST_SRC) $(wildcard tests/*.h tests/fuzz/*.h) $(CLI_OBJ) $(LIB) 
 deps:
 	@tools/deps.sh $(MPI_PKGS)
 
+# The head report's test opens it in headless Chromium (Debian's chromium package).
+test-deps:
+	@tools/deps.sh chromium $(MPI_PKGS)
+
 # The main job: train the toy model of TOYTASK.md and draw its heads.
 demo: deps
 	@$(MAKE) --no-print-directory $(BUILD)/toy_heads
@@ -108,7 +112,7 @@ test-one: $(TEST_BIN)
 	OMP_NUM_THREADS=1 $(TEST_BIN)
 	OMP_NUM_THREADS=2 $(TEST_BIN)
 
-test: deps
+test: test-deps
 	@tools/check_layers.sh
 ifeq ($(MPI),1)
 	@$(MAKE) --no-print-directory test-one REAL=float MPI=1
@@ -127,7 +131,7 @@ bench: deps
 	else bench/mpi_row.sh build/mpi; fi
 
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-asan: deps
+asan: test-deps
 	@$(MAKE) --no-print-directory test-one REAL=float BUILD=build/asan OPT="-O1 -g" SAN="$(SAN_FLAGS)"
 	@$(MAKE) --no-print-directory test-one REAL=double BUILD=build/asan-double OPT="-O1 -g" SAN="$(SAN_FLAGS)"
 

@@ -7,6 +7,10 @@
  * AdamW (warm-up, cosine decay, gradient clipping), reports both losses,
  * logs every evaluation to DIR/train.csv, keeps DIR/checkpoint.safetensors
  * (weights, optimizer state, step, RNG) for --resume, and samples text.
+ * At every evaluation it also measures every head's detectors on the
+ * induction probe (analysis/detectors.h) into DIR/heads.csv and plots loss and
+ * induction against step in DIR/heads.png; at the end it writes
+ * DIR/model.safetensors and the head report DIR/report/report.html.
  * Run with --help for every option. Under mpirun (a `make MPI=1` build) each
  * rank trains on its slice of every batch; rank 0 writes and samples.
  */
@@ -17,14 +21,19 @@
 #include <string.h>
 
 #include "examples/common/cli.h"
+#include "analysis/detectors.h"
+#include "analysis/head_report.h"
 #include "headlab.h"
 
 #define VAL_BATCHES 8
+#define PROBE_SEQUENCES 20 /* the induction probe at each evaluation */
+#define REPORT_MAP_BYTES 96 /* the report's maps: this many validation bytes at most */
 
 typedef struct {
     const char *data, *out, *resume, *prompt;
     int steps, batch, ctx, d_model, heads, layers, eval_every, sample, threads, seed;
     double lr, dropout, temperature, clip;
+    bool no_mlp, no_layernorm, no_report;
 } options;
 
 static void usage(FILE *f)
@@ -39,6 +48,9 @@ static void usage(FILE *f)
         "  --steps N            training steps (2000)      --batch N       sequences (16)\n"
         "  --ctx N              context length (64)        --d-model N     width (128)\n"
         "  --heads N            attention heads (4)        --layers N      blocks (4)\n"
+        "  --no-mlp             attention only: no MLP in the blocks\n"
+        "  --no-layernorm       no LayerNorm in the blocks or before the head\n"
+        "  --no-report          skip the head report at the end (DIR/report/)\n"
         "  --lr X               peak learning rate (1e-3)  --dropout X     (0)\n"
         "  --clip X             gradient-norm clip, 0 = off (1.0)\n"
         "  --eval-every N       validation interval (200)  --seed N        (0)\n"
@@ -73,6 +85,9 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_REAL("dropout", &o.dropout, 0, 0.99),
         HL_OPTION_REAL("clip", &o.clip, 0, 1e9),
         HL_OPTION_REAL("temperature", &o.temperature, 1e-3, 100),
+        HL_OPTION_FLAG("no-mlp", &o.no_mlp),
+        HL_OPTION_FLAG("no-layernorm", &o.no_layernorm),
+        HL_OPTION_FLAG("no-report", &o.no_report),
         {0},
     };
     hl_cli_parse_or_exit("charlm", opts, argc, argv, usage);
@@ -130,6 +145,10 @@ typedef struct {
     int64_t start;
     FILE *log;
     char config[512];
+    hl_probe probe;         /* random letters repeated once, for the head detectors */
+    FILE *heads_log;        /* heads.csv */
+    int n_points;           /* evaluations this run, for heads.png */
+    double *at_step, *losses[2], *best[2]; /* train and validation; induction and previous */
 } run;
 
 /* This rank's loss (an hl_loss_fn), weighted by its share of the rows. */
@@ -163,6 +182,60 @@ static hl_status save_checkpoint(run *r, int64_t step, hl_error *err)
     return hl_checkpoint_save(path, r->m->params, r->opt, step, rngs, 2, meta, 2, err);
 }
 
+/* ---- heads over training ---- */
+
+/* heads.png: loss and the best induction and previous-token scores against step. */
+static hl_status plot_heads(const run *r, hl_error *err)
+{
+    const int n = r->n_points;
+    hl_plot_series loss[] = {{"train", r->at_step, r->losses[0], n},
+                             {"validation", r->at_step, r->losses[1], n}};
+    hl_plot_series heads[] = {{"best induction", r->at_step, r->best[0], n},
+                              {"best previous-token", r->at_step, r->best[1], n}};
+    hl_plot_panel panels[] = {{.y_label = "loss (nats/byte)", .series = loss, .n_series = 2},
+                              {.y_label = "head score", .series = heads, .n_series = 2,
+                               .y_min = 0, .y_max = 1}};
+    hl_plot_opts opts = {.title = "loss and heads on the induction probe", .x_label = "step"};
+    char path[4200];
+    snprintf(path, sizeof path, "%s/heads.png", r->o.out);
+    return hl_plot_write(panels, 2, path, &opts, err);
+}
+
+/* Every head's detectors on the probe into heads.csv, and heads.png. */
+static hl_status track_heads(run *r, int64_t step, double train_loss, double val_loss,
+                             hl_error *err)
+{
+    const hl_gpt_config *c = &r->m->cfg;
+    hl_head_scores *s = malloc(sizeof *s * (size_t)c->n_layers * c->n_heads);
+    if (!s)
+        return hl_error_set(err, HL_ERR_NOMEM, "out of memory");
+    if (hl_heads_detect(r->m, r->probe.set, r->probe.start, NULL, s, err) != HL_OK) {
+        free(s);
+        return err->status;
+    }
+    double best[2] = {0, 0};
+    for (int l = 0; l < c->n_layers; l++)
+        for (int h = 0; h < hl_gpt_layer_heads(c, l); h++) {
+            const double *v = s[l * c->n_heads + h].v;
+            fprintf(r->heads_log, "%lld,%d,%d", (long long)step, l, h);
+            for (int d = 0; d < HL_DETECTORS; d++)
+                fprintf(r->heads_log, ",%.6f", v[d]);
+            fputc('\n', r->heads_log);
+            best[0] = fmax(best[0], v[HL_DETECT_INDUCTION]);
+            best[1] = fmax(best[1], v[HL_DETECT_PREVIOUS]);
+        }
+    fflush(r->heads_log);
+    free(s);
+    const int i = r->n_points++;
+    r->at_step[i] = (double)step;
+    r->losses[0][i] = train_loss;
+    r->losses[1][i] = val_loss;
+    r->best[0][i] = best[0];
+    r->best[1][i] = best[1];
+    printf("  heads: best induction %.3f, best previous-token %.3f\n", best[0], best[1]);
+    return plot_heads(r, err);
+}
+
 /* Validation loss into train.csv and on stdout; a checkpoint after training. */
 static hl_status record(run *r, int64_t step, double train_loss, double norm,
                         const hl_lr_schedule *sched, double t0, hl_error *err)
@@ -180,6 +253,8 @@ static hl_status record(run *r, int64_t step, double train_loss, double norm,
     else
         printf("step %lld: train loss %.4f, validation loss %.4f\n", (long long)step, train_loss,
                val.loss[0]);
+    if (track_heads(r, step, train_loss, val.loss[0], err) != HL_OK)
+        return err->status;
     return step > r->start ? save_checkpoint(r, step, err) : HL_OK;
 }
 
@@ -290,7 +365,8 @@ static hl_gpt *build_model(const options *o, hl_error *err)
         return hl_gpt_load(o->resume, err);
     hl_gpt_config cfg = {.vocab_in = 256, .vocab_out = 256, .n_ctx = o->ctx,
                          .d_model = o->d_model, .n_heads = o->heads, .n_layers = o->layers,
-                         .mlp = true, .layernorm = true, .dropout = o->dropout, .emb_std = 0.02};
+                         .mlp = !o->no_mlp, .layernorm = !o->no_layernorm,
+                         .dropout = o->dropout, .emb_std = 0.02};
     return hl_gpt_new(&cfg, err);
 }
 
@@ -338,19 +414,44 @@ static void start_model(run *r)
     hl_dist_broadcast_params(r->m->params);
 }
 
-/* train.csv, appended to when resuming; its header whenever the file is new. */
-static FILE *open_log(const char *dir, bool resuming)
+/* DIR/name, appended to when resuming; its header whenever the file is new. */
+static FILE *open_log(const char *dir, const char *name, bool resuming, const char *header)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/train.csv", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
     hl_error err = {0};
-    FILE *log = hl_csv_log_open(path, resuming, "step,train_loss,val_loss,lr,grad_norm,seconds",
-                                &err);
+    FILE *log = hl_csv_log_open(path, resuming, header, &err);
     if (!log) {
         fprintf(stderr, "charlm: %s\n", err.message);
         hl_dist_abort(2);
     }
     return log;
+}
+
+/* The probe, heads.csv and room for one point per evaluation (rank 0). */
+static void setup_heads(run *r)
+{
+    if (!r->lead)
+        return;
+    hl_error err = {0};
+    const hl_probe_opts probe = {.sequences = PROBE_SEQUENCES, .bos = -1, .token_lo = 'a',
+                                 .token_hi = 'z' + 1, .seed = 12345};
+    char header[256] = "step,layer,head";
+    for (int d = 0; d < HL_DETECTORS; d++)
+        snprintf(header + strlen(header), sizeof header - strlen(header), ",%s",
+                 hl_detector_name(d));
+    r->heads_log = open_log(r->o.out, "heads.csv", r->start > 0, header);
+    const size_t n = (size_t)((r->o.steps - r->start) / r->o.eval_every + 2);
+    r->at_step = malloc(sizeof(double) * n);
+    for (int k = 0; k < 2; k++) {
+        r->losses[k] = malloc(sizeof(double) * n);
+        r->best[k] = malloc(sizeof(double) * n);
+    }
+    if (hl_probe_new(r->m, &probe, &r->probe, &err) != HL_OK || !r->at_step || !r->losses[0] ||
+        !r->losses[1] || !r->best[0] || !r->best[1]) {
+        fprintf(stderr, "charlm: %s\n", err.message[0] ? err.message : "out of memory");
+        hl_dist_abort(1);
+    }
 }
 
 static void setup(run *r, const options *o)
@@ -383,7 +484,10 @@ static void setup(run *r, const options *o)
         hl_dist_abort(1);
     }
     start_model(r);
-    r->log = r->lead ? open_log(o->out, r->start > 0) : NULL;
+    r->log = r->lead ? open_log(o->out, "train.csv", r->start > 0,
+                                "step,train_loss,val_loss,lr,grad_norm,seconds")
+                     : NULL;
+    setup_heads(r);
     if (r->lead)
         printf("charlm: %s, %zu bytes (%zu train, %zu validation); %zu parameters; batch %d "
                "over %d rank(s)\n  %s\n",
@@ -391,10 +495,53 @@ static void setup(run *r, const options *o)
                r->B, hl_dist_size(), r->config);
 }
 
+/* model.safetensors, and the head report in DIR/report/ unless --no-report. */
+static int finish(run *r)
+{
+    char path[4200];
+    hl_error err = {0};
+    hl_gpt_meta meta = {.task = "charlm", .step = r->o.steps};
+    snprintf(path, sizeof path, "%s/model.safetensors", r->o.out);
+    if (hl_gpt_save_meta(path, r->m, &meta, &err) != HL_OK) {
+        fprintf(stderr, "charlm: %s\n", err.message);
+        return 1;
+    }
+    printf("wrote %s\n", path);
+    if (r->o.no_report)
+        return 0;
+    snprintf(path, sizeof path, "%s/report", r->o.out);
+    if (hl_make_dirs(path)) {
+        fprintf(stderr, "charlm: cannot create %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    int32_t *x = r->val_set->tokens; /* the first validation window */
+    hl_head_report_opts ro = {.model_path = "model.safetensors", .meta = &meta,
+                              .probe = {.bos = -1, .token_lo = 'a', .token_hi = 'z' + 1,
+                                        .seed = 12345},
+                              .bytes = true, .map_tokens = x,
+                              .map_T = r->T < REPORT_MAP_BYTES ? r->T : REPORT_MAP_BYTES,
+                              .text = r->val.bytes, .text_size = r->val.size,
+                              .eval = r->val_set};
+    if (hl_head_report_write(r->m, &ro, path, &err) != HL_OK) {
+        fprintf(stderr, "charlm: report: %s\n", err.message);
+        return 1;
+    }
+    printf("wrote %s/report.html\n", path);
+    return 0;
+}
+
 static void teardown(run *r)
 {
     if (r->log)
         fclose(r->log);
+    if (r->heads_log)
+        fclose(r->heads_log);
+    hl_probe_free(&r->probe);
+    free(r->at_step);
+    for (int k = 0; k < 2; k++) {
+        free(r->losses[k]);
+        free(r->best[k]);
+    }
     free(r->x);
     free(r->y);
     free(r->offsets);
@@ -418,7 +565,8 @@ int main(int argc, char **argv)
         printf("--- sample (temperature %.2f) ---\n", o.temperature);
         sample_text(r.g, r.m, o.prompt, o.sample, o.temperature, &r.data_rng);
     }
+    const int rc = r.lead ? finish(&r) : 0;
     teardown(&r);
     hl_dist_finalize();
-    return 0;
+    return rc;
 }

@@ -9,7 +9,7 @@
  *
  * Writes into DIR (default out/toy_heads/): scores.csv, train.csv,
  * attn_L<l>H<h>.png, grid.png, grid_mean.png, grid_step<N>.png,
- * model.safetensors (weights with PyTorch-style names and the config) and
+ * report/report.html (which head does what), model.safetensors (weights with PyTorch-style names and the config) and
  * checkpoint.safetensors (weights, AdamW state, step and RNG, for --resume).
  */
 #include <errno.h>
@@ -19,13 +19,15 @@
 #include <string.h>
 
 #include "examples/common/cli.h"
+#include "analysis/head_report.h"
 #include "headlab.h"
 
+#define REPORT_SEQUENCES 250 /* held-out sequences the head report evaluates on */
 #define BATCH 32
 
 typedef struct {
     int seed, steps, threads, eval_every, heldout;
-    bool check_sync;
+    bool check_sync, no_report;
     const char *out, *resume;
 } options;
 
@@ -34,7 +36,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: toy_heads [--seed N] [--steps N] [--threads N] [--out DIR]\n"
             "                 [--eval-every N] [--heldout N] [--resume CHECKPOINT]\n"
-            "                 [--check-sync]\n"
+            "                 [--check-sync] [--no-report]\n"
             "Trains the toy head-specialisation model of TOYTASK.md (2 layers x 4 heads,\n"
             "attention only) and writes scores.csv, train.csv, attention PNGs and\n"
             "model.safetensors into DIR (default out/toy_heads).\n"
@@ -45,6 +47,8 @@ static void usage(FILE *f)
             "  --heldout N     held-out sequences (default 1000, seed 1000003)\n"
             "  --resume FILE   continue from a checkpoint.safetensors of an earlier run\n"
             "                  (--steps is the new total)\n"
+            "  --no-report     skip the head report (DIR/report/report.html: detectors,\n"
+            "                  maps, composition, ablation; see build/heads report)\n"
             "  --check-sync    (MPI) check after every step that all ranks hold the same\n"
             "                  parameters (a hash compared across ranks)\n"
             "Under mpirun (a `make MPI=1` build) each rank trains on its slice of every\n"
@@ -64,6 +68,7 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_INT("eval-every", &o.eval_every, 1, 1e8),
         HL_OPTION_INT("heldout", &o.heldout, 1, 100000),
         HL_OPTION_FLAG("check-sync", &o.check_sync),
+        HL_OPTION_FLAG("no-report", &o.no_report),
         HL_OPTION_TEXT("out", &o.out),
         HL_OPTION_TEXT("resume", &o.resume),
         {0},
@@ -578,6 +583,30 @@ static void report(run *r)
     free(deltas);
 }
 
+/* DIR/report/report.html: which head does what (analysis/head_report.h), on
+ * the held-out set and the maps' example. */
+static void head_report(run *r)
+{
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/report", r->o.out);
+    hl_error err = {0};
+    hl_gpt_meta meta = {.task = "toy_heads", .step = r->o.steps};
+    const hl_eval_set *set = r->heldout.set;
+    /* The report's ablation and importance tables on the first REPORT_SEQUENCES
+     * held-out sequences (a set's rows are contiguous, so a shorter n is a
+     * prefix of it); the table above has all of them. */
+    hl_eval_set first = *set;
+    first.n = first.n < REPORT_SEQUENCES ? first.n : REPORT_SEQUENCES;
+    hl_head_report_opts ro = {.model_path = "model.safetensors", .meta = &meta,
+                              .probe = {.bos = HL_TOY_BOS, .seed = 12345},
+                              .map_tokens = set->tokens + (size_t)r->heldout.example * set->T,
+                              .map_T = set->T, .eval = &first};
+    if (hl_make_dirs(dir) || hl_head_report_write(r->m, &ro, dir, &err) != HL_OK) {
+        fprintf(stderr, "toy_heads: report: %s\n", err.message[0] ? err.message : strerror(errno));
+        hl_dist_abort(1);
+    }
+}
+
 static void teardown(run *r)
 {
     if (r->log)
@@ -604,9 +633,12 @@ int main(int argc, char **argv)
         fclose(r.log);
         r.log = NULL;
         report(&r);
+        if (!o.no_report)
+            head_report(&r);
         printf("trained in %.1f s (%.1f steps/s, evaluations included); wrote %s/{scores.csv,"
-               "train.csv,grid.png,grid_mean.png,attn_L*H*.png,model.safetensors}\n",
-               seconds, (double)(o.steps - r.start) / seconds, o.out);
+               "train.csv,grid.png,grid_mean.png,attn_L*H*.png,model.safetensors%s}\n",
+               seconds, (double)(o.steps - r.start) / seconds, o.out,
+               o.no_report ? "" : ",report/report.html");
     }
     teardown(&r);
     hl_dist_finalize();

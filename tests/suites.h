@@ -41,6 +41,10 @@
     X(toy_task)           \
     X(dist)               \
     X(heads)              \
+    X(linalg)             \
+    X(detectors)          \
+    X(composition)        \
+    X(head_report)        \
     X(cli)                \
     X(faults)             \
     X(fuzz_entry)         \

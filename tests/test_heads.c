@@ -612,7 +612,7 @@ static void make_models(void)
     char command[1024];
     snprintf(command, sizeof command,
              HL_BUILD_DIR "/charlm --data README.md --steps 20 --ctx 16 --d-model 16 "
-             "--heads 2 --layers 2 --batch 4 --eval-every 20 --sample 0 --out %s/char > "
+             "--heads 2 --layers 2 --batch 4 --eval-every 20 --sample 0 --no-report --out %s/char > "
              "%s/char.log 2>&1",
              work, work);
     models_ok = system(command) == 0;

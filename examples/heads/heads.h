@@ -1,7 +1,8 @@
 /*
  * heads.h: what the files of build/heads share: the parsed options, the
  * model under study with its evaluation set, and the helpers every command
- * uses. One file per command: ablate.c, importance.c, prune.c, curve.c.
+ * uses. One file per command: ablate.c, importance.c, prune.c, curve.c; detect.c
+ * holds scores, maps, circuits and report.
  */
 #ifndef HEADS_PROGRAM_H
 #define HEADS_PROGRAM_H
@@ -14,12 +15,13 @@
 
 #define FINETUNE_SEED 777 /* fine-tuning data, apart from the evaluation set */
 
-typedef enum { CMD_ABLATE, CMD_IMPORTANCE, CMD_PRUNE } command;
+typedef enum { CMD_ABLATE, CMD_IMPORTANCE, CMD_PRUNE, CMD_SCORES, CMD_MAPS, CMD_CIRCUITS,
+               CMD_REPORT, CMD_COUNT } command;
 
 typedef struct {
     command cmd;
-    const char *model, *data, *finetune_data, *out, *heads;
-    int seed, sequences, windows, batch, threads, finetune, timing_runs;
+    const char *model, *data, *finetune_data, *out, *heads, *text;
+    int seed, sequences, windows, batch, threads, finetune, timing_runs, offset;
     bool curve;
     double step_fraction, lr;
 } options;
@@ -85,5 +87,10 @@ int heads_run_ablate(const options *o, study *s);
 int heads_run_importance(const options *o, study *s);
 int heads_run_prune_once(const options *o, study *s);
 int heads_run_prune_curve(const options *o, study *s);
+/* These load the model themselves (a text model needs no --data for them). */
+int heads_run_scores(const options *o);
+int heads_run_maps(const options *o);
+int heads_run_circuits(const options *o);
+int heads_run_report(const options *o);
 
 #endif

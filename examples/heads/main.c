@@ -1,7 +1,12 @@
 /*
- * heads: what each attention head of a trained model is worth — ablation,
+ * heads: what each attention head of a trained model does and is worth —
+ * detectors, attention maps, composition circuits, one report page; ablation,
  * importance and pruning.
  *
+ *     build/heads scores     --model FILE [--data FILE] [--out DIR]
+ *     build/heads maps       --model FILE (--text STR | --data FILE [--offset N]) [--heads L.H,...]
+ *     build/heads circuits   --model FILE [--out DIR]
+ *     build/heads report     --model FILE [--data FILE] [--curve] --out DIR
  *     build/heads ablate     --model FILE [--heads L.H,...] [--data FILE] [--out DIR]
  *     build/heads importance --model FILE [--data FILE] [--out DIR]
  *     build/heads prune      --model FILE --heads L.H,... [--data FILE] [--out DIR]
@@ -26,11 +31,41 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: heads ablate     --model FILE [--heads L.H,...] [options]\n"
+        "usage: heads scores     --model FILE [--data FILE] [options]\n"
+        "       heads maps       --model FILE (--text STR | --data FILE [--offset N])\n"
+        "                        [--heads L.H,...]\n"
+        "       heads circuits   --model FILE [options]\n"
+        "       heads report     --model FILE [--data FILE] [--curve] --out DIR\n"
+        "       heads ablate     --model FILE [--heads L.H,...] [options]\n"
         "       heads importance --model FILE [options]\n"
         "       heads prune      --model FILE --heads L.H,... [options]\n"
         "       heads prune      --model FILE --curve [--step-fraction X] [--finetune N]\n"
-        "What each attention head of a toy_heads or charlm model is worth.\n"
+        "What each attention head of a toy_heads or charlm model does and is worth.\n"
+        "Heads are named L<layer>H<head>; scores, maps, circuits and report use the index\n"
+        "in the model at hand (also after pruning), the others the index as trained.\n"
+        "  scores      detectors for every head on the induction probe (random tokens\n"
+        "              repeated once: toy models 15 of their 16 tokens after BOS, byte\n"
+        "              models n_ctx/2 letters a..z), with --data also on windows of the\n"
+        "              text: previous_token A[t,t-1]; duplicate_token, attention to earlier\n"
+        "              copies of the query's token; induction, on the probe attention from\n"
+        "              a second-half token to the token after its first occurrence, on text\n"
+        "              to tokens after earlier copies of the query's token; copying, from\n"
+        "              the weights: sum(l)/sum(|l|) over the eigenvalues l of the OV circuit\n"
+        "              W_U W_O W_V W_E (Olsson et al. 2022; +1 = raises the logit of the\n"
+        "              token attended to); first_token A[t,0]; local, within 3 back; self;\n"
+        "              entropy (nats). Role thresholds: previous-token >= 0.5,\n"
+        "              duplicate-token >= 0.5, induction >= 0.3, copying >= 0.5,\n"
+        "              first-token >= 0.5, local >= 0.7 (not previous-token), self >= 0.5.\n"
+        "              A role table; scores.csv, scores.png (scores_text.* with --data)\n"
+        "  maps        each head's attention on the input (at most n_ctx tokens; bytes\n"
+        "              for charlm, token numbers for other models), tokens on the axes:\n"
+        "              attn_L<l>H<h>.png, maps_grid.png, maps.csv (each query's top key)\n"
+        "  circuits    Q-, K-, V-composition between heads of different layers (Elhage et\n"
+        "              al. 2021, as TransformerLens: |W_OV W_QK|_F/(|W_OV|_F |W_QK|_F),\n"
+        "              LayerNorm gains folded) with a random baseline; each later head's\n"
+        "              own detector with each earlier head ablated: composition.csv,\n"
+        "              composition_{q,k,v}.png, circuit.png, ablation_effects.csv\n"
+        "  report      all of it on one self-contained page: report.html\n"
         "  ablate      loss and accuracy with each head (or the --heads set together)\n"
         "              gated to 0 (zero ablation) and replaced by its mean output (mean\n"
         "              ablation), against the unablated model: a ranked table, ablation.csv\n"
@@ -43,8 +78,11 @@ static void usage(FILE *f)
         "  --model FILE          model.safetensors or checkpoint.safetensors (toy_heads,\n"
         "                        charlm, or a model pruned by this program)\n"
         "  --out DIR             where the files go (out/heads)\n"
-        "  --heads L.H,...       heads by layer and head index as trained, e.g. 1.3,0.2\n"
-        "  --data FILE           charlm models: the text to evaluate on\n"
+        "  --heads L.H,...       heads by layer and head index, e.g. 1.3,0.2\n"
+        "  --text STR            maps, report: the input (charlm: its bytes)\n"
+        "  --offset N            maps, report with --data: where the input starts (0)\n"
+        "  --data FILE           charlm models: the text to evaluate on (scores: detectors\n"
+        "                        on its windows too; maps: the input)\n"
         "  --windows N           charlm: evenly spaced windows of n_ctx+1 bytes (64)\n"
         "  --seed N              toy models: seed of the evaluation sequences (1000003,\n"
         "                        toy_heads' held-out set)\n"
@@ -74,18 +112,21 @@ static const char *first_given(const hl_opt *opts, const char *const *names)
 
 static command parse_command(int argc, char **argv)
 {
-    static const char *const names[] = {"ablate", "importance", "prune"};
+    static const char *const names[CMD_COUNT] = {"ablate", "importance", "prune", "scores",
+                                                 "maps", "circuits", "report"};
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
         exit(0);
     }
     if (argc < 2)
-        usage(stderr), heads_bad_input("give a command: ablate, importance or prune");
-    for (int c = 0; c < 3; c++)
+        usage(stderr), heads_bad_input("give a command: scores, maps, circuits, report, ablate, "
+                                       "importance or prune");
+    for (int c = 0; c < CMD_COUNT; c++)
         if (!strcmp(argv[1], names[c]))
             return (command)c;
     usage(stderr);
-    heads_bad_input("unknown command %s (ablate, importance or prune)", argv[1]);
+    heads_bad_input("unknown command %s (scores, maps, circuits, report, ablate, importance or "
+                    "prune)", argv[1]);
 }
 
 /* The combinations of flags that make no sense; exits 2 on one. */
@@ -99,11 +140,23 @@ static void check_combinations(const options *o, const hl_opt *opts)
     const char *text_flag = first_given(opts, text_only);
     if (!o->model)
         heads_bad_input("--model FILE is required");
-    if (o->curve && o->cmd != CMD_PRUNE)
-        heads_bad_input("--curve belongs to the prune command");
+    if (o->curve && o->cmd != CMD_PRUNE && o->cmd != CMD_REPORT)
+        heads_bad_input("--curve belongs to the prune and report commands");
+    if ((o->text || o->offset) && o->cmd != CMD_MAPS && o->cmd != CMD_REPORT)
+        heads_bad_input("--text and --offset belong to the maps and report commands");
+    if (o->cmd == CMD_MAPS && !o->text == !o->data)
+        heads_bad_input("maps needs the input: --text STR or --data FILE");
+    if (o->text && o->data)
+        heads_bad_input("give --text or --data, not both");
+    if (o->offset && !o->data)
+        heads_bad_input("--offset is a position in --data FILE");
+    if (o->heads && (o->cmd == CMD_SCORES || o->cmd == CMD_CIRCUITS || o->cmd == CMD_REPORT))
+        heads_bad_input("%s looks at every head; --heads is for maps, ablate and prune",
+                        o->cmd == CMD_SCORES ? "scores" : o->cmd == CMD_CIRCUITS ? "circuits"
+                                                                                  : "report");
     if (curve_flag && !o->curve)
         heads_bad_input("--%s belongs to prune --curve", curve_flag);
-    if (o->data && toy_flag)
+    if (o->data && toy_flag && o->cmd != CMD_MAPS)
         heads_bad_input("--%s is for toy models; with --data the text is the evaluation set",
                         toy_flag);
     if (!o->data && text_flag)
@@ -128,6 +181,8 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_TEXT("finetune-data", &o.finetune_data),
         HL_OPTION_TEXT("out", &o.out),
         HL_OPTION_TEXT("heads", &o.heads),
+        HL_OPTION_TEXT("text", &o.text),
+        HL_OPTION_INT("offset", &o.offset, 0, 2147483647),
         HL_OPTION_INT("seed", &o.seed, 0, 2147483647),
         HL_OPTION_INT("sequences", &o.sequences, 1, 1000000),
         HL_OPTION_INT("windows", &o.windows, 1, 1000000),
@@ -158,6 +213,11 @@ int main(int argc, char **argv)
     hl_cli_init();
     options o = parse_options(argc, argv);
     hl_cli_set_threads(o.threads);
+    if (o.cmd >= CMD_SCORES)
+        return o.cmd == CMD_SCORES   ? heads_run_scores(&o)
+               : o.cmd == CMD_MAPS   ? heads_run_maps(&o)
+               : o.cmd == CMD_CIRCUITS ? heads_run_circuits(&o)
+                                       : heads_run_report(&o);
     study s = heads_open_study(&o);
     int rc = o.cmd == CMD_ABLATE       ? heads_run_ablate(&o, &s)
              : o.cmd == CMD_IMPORTANCE ? heads_run_importance(&o, &s)

@@ -1,0 +1,32 @@
+/*
+ * head_effects.h: the causal side of a circuit — how much a later head's own
+ * detector score (hl_head_main_detector: induction for an induction head)
+ * falls when one earlier head is zero-ablated (hl_heads_run_ablate).
+ *
+ *     hl_ablation_effect *rows;
+ *     int n;
+ *     hl_heads_ablation_effects(m, probe.set, probe.start, scores, &rows, &n, &err);
+ *     ... rows[i].before, rows[i].after ...
+ *     free(rows);
+ */
+#ifndef HL_HEAD_EFFECTS_H
+#define HL_HEAD_EFFECTS_H
+
+#include "analysis/detectors.h"
+
+typedef struct hl_ablation_effect {
+    int src_layer, src_head;  /* the head ablated */
+    int dst_layer, dst_head;  /* the later head measured */
+    hl_detector detector;     /* dst's own detector */
+    double before, after;     /* its score without and with src ablated */
+} hl_ablation_effect;
+
+/* One row for every head d of layer >= 1 and every head s of an earlier
+ * layer, ordered by d then s. scores are the unablated detectors on the same
+ * set (hl_heads_detect; row stride cfg.n_heads). *out is malloc'ed (the
+ * caller frees it); NULL with *n = 0 for a one-layer model. */
+hl_status hl_heads_ablation_effects(const hl_gpt *m, const hl_eval_set *set, int probe_start,
+                                    const hl_head_scores *scores, hl_ablation_effect **out,
+                                    int *n, hl_error *err);
+
+#endif

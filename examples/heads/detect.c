@@ -1,0 +1,431 @@
+/* heads scores, maps, circuits and report: which head does what (analysis/detectors.h,
+ * composition.h, head_effects.h, head_report.h). Heads are named by their index in
+ * the model at hand. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/composition.h"
+#include "analysis/detectors.h"
+#include "analysis/head_effects.h"
+#include "analysis/head_files.h"
+#include "analysis/head_maps.h"
+#include "analysis/head_report.h"
+#include "examples/heads/heads.h"
+
+/* A model with what its file says, and the probe fit for it. */
+typedef struct {
+    hl_gpt *m;
+    hl_gpt_meta meta;
+    bool bytes;            /* a byte-level (charlm) model */
+    hl_probe_opts probe;
+} model_in;
+
+static model_in open_model(const options *o)
+{
+    model_in in = {0};
+    hl_error err = {0};
+    if (!(in.m = hl_gpt_load_meta(o->model, &in.meta, &err)))
+        heads_bad_input("%s", err.message);
+    const hl_gpt_config *c = &in.m->cfg;
+    if (c->n_heads > HL_HEADS_MAX)
+        heads_bad_input("%s has %d heads per layer; this program handles up to %d", o->model,
+                        c->n_heads, HL_HEADS_MAX);
+    in.bytes = c->vocab_in == 256 && c->vocab_out == 256;
+    const bool toy = c->vocab_in == HL_TOY_VOCAB + 1 && c->vocab_out == HL_TOY_VOCAB;
+    if (o->data && !in.bytes)
+        heads_bad_input("%s is not a byte-level model (vocabulary %d in, %d out, not 256): "
+                        "--data needs a charlm model", o->model, c->vocab_in, c->vocab_out);
+    /* The probe: toy models after BOS over their 16 tokens; byte models over a..z. */
+    in.probe = (hl_probe_opts){.bos = toy ? HL_TOY_BOS : -1, .seed = 12345,
+                               .token_lo = in.bytes ? 'a' : 0, .token_hi = in.bytes ? 'z' + 1 : 0};
+    return in;
+}
+
+static unsigned char *read_data(const options *o, const hl_gpt *m, size_t *size)
+{
+    unsigned char *text = heads_read_file(o->data, size);
+    if (!text)
+        exit(2);
+    if (*size < (size_t)m->cfg.n_ctx + 1)
+        heads_bad_input("%s has %zu bytes; windows of the model's %d+1 need at least %d",
+                        o->data, *size, m->cfg.n_ctx, m->cfg.n_ctx + 1);
+    return text;
+}
+
+static const char *out_path(const options *o, const char *name, char buf[4200])
+{
+    snprintf(buf, 4200, "%s/%s", o->out, name);
+    return buf;
+}
+
+static void print_roles(const hl_gpt *m, const hl_head_scores *s, const char *what)
+{
+    printf("%s\nhead  ", what);
+    for (int d = 0; d < HL_DETECTORS; d++)
+        printf(" %7.7s", hl_detector_short(d));
+    printf("  role\n");
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        for (int h = 0; h < hl_gpt_layer_heads(&m->cfg, l); h++) {
+            char name[HL_HEAD_NAME_MAX], roles[128];
+            printf("%-6s", hl_head_name(l, h, name));
+            for (int d = 0; d < HL_DETECTORS; d++)
+                printf(" %7.3f", s[l * m->cfg.n_heads + h].v[d]);
+            printf("  %s\n", hl_head_roles(&s[l * m->cfg.n_heads + h], roles, sizeof roles));
+        }
+}
+
+/* ---- scores ------------------------------------------------------------------ */
+
+static hl_status text_scores(const options *o, const model_in *in, hl_head_scores *s,
+                             hl_error *err)
+{
+    size_t size;
+    unsigned char *text = read_data(o, in->m, &size);
+    hl_eval_set *w = hl_text_windows(text, size, o->windows, in->m->cfg.n_ctx, 16, err);
+    free(text);
+    if (!w)
+        return err->status;
+    heads_make_out_dir(o);
+    char path[4200];
+    hl_status st = hl_heads_detect(in->m, w, -1, NULL, s, err);
+    if (st == HL_OK)
+        st = hl_detectors_write_csv(out_path(o, "scores_text.csv", path), in->m, s, err);
+    if (st == HL_OK)
+        st = hl_detectors_write_png(out_path(o, "scores_text.png", path), in->m, s,
+                                    log(in->m->cfg.n_ctx), "detectors on windows of the text", err);
+    hl_eval_set_free(w);
+    return st;
+}
+
+int heads_run_scores(const options *o)
+{
+    model_in in = open_model(o);
+    hl_error err = {0};
+    hl_probe p;
+    const size_t cells = (size_t)in.m->cfg.n_layers * in.m->cfg.n_heads;
+    hl_head_scores *s = malloc(sizeof *s * cells), *ts = malloc(sizeof *ts * cells);
+    if (!s || !ts || hl_probe_new(in.m, &in.probe, &p, &err) != HL_OK)
+        heads_bad_input("%s", err.message[0] ? err.message : "out of memory");
+    if (o->data && text_scores(o, &in, ts, &err) != HL_OK)
+        heads_fail(&err);
+    heads_make_out_dir(o);
+    char path[4200], what[256];
+    if (hl_heads_detect(in.m, p.set, p.start, NULL, s, &err) != HL_OK ||
+        hl_detectors_write_csv(out_path(o, "scores.csv", path), in.m, s, &err) != HL_OK ||
+        hl_detectors_write_png(out_path(o, "scores.png", path), in.m, s, log(p.set->T),
+                               "detectors on the induction probe", &err) != HL_OK)
+        heads_fail(&err);
+    snprintf(what, sizeof what, "induction probe: %d sequences of %d random tokens repeated "
+             "once%s", p.set->n, p.half, p.start ? " after BOS" : "");
+    print_roles(in.m, s, what);
+    if (o->data) {
+        snprintf(what, sizeof what, "\n%d windows of %d bytes of %s", o->windows,
+                 in.m->cfg.n_ctx, o->data);
+        print_roles(in.m, ts, what);
+    }
+    printf("wrote %s/scores.csv, %s/scores.png%s\n", o->out, o->out,
+           o->data ? ", scores_text.csv, scores_text.png" : "");
+    hl_probe_free(&p);
+    free(s);
+    free(ts);
+    hl_gpt_free(in.m);
+    return 0;
+}
+
+/* ---- maps -------------------------------------------------------------------- */
+
+/* --heads "1.3,0.2" by index in this model; exits 2 on a head it does not have. */
+static hl_head_set current_heads(const hl_gpt *m, const char *list)
+{
+    hl_head_set set = {0};
+    for (const char *p = list; *p;) {
+        char *end;
+        long l = strtol(p, &end, 10), h = -1;
+        bool ok = end != p && *end == '.';
+        if (ok) {
+            const char *q = end + 1;
+            h = strtol(q, &end, 10);
+            ok = end != q && (*end == ',' || (*end == '\0' && end[-1] != ','));
+        }
+        if (!ok)
+            heads_bad_input("--heads wants layer.head pairs separated by commas (e.g. 1.3,0.2), "
+                            "not \"%s\"", list);
+        if (l < 0 || l >= m->cfg.n_layers || h < 0 || h >= hl_gpt_layer_heads(&m->cfg, (int)l))
+            heads_bad_input("the model has no head %ld.%ld (layers 0..%d; heads by their index "
+                            "in this model)", l, h, m->cfg.n_layers - 1);
+        set.on[l][h] = true;
+        p = *end ? end + 1 : end;
+        if (*end && !*p)
+            heads_bad_input("--heads \"%s\" ends with a comma", list);
+    }
+    if (!hl_head_set_count(&set))
+        heads_bad_input("--heads names no head");
+    return set;
+}
+
+/* The input's tokens: the bytes of --text or of --data from --offset (byte
+ * models), or numbers in --text (other models); at most n_ctx. */
+static int32_t *map_input(const options *o, const model_in *in, int *T)
+{
+    const int max = in->m->cfg.n_ctx;
+    int32_t *x = malloc(sizeof *x * (size_t)max);
+    if (!x)
+        heads_bad_input("out of memory");
+    int n = 0;
+    if (o->data) {
+        size_t size;
+        unsigned char *text = heads_read_file(o->data, &size);
+        if (!text || (size_t)o->offset >= size) {
+            free(text);
+            free(x);
+            if (!text)
+                exit(2);
+            heads_bad_input("--offset %d is past the end of %s (%zu bytes)", o->offset, o->data,
+                            size);
+        }
+        for (size_t i = (size_t)o->offset; i < size && n < max; i++)
+            x[n++] = text[i];
+        free(text);
+    } else if (in->bytes) {
+        for (const char *c = o->text; *c && n < max; c++)
+            x[n++] = (unsigned char)*c;
+    } else {
+        for (const char *c = o->text; *c && n < max;) {
+            char *end;
+            long v = strtol(c, &end, 10);
+            if (end == c || v < 0 || v >= in->m->cfg.vocab_in)
+                free(x), heads_bad_input("--text for this model is token numbers 0..%d separated by "
+                                "spaces, not \"%s\"", in->m->cfg.vocab_in - 1, o->text);
+            x[n++] = (int32_t)v;
+            c = end + strspn(end, " ,");
+        }
+    }
+    if (n == 0)
+        free(x), heads_bad_input("the input is empty: give some text");
+    *T = n;
+    return x;
+}
+
+static int write_maps_csv(const options *o, const hl_gpt *m, const hl_tensor *maps,
+                          const int32_t *x, bool bytes)
+{
+    text_out csv;
+    FILE *f = heads_text_begin(&csv);
+    const int T = maps->shape[1];
+    fprintf(f, "head,query,query_token,top_key,top_key_token,attention\n");
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        for (int h = 0; h < hl_gpt_layer_heads(&m->cfg, l); h++) {
+            const hl_real *a = maps->data + (size_t)hl_gpt_head_index(&m->cfg, l, h) * T * T;
+            for (int t = 0; t < T; t++) {
+                int best = 0;
+                for (int j = 1; j <= t; j++)
+                    best = a[t * T + j] > a[t * T + best] ? j : best;
+                char name[HL_HEAD_NAME_MAX], q[HL_TOKEN_LABEL_MAX], k[HL_TOKEN_LABEL_MAX];
+                /* Labels quoted, with quotes doubled, as CSV wants. */
+                fprintf(f, "%s,%d,\"%s\",%d,\"%s\",%.6f\n", hl_head_name(l, h, name), t,
+                        hl_token_label(x[t], bytes, q)[0] == '"' ? "\"\"" : q, best,
+                        hl_token_label(x[best], bytes, k)[0] == '"' ? "\"\"" : k,
+                        a[t * T + best]);
+            }
+        }
+    return heads_text_save(&csv, o->out, "maps.csv");
+}
+
+int heads_run_maps(const options *o)
+{
+    model_in in = open_model(o);
+    hl_head_set which = o->heads ? current_heads(in.m, o->heads) : (hl_head_set){0};
+    int T;
+    int32_t *x = map_input(o, &in, &T);
+    hl_error err = {0};
+    hl_tensor *maps = hl_heads_attention(in.m, x, T, &err);
+    if (!maps)
+        heads_bad_input("%s", err.message);
+    heads_make_out_dir(o);
+    if (hl_maps_write(o->out, in.m, maps, x, in.bytes, o->heads ? &which : NULL, NULL, &err) !=
+        HL_OK)
+        heads_fail(&err);
+    int rc = write_maps_csv(o, in.m, maps, x, in.bytes);
+    if (!rc)
+        printf("%d tokens; wrote %s/attn_L<l>H<h>.png (%d heads), %s/maps_grid.png, "
+               "%s/maps.csv\n", T, o->out, o->heads ? hl_head_set_count(&which)
+                                                    : hl_gpt_total_heads(&in.m->cfg),
+               o->out, o->out);
+    hl_tensor_free(maps);
+    free(x);
+    hl_gpt_free(in.m);
+    return rc;
+}
+
+/* ---- circuits ------------------------------------------------------------------ */
+
+/* The head with the highest induction score, and its two strongest
+ * K-composition sources; what ablating each earlier head does to it. */
+static void print_induction_circuit(const hl_gpt *m, const hl_head_scores *s, const double *k,
+                                    const hl_ablation_effect *rows, int n)
+{
+    const hl_gpt_config *c = &m->cfg;
+    const int N = hl_gpt_total_heads(c);
+    int best_l = -1, best_h = -1;
+    for (int l = 1; l < c->n_layers; l++)
+        for (int h = 0; h < hl_gpt_layer_heads(c, l); h++)
+            if (best_l < 0 || s[l * c->n_heads + h].v[HL_DETECT_INDUCTION] >
+                                  s[best_l * c->n_heads + best_h].v[HL_DETECT_INDUCTION])
+                best_l = l, best_h = h;
+    if (best_l < 0)
+        return;
+    char name[HL_HEAD_NAME_MAX], src[HL_HEAD_NAME_MAX], roles[128];
+    const int j = hl_gpt_head_index(c, best_l, best_h);
+    printf("\nbest induction head %s (induction %.3f); its strongest K-composition sources:\n",
+           hl_head_name(best_l, best_h, name), s[best_l * c->n_heads + best_h].v[HL_DETECT_INDUCTION]);
+    int first = -1;
+    for (int rank = 0; rank < 2; rank++) {
+        int top = -1;
+        for (int i = 0; i < N; i++)
+            if (!isnan(k[(size_t)i * N + j]) && i != first &&
+                (top < 0 || k[(size_t)i * N + j] > k[(size_t)top * N + j]))
+                top = i;
+        if (top < 0)
+            break;
+        first = rank == 0 ? top : first;
+        for (int l = 0, i = 0; l < c->n_layers; l++)
+            for (int h = 0; h < hl_gpt_layer_heads(c, l); h++, i++)
+                if (i == top)
+                    printf("  %s  K %.3f  role %s (previous_token %.3f, local %.3f)\n",
+                           hl_head_name(l, h, src), k[(size_t)top * N + j],
+                           hl_head_roles(&s[l * c->n_heads + h], roles, sizeof roles),
+                           s[l * c->n_heads + h].v[HL_DETECT_PREVIOUS],
+                           s[l * c->n_heads + h].v[HL_DETECT_LOCAL]);
+    }
+    printf("its own detector with each earlier head ablated:\n");
+    for (int i = 0; i < n; i++)
+        if (rows[i].dst_layer == best_l && rows[i].dst_head == best_h)
+            printf("  without %-6s %s %.3f -> %.3f\n",
+                   hl_head_name(rows[i].src_layer, rows[i].src_head, src),
+                   hl_detector_name(rows[i].detector), rows[i].before, rows[i].after);
+}
+
+static void write_composition(const options *o, const hl_gpt *m, double *comp[HL_COMPOSE_KINDS],
+                              double base[HL_COMPOSE_KINDS], hl_error *err)
+{
+    char path[4200], name[64];
+    const hl_gpt_config *c = &m->cfg;
+    for (int k = 0; k < HL_COMPOSE_KINDS; k++) {
+        if (hl_composition_scores(m, k, comp[k], err) != HL_OK)
+            heads_fail(err);
+        base[k] = hl_composition_baseline(c->d_model, c->d_model / c->n_heads, 200, 1);
+        snprintf(name, sizeof name, "composition_%s.png", hl_compose_kind_name(k));
+        if (hl_composition_write_png(out_path(o, name, path), m, k, comp[k], base[k], err) != HL_OK)
+            heads_fail(err);
+    }
+    if (hl_composition_write_csv(out_path(o, "composition.csv", path), m,
+                                 (const double *const *)comp, err) != HL_OK ||
+        hl_circuit_diagram_write(out_path(o, "circuit.png", path), m,
+                                 (const double *const *)comp, base, err) != HL_OK)
+        heads_fail(err);
+    printf("random baseline (matrices of the same shapes, mean of 200): %.3f\n", base[0]);
+}
+
+int heads_run_circuits(const options *o)
+{
+    model_in in = open_model(o);
+    hl_error err = {0};
+    hl_probe p;
+    const hl_gpt_config *c = &in.m->cfg;
+    if (c->n_layers < 2)
+        heads_bad_input("%s has one layer: no heads in different layers to compose", o->model);
+    if (hl_probe_new(in.m, &in.probe, &p, &err) != HL_OK)
+        heads_bad_input("%s", err.message);
+    const int N = hl_gpt_total_heads(c);
+    double *comp[HL_COMPOSE_KINDS], base[HL_COMPOSE_KINDS];
+    hl_head_scores *s = malloc(sizeof *s * (size_t)c->n_layers * c->n_heads);
+    for (int k = 0; k < HL_COMPOSE_KINDS; k++)
+        comp[k] = malloc(sizeof *comp[k] * (size_t)N * N);
+    if (!s || !comp[0] || !comp[1] || !comp[2])
+        heads_bad_input("out of memory");
+    heads_make_out_dir(o);
+    write_composition(o, in.m, comp, base, &err);
+    hl_ablation_effect *rows;
+    int n;
+    char path[4200];
+    if (hl_heads_detect(in.m, p.set, p.start, NULL, s, &err) != HL_OK ||
+        hl_heads_ablation_effects(in.m, p.set, p.start, s, &rows, &n, &err) != HL_OK ||
+        hl_ablation_effects_write_csv(out_path(o, "ablation_effects.csv", path), rows, n, &err) !=
+            HL_OK)
+        heads_fail(&err);
+    print_induction_circuit(in.m, s, comp[HL_COMPOSE_K], rows, n);
+    printf("wrote %s/composition.csv, composition_{q,k,v}.png, circuit.png, "
+           "ablation_effects.csv\n", o->out);
+    free(rows);
+    free(s);
+    for (int k = 0; k < HL_COMPOSE_KINDS; k++)
+        free(comp[k]);
+    hl_probe_free(&p);
+    hl_gpt_free(in.m);
+    return 0;
+}
+
+/* ---- report --------------------------------------------------------------------- */
+
+/* A sentence with a repeat, for the maps of a byte model given no text. */
+static const char default_text[] =
+    "The cat sat on the mat. Then the cat sat on the mat again, and the dog sat too.";
+
+/* The maps' input: --text, else the start of --data (from --offset), else the
+ * first toy sequence of the set, else the default sentence. */
+static int32_t *report_input(const options *o, const model_in *in, const study *s, int *T)
+{
+    if (o->text || o->data)
+        return map_input(o, in, T);
+    int32_t *x = malloc(sizeof *x * (size_t)in->m->cfg.n_ctx);
+    if (!x)
+        heads_bad_input("out of memory");
+    if (s && s->toy) {
+        *T = s->set->T;
+        memcpy(x, s->set->tokens, sizeof *x * (size_t)*T);
+        return x;
+    }
+    *T = 0;
+    for (const char *c = default_text; *c && *T < in->m->cfg.n_ctx; c++)
+        x[(*T)++] = in->bytes ? (unsigned char)*c : (unsigned char)*c % in->m->cfg.vocab_in;
+    return x;
+}
+
+int heads_run_report(const options *o)
+{
+    model_in in = open_model(o);
+    const bool toy = in.probe.bos >= 0;
+    /* An evaluation set for the ablation and importance tables where there is one. */
+    study s = {0};
+    if (toy || o->data)
+        s = heads_open_study(o);
+    else if (o->curve)
+        heads_bad_input("--curve on a text model needs --data FILE to evaluate on");
+    int T;
+    int32_t *x = report_input(o, &in, s.m ? &s : NULL, &T);
+    heads_make_out_dir(o);
+    char curve[4200];
+    if (o->curve) {
+        study pruned = heads_open_study(o); /* the curve prunes the model it is given */
+        if (heads_run_prune_curve(o, &pruned))
+            return 1;
+        heads_close_study(&pruned);
+    }
+    hl_head_report_opts ro = {.model_path = o->model, .meta = &in.meta, .probe = in.probe,
+                              .bytes = in.bytes, .map_tokens = x, .map_T = T,
+                              .text = s.text, .text_size = s.text_size,
+                              .text_windows = o->windows, .eval = s.set,
+                              .curve_png = o->curve ? out_path(o, "prune_curve.png", curve) : NULL};
+    hl_error err = {0};
+    if (hl_head_report_write(in.m, &ro, o->out, &err) != HL_OK)
+        heads_fail(&err);
+    printf("wrote %s/report.html (and the CSV and PNG files behind it)\n", o->out);
+    free(x);
+    if (s.m)
+        heads_close_study(&s);
+    hl_gpt_free(in.m);
+    return 0;
+}

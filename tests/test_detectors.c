@@ -1,0 +1,201 @@
+/* Tests for analysis/detectors.c: each detector on hand-made attention maps
+ * that force its pattern, the induction probe, and every detector of a model
+ * whose weights force a previous-token head and a copying (or anti-copying)
+ * OV circuit. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/detectors.h"
+#include "tests/head_models.h"
+#include "tests/testutil.h"
+
+/* A (1,1,T,T) attention tensor whose row t puts its mass on want(t) (and the
+ * rest, if any, on position 0). */
+static hl_tensor *one_hot_attention(int T, int (*want)(int t, const int32_t *x), const int32_t *x)
+{
+    hl_tensor *a = hl_tensor_new("attn", 4, (int[]){1, 1, T, T}, false);
+    for (int t = 0; t < T; t++)
+        a->data[t * T + want(t, x)] = 1;
+    return a;
+}
+
+static hl_head_scores score_maps(const int32_t *x, const hl_tensor *attn, int probe_start)
+{
+    hl_detector_sums s;
+    hl_detector_sums_begin(&s, 1);
+    hl_error err = {0};
+    ck_assert_int_eq(hl_detector_sums_add(&s, x, attn, probe_start, &err), HL_OK);
+    hl_head_scores out;
+    hl_detector_sums_finish(&s, &out);
+    return out;
+}
+
+static int previous(int t, const int32_t *x) { (void)x; return t ? t - 1 : 0; }
+static int first(int t, const int32_t *x) { (void)x, (void)t; return 0; }
+static int self(int t, const int32_t *x) { (void)x; return t; }
+/* The earlier occurrence of x_t (text 1 2 3 4 1 2 3 4), else 0. */
+static int duplicate(int t, const int32_t *x) { return t >= 4 && x[t - 4] == x[t] ? t - 4 : 0; }
+/* The token after x_t's earlier occurrence. */
+static int induction(int t, const int32_t *x) { return t >= 4 && x[t - 4] == x[t] ? t - 3 : 0; }
+
+START_TEST(test_each_detector_on_forced_maps)
+{
+    const int32_t x[8] = {1, 2, 3, 4, 1, 2, 3, 4};
+    hl_tensor *a = one_hot_attention(8, previous, x);
+    hl_head_scores s = score_maps(x, a, -1);
+    ck_assert_double_eq_tol(s.v[HL_DETECT_PREVIOUS], 1, 1e-12);
+    ck_assert_double_eq_tol(s.v[HL_DETECT_LOCAL], 1, 1e-12);
+    ck_assert_double_eq_tol(s.v[HL_DETECT_SELF], 0, 1e-12);
+    ck_assert_double_eq_tol(s.v[HL_DETECT_ENTROPY], 0, 1e-12);
+    ck_assert(isnan(s.v[HL_DETECT_COPYING]));
+    hl_tensor_free(a);
+
+    a = one_hot_attention(8, first, x);
+    s = score_maps(x, a, -1);
+    ck_assert_double_eq_tol(s.v[HL_DETECT_FIRST], 1, 1e-12);
+    /* Rows 1..3 have the first token within 3 back: 3 of 7 rows. */
+    ck_assert_double_eq_tol(s.v[HL_DETECT_LOCAL], 3.0 / 7, 1e-12);
+    /* Duplicates exist for t = 4..7 only; attention to 0 hits one at t = 4. */
+    ck_assert_double_eq_tol(s.v[HL_DETECT_DUPLICATE], 1.0 / 4, 1e-12);
+    hl_tensor_free(a);
+
+    a = one_hot_attention(8, self, x);
+    s = score_maps(x, a, -1);
+    ck_assert_double_eq_tol(s.v[HL_DETECT_SELF], 1, 1e-12);
+    ck_assert_double_eq_tol(s.v[HL_DETECT_PREVIOUS], 0, 1e-12);
+    hl_tensor_free(a);
+
+    a = one_hot_attention(8, duplicate, x);
+    s = score_maps(x, a, -1);
+    ck_assert_double_eq_tol(s.v[HL_DETECT_DUPLICATE], 1, 1e-12);
+    ck_assert_double_eq_tol(s.v[HL_DETECT_INDUCTION], 0, 1e-12);
+    hl_tensor_free(a);
+
+    a = one_hot_attention(8, induction, x);
+    s = score_maps(x, a, -1);
+    ck_assert_double_eq_tol(s.v[HL_DETECT_INDUCTION], 1, 1e-12);
+    ck_assert_double_eq_tol(s.v[HL_DETECT_DUPLICATE], 0, 1e-12);
+    hl_tensor_free(a);
+}
+END_TEST
+
+START_TEST(test_uniform_attention_entropy_and_probe_induction)
+{
+    enum { T = 7 };
+    const int32_t x[T] = {9, 1, 2, 3, 1, 2, 3}; /* BOS 9, then n = 3 tokens twice */
+    hl_tensor *a = hl_tensor_new("attn", 4, (int[]){1, 1, T, T}, false);
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j <= t; j++)
+            a->data[t * T + j] = (hl_real)(1.0 / (t + 1));
+    hl_head_scores s = score_maps(x, a, 1);
+    double entropy = 0, self = 0, induction = 0;
+    for (int t = 1; t < T; t++) {
+        entropy += log(t + 1) / (T - 1);
+        self += 1.0 / (t + 1) / (T - 1);
+    }
+    for (int t = 4; t < T; t++)
+        induction += 1.0 / (t + 1) / 3;
+    ck_assert_double_eq_tol(s.v[HL_DETECT_ENTROPY], entropy, 1e-6);
+    ck_assert_double_eq_tol(s.v[HL_DETECT_SELF], self, 1e-6);
+    ck_assert_double_eq_tol(s.v[HL_DETECT_INDUCTION], induction, 1e-6);
+    /* The probe's induction target: t -> t - n + 1. */
+    memset(a->data, 0, sizeof(hl_real) * a->numel);
+    for (int t = 0; t < T; t++)
+        a->data[t * T + (t >= 4 ? t - 2 : 0)] = 1;
+    s = score_maps(x, a, 1);
+    ck_assert_double_eq_tol(s.v[HL_DETECT_INDUCTION], 1, 1e-12);
+    hl_detector_sums bad;
+    hl_detector_sums_begin(&bad, 2);
+    hl_error err = {0};
+    ck_assert_int_eq(hl_detector_sums_add(&bad, x, a, 1, &err), HL_ERR_SHAPE);
+    hl_tensor_free(a);
+}
+END_TEST
+
+START_TEST(test_probe_repeats_its_first_half)
+{
+    hl_gpt *m = hm_previous_token_model(1, 1);
+    hl_probe p;
+    hl_error err = {0};
+    ck_assert_int_eq(hl_probe_new(m, &(hl_probe_opts){.sequences = 5, .bos = 7, .token_lo = 2,
+                                                      .token_hi = 6, .seed = 4}, &p, &err), HL_OK);
+    ck_assert_int_eq(p.start, 1);
+    ck_assert_int_eq(p.half, 3); /* (8 - 1) / 2 */
+    ck_assert_int_eq(p.set->T, 7);
+    for (int i = 0; i < 5; i++) {
+        const int32_t *x = p.set->tokens + i * 7, *y = p.set->targets[0] + i * 7;
+        ck_assert_int_eq(x[0], 7);
+        for (int k = 0; k < 3; k++) {
+            ck_assert(x[1 + k] >= 2 && x[1 + k] < 6);
+            ck_assert_int_eq(x[4 + k], x[1 + k]);
+        }
+        ck_assert_int_eq(y[2], -1);
+        ck_assert_int_eq(y[3], x[4]);
+        ck_assert_int_eq(y[6], -1);
+    }
+    hl_probe_free(&p);
+    ck_assert_int_eq(hl_probe_new(m, &(hl_probe_opts){.half = 5}, &p, &err), HL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.message, "context of 8"));
+    hl_error_clear(&err);
+    ck_assert_int_eq(hl_probe_new(m, &(hl_probe_opts){.token_lo = 3, .token_hi = 9}, &p, &err),
+                     HL_ERR_ARG);
+    hl_gpt_free(m);
+}
+END_TEST
+
+/* The hand-built model: previous-token >= 0.99, copying +1, then -1. */
+START_TEST(test_forced_previous_token_and_copying_heads)
+{
+    for (int sign = 1; sign >= -1; sign -= 2) {
+        hl_gpt *m = hm_previous_token_model(2, sign);
+        hl_probe p;
+        hl_error err = {0};
+        ck_assert_int_eq(hl_probe_new(m, &(hl_probe_opts){.bos = -1, .seed = 1}, &p, &err),
+                         HL_OK);
+        hl_head_scores s[2];
+        ck_assert_int_eq(hl_heads_detect(m, p.set, p.start, NULL, s, &err), HL_OK);
+        for (int l = 0; l < 2; l++) {
+            ck_assert_msg(s[l].v[HL_DETECT_PREVIOUS] >= 0.99, "L%dH0 previous %g", l,
+                          s[l].v[HL_DETECT_PREVIOUS]);
+            ck_assert_double_eq_tol(s[l].v[HL_DETECT_COPYING], sign, 1e-9);
+            ck_assert(s[l].v[HL_DETECT_INDUCTION] < 0.01);
+            char roles[64];
+            ck_assert_str_eq(hl_head_roles(&s[l], roles, sizeof roles),
+                             sign > 0 ? "previous-token+copying" : "previous-token");
+            ck_assert_int_eq(hl_head_main_detector(&s[l]), HL_DETECT_PREVIOUS);
+        }
+        hl_probe_free(&p);
+        hl_gpt_free(m);
+    }
+}
+END_TEST
+
+START_TEST(test_text_windows_and_bad_text)
+{
+    const unsigned char text[] = "abcdefghij";
+    hl_error err = {0};
+    hl_eval_set *w = hl_text_windows(text, 10, 3, 4, 2, &err);
+    ck_assert_ptr_nonnull(w);
+    ck_assert_int_eq(w->tokens[0], 'a');
+    ck_assert_int_eq(w->targets[0][3], 'e');
+    ck_assert_int_eq(w->tokens[2 * 4], 'f'); /* the last window ends at the last byte */
+    ck_assert_int_eq(w->targets[0][2 * 4 + 3], 'j');
+    hl_eval_set_free(w);
+    ck_assert_ptr_null(hl_text_windows(text, 4, 3, 4, 2, &err));
+    ck_assert_ptr_nonnull(strstr(err.message, "4 bytes"));
+}
+END_TEST
+
+Suite *detectors_suite(void)
+{
+    Suite *s = suite_create("detectors");
+    TCase *tc = tcase_create("detectors");
+    tcase_add_test(tc, test_each_detector_on_forced_maps);
+    tcase_add_test(tc, test_uniform_attention_entropy_and_probe_induction);
+    tcase_add_test(tc, test_probe_repeats_its_first_half);
+    tcase_add_test(tc, test_forced_previous_token_and_copying_heads);
+    tcase_add_test(tc, test_text_windows_and_bad_text);
+    suite_add_tcase(s, tc);
+    return s;
+}
