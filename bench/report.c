@@ -45,7 +45,7 @@ static void print_header(const char *section)
         printf("\n%s  ms per call: median (fastest-slowest run)\n"
                "%-26s %-22s %3s  %-23s %-23s %7s %5s\n",
                !strcmp(section, "mha") ? "MHA  (B,T,E,H) self-attention, training mode (without "
-                                         "+weights: no trace, the fused attention op)"
+                                         "+weights: no trace, the training path: the fused op from B*H*T*S >= 2^24)"
                                        : "Toy training step (TOYTASK.md: B=32, T=32, "
                                          "2 layers x 4 heads, d 64; AdamW)",
                !strcmp(section, "mha") ? "B,T,E,H" : "model", "variant", "thr", "headlab",

@@ -225,8 +225,8 @@ hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, i
         hl_tensor *a = maybe_layernorm(g, h, b->ln1_w, b->ln1_b);
         hl_mha_run layer = {0};
         if (run)
-            layer = (hl_mha_run){run->gate[l], run->head_offset[l],
-                                 run->trace ? &run->trace[l] : NULL};
+            layer = (hl_mha_run){.gate = run->gate[l], .head_offset = run->head_offset[l],
+                                 .trace = run->trace ? &run->trace[l] : NULL};
         hl_tensor *y = hl_mha_forward(g, &b->attn, a, a, a, &causal, run ? &layer : NULL);
         h = hl_add(g, h, p > 0 ? hl_dropout(g, y, p) : y);
         if (b->fc_w) {

@@ -20,12 +20,15 @@
  * ask for a trace of the attention probabilities and head outputs. A module is
  * therefore const in every forward pass and may serve several at once.
  *
- * Two paths compute the heads, and the run picks one:
- *   - no trace (run NULL or run->trace NULL; a training step, PyTorch's
- *     need_weights=False): hl_attention (ops/attention.c), one fused op that
- *     never holds the (B,H,T,S) probabilities, so memory grows with T, not T²;
- *   - a trace: the composed ops (matmul, scale, masks, softmax, matmul), the
- *     reference, which keep the probabilities to hand back.
+ * Two paths compute the heads:
+ *   - the composed ops (matmul, scale, masks, softmax, matmul), the reference,
+ *     which keep the probabilities (a trace needs them);
+ *   - hl_attention (ops/attention.c), one fused op that never holds the
+ *     (B,H,T,S) probabilities, so memory grows with T, not T².
+ * The run picks (hl_mha_path): a trace takes the composed ops; otherwise
+ * HL_MHA_AUTO takes the fused op once the composed path's score tensors
+ * would hold HL_MHA_FUSED_MIN_SCORES values or more (long contexts), and the
+ * composed ops below that, where they are faster today (`make bench`).
  * Both agree to rounding (tests/test_attention.c), and the gate and offset
  * apply to the head outputs on either. Neither has attention dropout.
  * On the fused path the mask tensors are read again by backward: keep them
@@ -85,6 +88,16 @@ typedef struct hl_mha_trace {
     hl_tensor *heads; /* (B,H,T,D) each head's output after gate and offset, before W_O */
 } hl_mha_trace;
 
+typedef enum hl_mha_path {
+    HL_MHA_AUTO,     /* by size, see above */
+    HL_MHA_FUSED,    /* hl_attention whenever there is no trace */
+    HL_MHA_COMPOSED, /* the composed ops */
+} hl_mha_path;
+
+/* B·H·T·S from which HL_MHA_AUTO takes the fused op: each composed score
+ * tensor would be 64 MiB in float, and the path keeps several. */
+#define HL_MHA_FUSED_MIN_SCORES ((size_t)1 << 24)
+
 /* One forward pass's changes and requests; every field may be NULL. */
 typedef struct hl_mha_run {
     /* (H): head h's output is multiplied by gate_h. A heap or graph tensor of
@@ -97,6 +110,7 @@ typedef struct hl_mha_run {
     /* Filled with this pass's attention and head outputs; asking for it
      * selects the composed path (see above). */
     hl_mha_trace *trace;
+    hl_mha_path path; /* HL_MHA_AUTO (0) unless set */
 } hl_mha_run;
 
 /* Declares the module's parameters in p (prefix may be "" or e.g.
