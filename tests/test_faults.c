@@ -164,16 +164,23 @@ START_TEST(test_toy_heads_killed)
 }
 END_TEST
 
+/* work/text.txt: `lines` lines of `sentence` followed by the line number
+ * modulo `period` (a text with structure for charlm to learn). */
+static void write_text(char *path, size_t size, const char *sentence, int lines, int period)
+{
+    snprintf(path, size, "%s/text.txt", work);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < lines; i++)
+        fprintf(f, "%s %d.\n", sentence, i % period);
+    fclose(f);
+}
+
 START_TEST(test_charlm_killed)
 {
     make_work_dir();
     char text[128], base[512];
-    snprintf(text, sizeof text, "%s/text.txt", work);
-    FILE *f = fopen(text, "w");
-    ck_assert_ptr_nonnull(f);
-    for (int i = 0; i < 300; i++)
-        fprintf(f, "a killed run resumes where it stopped %d.\n", i % 7);
-    fclose(f);
+    write_text(text, sizeof text, "a killed run resumes where it stopped", 300, 7);
     snprintf(base, sizeof base,
              HL_BUILD_DIR "/charlm --data %s --ctx 16 --d-model 16 --heads 2 --layers 1 "
                           "--batch 4 --steps 60 --eval-every 5 --sample 0 --threads 1 "
@@ -228,12 +235,7 @@ START_TEST(test_charlm_non_finite_weight)
 {
     make_work_dir();
     char text[128], ckpt[128], copy[128], command[1024], out[8192];
-    snprintf(text, sizeof text, "%s/text.txt", work);
-    FILE *f = fopen(text, "w");
-    ck_assert_ptr_nonnull(f);
-    for (int i = 0; i < 200; i++)
-        fprintf(f, "non-finite weights stop the run %d.\n", i % 5);
-    fclose(f);
+    write_text(text, sizeof text, "non-finite weights stop the run", 200, 5);
     snprintf(command, sizeof command,
              HL_BUILD_DIR "/charlm --data %s --ctx 16 --d-model 16 --heads 2 --layers 1 "
                           "--batch 4 --steps 10 --eval-every 5 --sample 0 --out %s >/dev/null",
