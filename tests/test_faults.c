@@ -301,7 +301,12 @@ Suite *faults_suite(void)
     }
     tcase_add_test(tc, test_toy_heads_killed);
     tcase_add_test(tc, test_charlm_killed);
+#ifndef HL_MPI
+    /* In the MPI build the programs call MPI_Init, whose shared-memory
+     * segments `ulimit -f` forbids: the run ends in MPI_Init, not at the
+     * write under test. The plain build's pass runs the same writer. */
     tcase_add_test(tc, test_toy_heads_file_size_limit);
+#endif
     tcase_add_test(tc, test_charlm_non_finite_weight);
     suite_add_tcase(s, tc);
     return s;
