@@ -58,6 +58,25 @@ START_TEST(test_arena_refuses_absurd_sizes)
 }
 END_TEST
 
+/* Chunks of 2 MiB and more start on a huge-page boundary and span whole huge
+ * pages, so transparent huge pages can back them. */
+START_TEST(test_arena_large_chunks_on_huge_pages)
+{
+    const size_t huge = (size_t)2 << 20;
+    hl_arena a;
+    hl_arena_init(&a, 0);
+    char *small = hl_arena_alloc(&a, 1000);
+    char *big = hl_arena_alloc(&a, 3 * huge + 5);
+    ck_assert_ptr_nonnull(small);
+    ck_assert_ptr_nonnull(big);
+    ck_assert_uint_eq((uintptr_t)big % huge, 0);
+    ck_assert_uint_eq(hl_arena_capacity(&a), (1 << 20) + 4 * huge);
+    memset(big, 3, 3 * huge + 5);
+    ck_assert_int_eq(big[3 * huge + 4], 3);
+    hl_arena_free(&a);
+}
+END_TEST
+
 Suite *arena_suite(void)
 {
     Suite *s = suite_create("arena");
@@ -65,6 +84,7 @@ Suite *arena_suite(void)
     tcase_add_test(tc, test_arena_alignment_and_growth);
     tcase_add_test(tc, test_arena_reset_consolidates);
     tcase_add_test(tc, test_arena_refuses_absurd_sizes);
+    tcase_add_test(tc, test_arena_large_chunks_on_huge_pages);
     suite_add_tcase(s, tc);
     return s;
 }
