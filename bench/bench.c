@@ -6,8 +6,9 @@
  *
  * Rows: GEMM GFLOP/s (square sizes, transformer shapes, the batched products
  * of attention; all four transpose variants), MHA forward and forward +
- * backward ms, the toy model's training step, each at 1 and 2 threads; then
- * the peak RSS of the MHA configs. Every cell is the median of at least 10
+ * backward ms, the toy model's training step, GPT training steps (steady,
+ * evaluation forward, first step) at charlm's and nanoGPT's sizes, each at 1
+ * and 2 threads; then the peak RSS of the MHA configs. Every cell is the median of at least 10
  * timed calls after warm-up (3 with --quick), with the fastest and slowest;
  * blocks alternate between headlab, OpenBLAS (cblas_sgemm, loaded with
  * dlopen) and PyTorch (bench/torch_worker.py, a persistent process), and
@@ -45,7 +46,14 @@
  * can share one core for the first few ms until the scheduler spreads them. */
 #define WARMUP_SECONDS 0.03
 
-enum { SECTION_GEMM = 1, SECTION_MHA = 2, SECTION_TOY = 4, SECTION_RSS = 8, SECTION_LONG = 16 };
+enum {
+    SECTION_GEMM = 1,
+    SECTION_MHA = 2,
+    SECTION_TOY = 4,
+    SECTION_RSS = 8,
+    SECTION_LONG = 16,
+    SECTION_GPT = 32
+};
 
 typedef struct {
     bool quick;
@@ -56,7 +64,7 @@ typedef struct {
 
 typedef struct {
     options o;
-    bench_plan gemm, mha, toy, long_ctx;
+    bench_plan gemm, mha, toy, long_ctx, gpt, gpt_first;
     int attempts;
     double redo_until; /* bench_now() after which rows are not measured again */
     bench_openblas *ob;
@@ -75,6 +83,15 @@ static const int mha_configs[][4] = {{8, 64, 128, 4}, {8, 128, 256, 8}, {4, 256,
  * composed path's (1,4,4096,4096) weights alone would be 256 MiB a tensor). */
 static const int long_config[4] = {1, 4096, 256, 4};
 
+/* The gpt rows: charlm's default model and nanoGPT's "shakespeare-char". */
+static const struct {
+    const char *name;
+    bench_gpt_shape shape;
+} gpt_configs[] = {
+    {"4x4 heads, d 128", {.layers = 4, .heads = 4, .d_model = 128, .ctx = 64, .batch = 16}},
+    {"6x6 heads, d 384", {.layers = 6, .heads = 6, .d_model = 384, .ctx = 256, .batch = 8}}};
+#define N_GPT_CONFIGS (int)(sizeof gpt_configs / sizeof gpt_configs[0])
+
 /* ---- options ---- */
 
 static void usage(FILE *f)
@@ -82,14 +99,14 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: bench [--quick] [--csv FILE] [--threads LIST] [--only LIST]\n"
             "             [--python PATH] [--torch-worker PATH] [--openblas LIB]\n"
-            "Times headlab's GEMM, multi-head attention and toy training step against\n"
+            "Times headlab's GEMM, multi-head attention, toy and GPT training steps against\n"
             "OpenBLAS and PyTorch in the same run, prints a table and writes FILE.\n"
             "  --quick              a few sizes and runs: a smoke test of a minute or two\n"
             "                       (without the long-context rows unless --only names long)\n"
             "  --csv FILE           where the rows go (default bench.csv)\n"
             "  --threads LIST       thread counts, e.g. 1,2 (the default)\n"
-            "  --only LIST          some of gemm,mha,toy,rss,long (default all); long: MHA\n"
-            "                       (1,4096,256,4) fwd+bwd causal, its time and peak RSS\n"
+            "  --only LIST          some of gemm,mha,toy,gpt,rss,long (default all); long:\n"
+            "                       MHA (1,4096,256,4) fwd+bwd causal, its time and peak RSS\n"
             "  --python PATH        the Python with torch (default /usr/bin/python3)\n"
             "  --torch-worker PATH  the PyTorch side (default bench/torch_worker.py)\n"
             "  --openblas LIB       the OpenBLAS to dlopen (default libopenblas.so.0)\n"
@@ -129,7 +146,7 @@ static void parse_sections(options *o, const char *list)
         const char *name;
         unsigned bit;
     } names[] = {{"gemm", SECTION_GEMM}, {"mha", SECTION_MHA}, {"toy", SECTION_TOY},
-                 {"rss", SECTION_RSS}, {"long", SECTION_LONG}};
+                 {"gpt", SECTION_GPT}, {"rss", SECTION_RSS}, {"long", SECTION_LONG}};
     o->sections = 0;
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ",");
@@ -138,12 +155,12 @@ static void parse_sections(options *o, const char *list)
             if (strlen(names[i].name) == n && !strncmp(p, names[i].name, n))
                 bit = names[i].bit;
         if (!bit)
-            bad_option("--only takes some of gemm,mha,toy,rss,long, got %s", list);
+            bad_option("--only takes some of gemm,mha,toy,gpt,rss,long, got %s", list);
         o->sections |= bit;
         p += n + (p[n] == ',');
     }
     if (!o->sections)
-        bad_option("--only takes some of gemm,mha,toy,rss,long, got \"%s\"", list);
+        bad_option("--only takes some of gemm,mha,toy,gpt,rss,long, got \"%s\"", list);
 }
 
 static options parse_options(int argc, char **argv)
@@ -151,8 +168,8 @@ static options parse_options(int argc, char **argv)
     options o = {.csv = "bench.csv", .python = "/usr/bin/python3",
                  .worker = "bench/torch_worker.py", .openblas = "libopenblas.so.0",
                  .threads = {1, 2}, .n_threads = 2,
-                 .sections = SECTION_GEMM | SECTION_MHA | SECTION_TOY | SECTION_RSS |
-                             SECTION_LONG};
+                 .sections = SECTION_GEMM | SECTION_MHA | SECTION_TOY | SECTION_GPT |
+                             SECTION_RSS | SECTION_LONG};
     bool only = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -452,6 +469,47 @@ static void toy_section(bench_run *run)
     bench_toy_free(work);
 }
 
+/* ---- GPT training steps ---- */
+
+static const char *const gpt_variants[] = {"train step", "eval", "first step"};
+
+/* One variant of a GPT at every thread count. PyTorch's OpenBLAS stays at one
+ * thread, as in the MHA and toy rows: OpenBLAS threads on top of torch's make
+ * its 2-thread step 2.3x slower (../shared/bench/tiny_gpt_train.py at 4x4 d
+ * 128: 185 ms with 2:2 threads, 81 with 2:1, 76 with 1). */
+static void gpt_rows(bench_run *run, bench_gpt *work, int config, bench_gpt_mode mode)
+{
+    const bench_gpt_shape *s = &gpt_configs[config].shape;
+    bench_gpt_select(work, mode);
+    torch_block tb_ctx = {.torch = &run->torch};
+    snprintf(tb_ctx.command, sizeof tb_ctx.command, "gpt %d %d %d %d %d %d", s->layers,
+             s->heads, s->d_model, s->ctx, s->batch, (int)mode);
+    row_work w = {.fn = {bench_gpt_block, NULL, run_torch_block}, .ctx = {work, NULL, &tb_ctx}};
+    for (int t = 0; t < run->o.n_threads; t++) {
+        bench_row row = {.section = "gpt", .threads = run->o.threads[t],
+                         .flops = bench_gpt_flops(s, mode)};
+        snprintf(row.name, sizeof row.name, "%s", gpt_configs[config].name);
+        snprintf(row.variant, sizeof row.variant, "%s", gpt_variants[mode]);
+        set_threads(run, row.threads, 1);
+        measure_row(run, &row, &w, mode == BENCH_GPT_FIRST ? &run->gpt_first : &run->gpt);
+    }
+}
+
+static void gpt_section(bench_run *run)
+{
+    for (int i = 0; i < (run->o.quick ? 1 : N_GPT_CONFIGS); i++) {
+        bench_gpt *work = bench_gpt_new(&gpt_configs[i].shape);
+        if (!work) {
+            fprintf(stderr, "bench: cannot build the GPT %s\n", gpt_configs[i].name);
+            run->failed = true;
+            continue;
+        }
+        for (int mode = BENCH_GPT_STEP; mode <= BENCH_GPT_FIRST; mode++)
+            gpt_rows(run, work, i, (bench_gpt_mode)mode);
+        bench_gpt_free(work);
+    }
+}
+
 /* ---- peak memory: one fresh process per MHA config ---- */
 
 /* The peak RSS of config c's forward + backward (training path) in fresh
@@ -564,16 +622,20 @@ int main(int argc, char **argv)
     if (run.o.quick) {
         run.gemm = run.mha = run.long_ctx = (bench_plan){.rounds = 1, .reps = 3, .warmup = 1};
         run.toy = (bench_plan){.rounds = 1, .reps = 5, .warmup = 2};
+        run.gpt = (bench_plan){.rounds = 1, .reps = 3, .warmup = 1};
+        run.gpt_first = (bench_plan){.rounds = 1, .reps = 2};
         run.attempts = 1;
     } else {
         run.gemm = (bench_plan){.rounds = 4, .reps = 5, .warmup = 1};
         run.mha = (bench_plan){.rounds = 4, .reps = 5, .warmup = 2};
         run.toy = (bench_plan){.rounds = 4, .reps = 10, .warmup = 5};
         run.long_ctx = (bench_plan){.rounds = 2, .reps = 3, .warmup = 1}; /* ~1 s a call */
+        run.gpt = (bench_plan){.rounds = 2, .reps = 5, .warmup = 2};    /* up to ~1 s a call */
+        run.gpt_first = (bench_plan){.rounds = 1, .reps = 3};           /* a fresh model each */
         run.attempts = 2;
     }
     run.gemm.warmup_seconds = run.mha.warmup_seconds = run.toy.warmup_seconds =
-        run.long_ctx.warmup_seconds = WARMUP_SECONDS;
+        run.long_ctx.warmup_seconds = run.gpt.warmup_seconds = WARMUP_SECONDS;
     run.redo_until = bench_now() + REDO_SECONDS;
     if (bench_report_open(&run.report, run.o.csv)) {
         bench_report_abandon(&run.report);
@@ -599,6 +661,8 @@ int main(int argc, char **argv)
         long_section(&run);
     if (run.o.sections & SECTION_TOY)
         toy_section(&run);
+    if (run.o.sections & SECTION_GPT)
+        gpt_section(&run);
     bench_torch_stop(&run.torch);
     for (int i = 0; i < n_rss; i++)
         bench_report_row(&run.report, &rss_rows[i]);

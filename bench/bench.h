@@ -59,6 +59,14 @@ typedef struct bench_plan {
 typedef int (*bench_block_fn)(void *ctx, const bench_plan *p, double *seconds, char *why,
                               size_t why_size);
 
+/* One call of some work; 0, or -1 with a reason. */
+typedef int (*bench_work_fn)(void *ctx, char *why, size_t why_size);
+
+/* A block of `once`: the warm-up, then p->reps timed runs of `calls` calls
+ * each (bench/work.c). */
+int bench_run_block(bench_work_fn once, void *ctx, int calls, const bench_plan *p,
+                    double *seconds, char *why, size_t why_size);
+
 /* ---- OpenBLAS, loaded at run time (bench/openblas.c) ---- */
 
 typedef struct bench_openblas bench_openblas;
@@ -149,6 +157,28 @@ void bench_toy_free(bench_toy *w);
 int bench_toy_block(void *ctx, const bench_plan *p, double *seconds, char *why,
                     size_t why_size);
 
+/* A GPT as charlm builds it (pre-LayerNorm blocks, 4x GELU MLP, 256-byte
+ * vocabulary), trained with AdamW on pre-drawn batches (bench/gpt_work.c). */
+typedef struct bench_gpt_shape {
+    int layers, heads, d_model, ctx, batch;
+} bench_gpt_shape;
+
+typedef enum bench_gpt_mode {
+    BENCH_GPT_STEP,  /* zero-grad, forward, cross-entropy, backward, AdamW */
+    BENCH_GPT_EVAL,  /* forward and cross-entropy, no gradients, eval mode */
+    BENCH_GPT_FIRST  /* the first step of a freshly built model (arena growth and all) */
+} bench_gpt_mode;
+
+typedef struct bench_gpt bench_gpt;
+
+bench_gpt *bench_gpt_new(const bench_gpt_shape *shape);
+void bench_gpt_free(bench_gpt *w);
+void bench_gpt_select(bench_gpt *w, bench_gpt_mode mode);
+int bench_gpt_block(void *ctx, const bench_plan *p, double *seconds, char *why,
+                    size_t why_size);
+/* Matmul FLOPs of one call, as ../shared/bench/tiny_gpt_train.py counts them. */
+double bench_gpt_flops(const bench_gpt_shape *shape, bench_gpt_mode mode);
+
 /* The child process of the peak-memory measurement: builds the MHA config,
  * prints "base <KiB>", runs forward+backward (the training path) a few
  * times, returns an exit status. */
@@ -166,7 +196,7 @@ typedef enum bench_cell {
 } bench_cell;
 
 typedef struct bench_row {
-    const char *section;  /* "gemm", "mha", "toy", "rss" */
+    const char *section;  /* "gemm", "mha", "toy", "gpt", "rss" */
     char name[48];        /* "M=N=K=256", "8,64,128,4" */
     char variant[24];     /* "NT", "fwd+bwd causal" */
     int threads;          /* 0 for the memory rows */

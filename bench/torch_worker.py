@@ -20,6 +20,13 @@ on stdin; each gets one line on stdout:
   toy W S R                         one training step of the TOYTASK.md model (as
                                     ../shared/bench/toytask.py builds it): zero-grad,
                                     forward, CE(scored) + CE(other), backward, AdamW
+  gpt L H D T B MODE W S R          a GPT as headlab's charlm builds it (as
+                                    ../shared/bench/tiny_gpt_train.py, with a biased
+                                    head): MODE 0 a training step (zero-grad, forward,
+                                    CE, backward, AdamW), 1 a forward under no_grad in
+                                    eval mode, 2 the first step of a new model and
+                                    optimizer (built untimed for each timed call; no
+                                    warm-up)
   timed commands: a warm-up of at least W calls and S seconds, then R timed runs (of
                   INNER calls for gemm) -> "ok s1 .. sR", seconds per call
   errors -> "error <message>"
@@ -255,6 +262,95 @@ def toy_step():
     opt.step()
 
 
+# ---------------------------------------------------------------------- the GPT rows
+GPT_VOCAB = 256
+
+
+class GptBlock(nn.Module):
+    """Pre-LayerNorm: x + MHA(LN(x)) causal, then x + Linear(GELU(Linear(LN(x))))."""
+
+    def __init__(self, d, h):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d, dtype=DTYPE)
+        self.ln2 = nn.LayerNorm(d, dtype=DTYPE)
+        self.attn = nn.MultiheadAttention(d, h, batch_first=True, dtype=DTYPE)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d, dtype=DTYPE), nn.GELU(),
+                                 nn.Linear(4 * d, d, dtype=DTYPE))
+
+    def forward(self, x, mask):
+        y = self.ln1(x)
+        x = x + self.attn(y, y, y, attn_mask=mask, need_weights=False)[0]
+        return x + self.mlp(self.ln2(x))
+
+
+class Gpt(nn.Module):
+    def __init__(self, layers, heads, d, T):
+        super().__init__()
+        self.tok = nn.Embedding(GPT_VOCAB, d, dtype=DTYPE)
+        self.pos = nn.Parameter(0.02 * torch.randn(T, d, dtype=DTYPE))
+        self.blocks = nn.ModuleList(GptBlock(d, heads) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(d, dtype=DTYPE)
+        self.head = nn.Linear(d, GPT_VOCAB, dtype=DTYPE)
+        self.register_buffer("mask", torch.triu(torch.ones(T, T, dtype=torch.bool), 1))
+
+    def forward(self, idx):
+        x = self.tok(idx) + self.pos[: idx.shape[1]]
+        for b in self.blocks:
+            x = b(x, self.mask)
+        return self.head(self.ln_f(x))
+
+
+def gpt_build(layers, heads, d, T):
+    torch.manual_seed(0)
+    model = Gpt(layers, heads, d, T)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.999), eps=1e-8,
+                            weight_decay=0.01)
+    return model, opt
+
+
+def gpt_batches(B, T):
+    """x[t+1] = (3 x[t] + 1) mod V from a random start, as tiny_gpt_train.py."""
+    g = torch.Generator().manual_seed(1)
+    out = []
+    for _ in range(4):
+        steps = [torch.randint(0, GPT_VOCAB, (B, 1), generator=g)]
+        for _ in range(T):
+            steps.append((3 * steps[-1] + 1) % GPT_VOCAB)
+        s = torch.cat(steps, dim=1)
+        out.append((s[:, :-1].contiguous(), s[:, 1:].contiguous()))
+    return out
+
+
+def gpt_call(layers, heads, d, T, B, mode):
+    model, opt = gpt_build(layers, heads, d, T)
+    batches, it = gpt_batches(B, T), [0]
+
+    def step():
+        x, y = batches[it[0] % len(batches)]
+        it[0] += 1
+        if mode == 1:
+            model.eval()
+            with torch.no_grad():
+                F.cross_entropy(model(x).view(-1, GPT_VOCAB), y.view(-1))
+            return
+        model.train()
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x).view(-1, GPT_VOCAB), y.view(-1)).backward()
+        opt.step()
+    return step
+
+
+def gpt_first_steps(layers, heads, d, T, B, warmup, warmup_seconds, reps):
+    """Each timed call: a new model and optimizer (untimed), then its first step."""
+    out = []
+    for _ in range(reps):
+        fn = gpt_call(layers, heads, d, T, B, 0)
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
 # ---------------------------------------------------------------------------- main
 def rss_mode(config):
     B, T, E, H, causal = (int(v) for v in config.split(","))
@@ -286,6 +382,10 @@ def serve():
                 times = timed(mha_call(*args), *block)
             elif cmd == "toy" and not args:
                 times = timed(toy_step, *block)
+            elif cmd == "gpt" and len(args) == 6 and args[5] == 2:
+                times = gpt_first_steps(*args[:5], *block)
+            elif cmd == "gpt" and len(args) == 6:
+                times = timed(gpt_call(*args), *block)
             else:
                 reply("error unknown command %s" % cmd)
                 continue

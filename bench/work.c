@@ -9,12 +9,8 @@
 #include "ops/gemm.h"
 #include "analysis/toy_task.h"
 
-/* One call of some work; 0, or -1 with a reason. */
-typedef int (*work_fn)(void *ctx, char *why, size_t why_size);
-
-/* A block: the warm-up, then p->reps timed runs of `calls` calls each. */
-static int run_block(work_fn once, void *ctx, int calls, const bench_plan *p, double *seconds,
-                     char *why, size_t why_size)
+int bench_run_block(bench_work_fn once, void *ctx, int calls, const bench_plan *p,
+                    double *seconds, char *why, size_t why_size)
 {
     const double start = bench_now();
     for (int i = 0; i < p->warmup || bench_now() - start < p->warmup_seconds; i++)
@@ -108,14 +104,14 @@ int bench_gemm_headlab(void *ctx, const bench_plan *p, double *seconds, char *wh
                        size_t why_size)
 {
     const bench_gemm *c = ctx;
-    return run_block(gemm_headlab_once, ctx, c->inner, p, seconds, why, why_size);
+    return bench_run_block(gemm_headlab_once, ctx, c->inner, p, seconds, why, why_size);
 }
 
 int bench_gemm_openblas(void *ctx, const bench_plan *p, double *seconds, char *why,
                         size_t why_size)
 {
     const bench_gemm *c = ctx;
-    return run_block(gemm_openblas_once, ctx, c->inner, p, seconds, why, why_size);
+    return bench_run_block(gemm_openblas_once, ctx, c->inner, p, seconds, why, why_size);
 }
 
 /* ---- multi-head attention ---- */
@@ -202,7 +198,7 @@ static int mha_once(void *ctx, char *why, size_t why_size)
 int bench_mha_block(void *ctx, const bench_plan *p, double *seconds, char *why,
                     size_t why_size)
 {
-    return run_block(mha_once, ctx, 1, p, seconds, why, why_size);
+    return bench_run_block(mha_once, ctx, 1, p, seconds, why, why_size);
 }
 
 int bench_mha_rss_child(int B, int T, int E, int H, bool causal)
@@ -305,5 +301,5 @@ static int toy_step(void *ctx, char *why, size_t why_size)
 int bench_toy_block(void *ctx, const bench_plan *p, double *seconds, char *why,
                     size_t why_size)
 {
-    return run_block(toy_step, ctx, 1, p, seconds, why, why_size);
+    return bench_run_block(toy_step, ctx, 1, p, seconds, why, why_size);
 }

@@ -1,0 +1,163 @@
+/* headlab's side of the benchmark's gpt rows: a GPT training step (zero-grad,
+ * forward, cross-entropy, backward, AdamW), an evaluation forward, and the
+ * first training step of a freshly built model (see bench/bench.h). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench/bench.h"
+#include "headlab.h"
+
+/* Batches drawn once and cycled: the data is not timed. */
+#define GPT_BATCHES 4
+#define GPT_VOCAB 256
+
+struct bench_gpt {
+    bench_gpt_shape shape;
+    bench_gpt_mode mode;
+    hl_gpt *model;
+    hl_optim *opt;
+    hl_graph *g;
+    int32_t *x, *y; /* GPT_BATCHES batches of (B,T) inputs and next-token targets */
+    int next;
+};
+
+/* As ../shared/bench/tiny_gpt_train.py: x[t+1] = (3·x[t] + 1) mod V from a
+ * random start, a sequence the model can learn. */
+static void draw_batches(bench_gpt *w, hl_rng *rng)
+{
+    const int rows = GPT_BATCHES * w->shape.batch, T = w->shape.ctx;
+    for (int r = 0; r < rows; r++) {
+        int token = (int)(hl_rng_uniform(rng) * GPT_VOCAB) % GPT_VOCAB;
+        for (int t = 0; t < T; t++) {
+            w->x[(size_t)r * T + t] = token;
+            token = (3 * token + 1) % GPT_VOCAB;
+            w->y[(size_t)r * T + t] = token;
+        }
+    }
+}
+
+/* A fresh model (seed 0), optimizer and graph: what a training run starts with. */
+static int build_model(bench_gpt *w)
+{
+    hl_graph_free(w->g);
+    hl_optim_free(w->opt);
+    hl_gpt_free(w->model);
+    w->g = NULL, w->opt = NULL, w->model = NULL;
+    const bench_gpt_shape *s = &w->shape;
+    hl_gpt_config cfg = {.vocab_in = GPT_VOCAB, .vocab_out = GPT_VOCAB, .n_ctx = s->ctx,
+                         .d_model = s->d_model, .n_heads = s->heads, .n_layers = s->layers,
+                         .mlp = true, .layernorm = true, .emb_std = 0.02};
+    hl_error err = {0};
+    w->model = hl_gpt_new(&cfg, &err);
+    if (!w->model)
+        return -1;
+    hl_rng rng;
+    hl_rng_seed(&rng, 0);
+    hl_gpt_init_weights(w->model, &rng);
+    w->opt = hl_optim_new(w->model->params,
+                          &(hl_optim_config){.kind = HL_OPTIM_ADAMW, .lr = 3e-3, .beta1 = 0.9,
+                                             .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01},
+                          &err);
+    w->g = hl_graph_new(0);
+    return w->opt && w->g ? 0 : -1;
+}
+
+bench_gpt *bench_gpt_new(const bench_gpt_shape *shape)
+{
+    bench_gpt *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->shape = *shape;
+    const size_t n = (size_t)GPT_BATCHES * shape->batch * shape->ctx;
+    w->x = malloc(n * sizeof *w->x);
+    w->y = malloc(n * sizeof *w->y);
+    if (!w->x || !w->y || build_model(w)) {
+        bench_gpt_free(w);
+        return NULL;
+    }
+    hl_rng rng;
+    hl_rng_seed(&rng, 1);
+    draw_batches(w, &rng);
+    return w;
+}
+
+void bench_gpt_free(bench_gpt *w)
+{
+    if (!w)
+        return;
+    hl_graph_free(w->g);
+    hl_optim_free(w->opt);
+    hl_gpt_free(w->model);
+    free(w->x);
+    free(w->y);
+    free(w);
+}
+
+void bench_gpt_select(bench_gpt *w, bench_gpt_mode mode) { w->mode = mode; }
+
+static int fail(const bench_gpt *w, char *why, size_t why_size)
+{
+    snprintf(why, why_size, "%s", hl_graph_message(w->g));
+    return -1;
+}
+
+static int gpt_step(void *ctx, char *why, size_t why_size)
+{
+    bench_gpt *w = ctx;
+    const int B = w->shape.batch, T = w->shape.ctx;
+    const size_t at = (size_t)(w->next++ % GPT_BATCHES) * B * T;
+    const bool train = w->mode != BENCH_GPT_EVAL;
+    hl_graph_set_grad_enabled(w->g, train);
+    hl_graph_set_training(w->g, train);
+    if (train)
+        hl_params_zero_grad(w->model->params);
+    hl_tensor *logits = hl_gpt_forward(w->g, w->model, w->x + at, B, T, NULL);
+    hl_tensor *loss = hl_cross_entropy(w->g, logits, w->y + at, -1);
+    if (hl_graph_failed(w->g))
+        return fail(w, why, why_size);
+    if (train) {
+        if (hl_graph_backward(w->g, loss) != HL_OK)
+            return fail(w, why, why_size);
+        hl_optim_step(w->opt, 1.0);
+    }
+    hl_graph_reset(w->g);
+    return 0;
+}
+
+/* The first step: each timed call builds a new model, optimizer and graph
+ * (not timed) and times its first training step, arena growth and all. */
+static int first_steps(bench_gpt *w, const bench_plan *p, double *seconds, char *why,
+                       size_t why_size)
+{
+    for (int r = 0; r < p->reps; r++) {
+        if (build_model(w)) {
+            snprintf(why, why_size, "out of memory building the model");
+            return -1;
+        }
+        const double t0 = bench_now();
+        if (gpt_step(w, why, why_size))
+            return -1;
+        seconds[r] = bench_now() - t0;
+    }
+    return 0;
+}
+
+int bench_gpt_block(void *ctx, const bench_plan *p, double *seconds, char *why,
+                    size_t why_size)
+{
+    bench_gpt *w = ctx;
+    if (w->mode == BENCH_GPT_FIRST)
+        return first_steps(w, p, seconds, why, why_size);
+    return bench_run_block(gpt_step, ctx, 1, p, seconds, why, why_size);
+}
+
+double bench_gpt_flops(const bench_gpt_shape *s, bench_gpt_mode mode)
+{
+    /* matmul FLOPs of the forward pass, as tiny_gpt_train.py counts them: per
+     * layer 24·B·T·d² + 4·B·T²·d, and 2·B·T·d·V for the head; ×3 with the
+     * backward pass */
+    const double B = s->batch, T = s->ctx, d = s->d_model;
+    const double forward = s->layers * (24 * B * T * d * d + 4 * B * T * T * d) +
+                           2 * B * T * d * GPT_VOCAB;
+    return mode == BENCH_GPT_EVAL ? forward : 3 * forward;
+}
