@@ -158,13 +158,15 @@ static bool check_inputs(hl_graph *g, const hl_mha *m, const hl_tensor *query,
     return true;
 }
 
-/* softmax(scale·q·kᵀ + masks)·v (B,H,T,D) from the separate ops, keeping
+/* softmax((scale·q)·kᵀ + masks)·v (B,H,T,D) from the separate ops, keeping
  * the probabilities (B,H,T,S) in *probs: the reference, and the path that
  * can be traced. */
 static hl_tensor *composed_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v,
                                      hl_real scale, const hl_mha_masks *masks, hl_tensor **probs)
 {
-    hl_tensor *scores = hl_scale(g, hl_matmul(g, q, k, HL_TRANS_B), scale);
+    /* q is scaled before the product, as PyTorch's MHA does it: a pass over
+     * (B,H,T,D) forward and backward instead of over the (B,H,T,S) scores. */
+    hl_tensor *scores = hl_matmul(g, hl_scale(g, q, scale), k, HL_TRANS_B);
     if (masks && masks->causal)
         scores = hl_mask_causal(g, scores);
     if (masks && masks->key_padding)
