@@ -603,11 +603,14 @@ static void print_intro(const bench_run *run)
     if (run->attempts > 1)
         snprintf(redo, sizeof redo, "; above %.0f%% the row is measured again and the quieter "
                  "attempt kept", 100 * FOREIGN_MAX);
-    printf("Each cell: the median of %d timed calls (toy step: %d) after warm-up; a row runs %d "
-           "round%s of one block per\nimplementation, alternating headlab, OpenBLAS, PyTorch.\n"
+    printf("Each cell: the median of %d timed calls (toy step: %d; gpt: %d, first step: %d) "
+           "after warm-up; a row runs %d round%s of one block per\nimplementation, alternating "
+           "headlab, OpenBLAS, PyTorch.\n"
            "vs OB, vs PT: speed-up = the other's median time / headlab's (> 1: headlab is "
            "faster).\nbusy: the share of all CPUs other processes used during the row%s.\n",
-           run->mha.rounds * run->mha.reps, run->toy.rounds * run->toy.reps, run->mha.rounds,
+           run->mha.rounds * run->mha.reps, run->toy.rounds * run->toy.reps,
+           run->gpt.rounds * run->gpt.reps, run->gpt_first.rounds * run->gpt_first.reps,
+           run->mha.rounds,
            run->mha.rounds > 1 ? "s" : "", redo);
     if (getenv("OMP_PROC_BIND"))
         printf("note: OMP_PROC_BIND is set; it can cap OpenBLAS at one thread\n");
