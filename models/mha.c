@@ -215,15 +215,9 @@ static hl_tensor *gate_heads(hl_graph *g, hl_tensor *heads, const hl_mha_run *ru
 }
 
 /* Whether this pass takes hl_attention (see mha.h). */
-static bool takes_fused(const hl_mha_run *run, const hl_tensor *qh, const hl_tensor *kh)
+static bool takes_fused(const hl_mha_run *run)
 {
-    hl_mha_path path = run ? run->path : HL_MHA_AUTO;
-    if ((run && run->trace) || path == HL_MHA_COMPOSED)
-        return false;
-    if (path == HL_MHA_FUSED)
-        return true;
-    const size_t scores = (size_t)qh->shape[0] * qh->shape[1] * qh->shape[2] * kh->shape[2];
-    return scores >= HL_MHA_FUSED_MIN_SCORES;
+    return !run || (!run->trace && run->path != HL_MHA_COMPOSED);
 }
 
 hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_tensor *key,
@@ -244,7 +238,7 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
     hl_tensor *probs = NULL;
     if (hl_graph_failed(g))
         return &g->poison;
-    hl_tensor *heads = takes_fused(run, qh, kh)
+    hl_tensor *heads = takes_fused(run)
                            ? fused_attention(g, qh, kh, vh, scale, masks)
                            : composed_attention(g, qh, kh, vh, scale, masks, &probs);
     if (hl_graph_failed(g))

@@ -26,9 +26,8 @@
  *   - hl_attention (ops/attention.c), one fused op that never holds the
  *     (B,H,T,S) probabilities, so memory grows with T, not T².
  * The run picks (hl_mha_path): a trace takes the composed ops; otherwise
- * HL_MHA_AUTO takes the fused op once the composed path's score tensors
- * would hold HL_MHA_FUSED_MIN_SCORES values or more (long contexts), and the
- * composed ops below that, where they are faster today (`make bench`).
+ * HL_MHA_AUTO takes the fused op, which is the faster at every size `make
+ * bench` measures, and HL_MHA_COMPOSED forces the composed ops.
  * Both agree to rounding (tests/test_attention.c), and the gate and offset
  * apply to the head outputs on either. Neither has attention dropout.
  * On the fused path the mask tensors are read again by backward: keep them
@@ -89,14 +88,9 @@ typedef struct hl_mha_trace {
 } hl_mha_trace;
 
 typedef enum hl_mha_path {
-    HL_MHA_AUTO,     /* by size, see above */
-    HL_MHA_FUSED,    /* hl_attention whenever there is no trace */
+    HL_MHA_AUTO,     /* hl_attention unless there is a trace */
     HL_MHA_COMPOSED, /* the composed ops */
 } hl_mha_path;
-
-/* B·H·T·S from which HL_MHA_AUTO takes the fused op: each composed score
- * tensor would be 64 MiB in float, and the path keeps several. */
-#define HL_MHA_FUSED_MIN_SCORES ((size_t)1 << 24)
 
 /* One forward pass's changes and requests; every field may be NULL. */
 typedef struct hl_mha_run {

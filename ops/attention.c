@@ -10,26 +10,40 @@
  * all backward needs besides q, k, v and the output.
  *
  * Backward recomputes each tile's probabilities P = exp(S - lse) and, with
- * D_t = Σ_d dO_td·O_td (= Σ_s P_ts·dP_ts), dS = P ∘ (dO·vᵀ - D):
- *   pass 1, per query tile:  dq += scale·dS·k  (and D for pass 2);
- *   pass 2, per key tile:    dv += Pᵀ·dO,  dk += scale·dSᵀ·q.
- * Each pass owns the rows it writes, so no two threads ever add into the same
- * element and 1 and N threads give bitwise identical results. (FlashAttention-2
- * does both in one pass with atomic adds into dq, which costs determinism.)
+ * D_t = Σ_d dO_td·O_td (= Σ_s P_ts·dP_ts), dS = P ∘ (dO·vᵀ - D), then
+ *   dv += Pᵀ·dO,  dq += scale·dS·k,  dk += scale·dSᵀ·q
+ * in one pass over the tiles of a (batch, head), key tiles outside and query
+ * tiles inside as in FlashAttention-2. One thread owns a whole (batch, head),
+ * so no two threads ever add into the same element and every sum runs in one
+ * fixed order: 1 and N threads give bitwise identical results.
+ * (FlashAttention-2 splits a head's key tiles over threads and adds into dq
+ * atomically, which costs determinism; the batch × heads of a training step
+ * keep two cores busy without that.)
  *
- * The tile products are hl_gemm calls, which run on one thread inside the
- * parallel region; the score tiles live on the stack, the log-sum-exps and D
- * in the graph's arena. */
+ * The tile products are ops/tile_gemm.c's, read in place on the calling
+ * thread; the key and value tiles are transposed into per-thread scratch so
+ * q·kᵀ and dO·vᵀ read rows. Scratch, log-sum-exps and D live in the graph's
+ * arena. */
 #include <math.h>
 #include <string.h>
 
-#include "ops/gemm.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "ops/internal.h"
+#include "ops/tile_gemm.h"
 #include "ops/vmath.h"
 
 /* Queries and keys per tile: a 64×64 score tile is 16 KiB in float, and with
  * a key tile of k and v (D ≤ 64) it stays in L1/L2. */
 enum { TILE_Q = 64, TILE_K = 64 };
+
+/* One thread's scratch: two score tiles and the transposed key and value
+ * tiles (D rows of TILE_K). */
+typedef struct attn_scratch {
+    hl_real *s, *ds, *kt, *vt;
+} attn_scratch;
 
 /* What forward and backward share: dims, data and masks of one call. */
 typedef struct attn_ctx {
@@ -87,13 +101,21 @@ static void mask_row(const attn_ctx *c, int b, int t, int s0, int nk, hl_real *r
         row[j] = add[j] == -INFINITY ? -INFINITY : row[j] + add[j];
 }
 
-/* The masked, scaled scores of nq queries from t0 against nk keys from s0 of
- * head bh = b·H + h, into s (row stride TILE_K). */
-static void score_tile(const attn_ctx *c, int bh, int t0, int nq, int s0, int nk, hl_real *s)
+/* rows (n×D, row stride D) transposed into out (D×TILE_K). */
+static void transpose_tile(const hl_real *rows, int n, int D, hl_real *out)
 {
-    const size_t D = (size_t)c->D;
-    hl_gemm(false, true, nq, nk, c->D, 1, c->q + ((size_t)bh * c->T + t0) * D, c->D,
-            c->k + ((size_t)bh * c->S + s0) * D, c->D, 0, s, TILE_K);
+    for (int j = 0; j < n; j++)
+        for (int d = 0; d < D; d++)
+            out[(size_t)d * TILE_K + j] = rows[(size_t)j * D + d];
+}
+
+/* The masked, scaled scores of nq queries from t0 against the nk keys from s0
+ * of head bh = b·H + h, whose transpose is kt, into s (row stride TILE_K). */
+static void score_tile(const attn_ctx *c, int bh, int t0, int nq, int s0, int nk,
+                       const hl_real *kt, hl_real *s)
+{
+    hl_tile_gemm(nq, nk, c->D, c->q + ((size_t)bh * c->T + t0) * c->D, (size_t)c->D, 1, kt,
+                 TILE_K, false, s, TILE_K);
     for (int i = 0; i < nq; i++)
         mask_row(c, bh / c->H, t0 + i, s0, nk, s + (size_t)i * TILE_K);
 }
@@ -130,9 +152,10 @@ static void online_softmax_row(hl_real *row, int nk, hl_real *m, double *l, hl_r
 
 /* Forward of one query tile of head bh: its output rows o (nq×D, written
  * whole) and, when lse is not NULL, their log-sum-exps. */
-static void forward_tile(const attn_ctx *c, int bh, int t0, int nq, hl_real *o, double *lse)
+static void forward_tile(const attn_ctx *c, int bh, int t0, int nq, hl_real *o, double *lse,
+                         const attn_scratch *w)
 {
-    hl_real s[TILE_Q * TILE_K], m[TILE_Q];
+    hl_real m[TILE_Q];
     double l[TILE_Q];
     const int D = c->D, end = key_end(c, t0, nq);
     for (int i = 0; i < nq; i++) {
@@ -142,11 +165,14 @@ static void forward_tile(const attn_ctx *c, int bh, int t0, int nq, hl_real *o, 
     memset(o, 0, (size_t)nq * D * sizeof *o);
     for (int s0 = 0; s0 < end; s0 += TILE_K) {
         const int nk = min_int(TILE_K, c->S - s0);
-        score_tile(c, bh, t0, nq, s0, nk, s);
+        const size_t key_row = (size_t)bh * c->S + s0;
+        transpose_tile(c->k + key_row * D, nk, D, w->kt);
+        score_tile(c, bh, t0, nq, s0, nk, w->kt, w->s);
         for (int i = 0; i < nq; i++)
-            online_softmax_row(s + (size_t)i * TILE_K, nk, &m[i], &l[i], o + (size_t)i * D, D);
-        hl_gemm(false, false, nq, D, nk, 1, s, TILE_K, c->v + ((size_t)bh * c->S + s0) * D, D, 1,
-                o, D);
+            online_softmax_row(w->s + (size_t)i * TILE_K, nk, &m[i], &l[i], o + (size_t)i * D,
+                               D);
+        hl_tile_gemm(nq, D, nk, w->s, TILE_K, 1, c->v + key_row * D, (size_t)D, true, o,
+                     (size_t)D);
     }
     for (int i = 0; i < nq; i++) {
         /* A fully masked row has l = 0 and o still all zeros: as hl_softmax. */
@@ -160,18 +186,46 @@ static void forward_tile(const attn_ctx *c, int bh, int t0, int nq, hl_real *o, 
     }
 }
 
-static void attention_forward(const attn_ctx *c, hl_real *out, double *lse)
+/* Per-thread scratch for a parallel region: threads × (2 score tiles and 2
+ * transposed tiles) from the arena, or NULL (recorded on the graph). */
+static hl_real *scratch_alloc(hl_graph *g, const attn_ctx *c)
+{
+    size_t threads = 1;
+#ifdef _OPENMP
+    threads = (size_t)omp_get_max_threads();
+#endif
+    const size_t per_thread = 2 * (size_t)TILE_Q * TILE_K + 2 * (size_t)c->D * TILE_K;
+    return hl_graph_alloc(g, threads * per_thread * sizeof(hl_real));
+}
+
+static attn_scratch scratch_of(const attn_ctx *c, hl_real *base)
+{
+    int thread = 0;
+#ifdef _OPENMP
+    thread = omp_get_thread_num();
+#endif
+    const size_t tile = (size_t)TILE_Q * TILE_K, kv = (size_t)c->D * TILE_K;
+    hl_real *mine = base + (size_t)thread * (2 * tile + 2 * kv);
+    return (attn_scratch){.s = mine, .ds = mine + tile, .kt = mine + 2 * tile,
+                          .vt = mine + 2 * tile + kv};
+}
+
+static void attention_forward(const attn_ctx *c, hl_real *out, double *lse, hl_real *scratch)
 {
     const int q_tiles = (c->T + TILE_Q - 1) / TILE_Q;
     const int tasks = c->B * c->H * q_tiles;
     const double work = (double)c->B * c->H * c->T * c->S * c->D;
     /* Tiles differ in cost under causal masking: hand them out one by one. */
-#pragma omp parallel for if (work >= HL_PARALLEL_MIN_WORK) schedule(dynamic, 1)
-    for (int task = 0; task < tasks; task++) {
-        const int bh = task / q_tiles, t0 = task % q_tiles * TILE_Q;
-        const size_t row = (size_t)bh * c->T + t0;
-        forward_tile(c, bh, t0, min_int(TILE_Q, c->T - t0), out + row * c->D,
-                     lse ? lse + row : NULL);
+#pragma omp parallel if (work >= HL_PARALLEL_MIN_WORK)
+    {
+        const attn_scratch w = scratch_of(c, scratch);
+#pragma omp for schedule(dynamic, 1)
+        for (int task = 0; task < tasks; task++) {
+            const int bh = task / q_tiles, t0 = task % q_tiles * TILE_Q;
+            const size_t row = (size_t)bh * c->T + t0;
+            forward_tile(c, bh, t0, min_int(TILE_Q, c->T - t0), out + row * c->D,
+                         lse ? lse + row : NULL, &w);
+        }
     }
 }
 
@@ -252,7 +306,10 @@ hl_tensor *hl_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v, h
         *saved = (attn_saved){c, lse};
         n->saved = saved;
     }
-    attention_forward(&c, out->data, lse);
+    hl_real *scratch = scratch_alloc(g, &c);
+    if (!scratch)
+        return &g->poison; /* out of memory, recorded on the graph */
+    attention_forward(&c, out->data, lse, scratch);
     return out;
 }
 
@@ -266,15 +323,15 @@ typedef struct attn_grads {
     hl_real *dq, *dk, *dv;  /* NULL when that input needs no gradient */
 } attn_grads;
 
-/* The probabilities P = exp(S - lse) of a tile, recomputed from q and k; a
- * fully masked row (lse -inf) is all zeros. */
+/* The probabilities P = exp(S - lse) of a tile into w->s, recomputed from q
+ * and the transposed key tile; a fully masked row (lse -inf) is all zeros. */
 static void probs_tile(const attn_ctx *c, const double *lse, int bh, int t0, int nq, int s0,
-                       int nk, hl_real *p)
+                       int nk, const attn_scratch *w)
 {
-    score_tile(c, bh, t0, nq, s0, nk, p);
+    score_tile(c, bh, t0, nq, s0, nk, w->kt, w->s);
     const size_t row = (size_t)bh * c->T + t0;
     for (int i = 0; i < nq; i++) {
-        hl_real *pr = p + (size_t)i * TILE_K;
+        hl_real *pr = w->s + (size_t)i * TILE_K;
         if (lse[row + i] == -INFINITY)
             memset(pr, 0, (size_t)nk * sizeof *pr);
         else /* lse in two parts, so its low bits survive the rounding to hl_real */
@@ -284,88 +341,79 @@ static void probs_tile(const attn_ctx *c, const double *lse, int bh, int t0, int
 }
 
 /* The gradient of the scaled scores before scale, scale·P∘(dO·vᵀ - D), of a
- * tile into ds; as hl_softmax's backward, the difference is taken in double. */
+ * tile into w->ds; as hl_softmax's backward, the difference is taken in
+ * double. */
 static void dscores_tile(const attn_ctx *c, const attn_grads *gr, int bh, int t0, int nq,
-                         int s0, int nk, const hl_real *p, hl_real *ds)
+                         int nk, const attn_scratch *w)
 {
-    const size_t D = (size_t)c->D, row = (size_t)bh * c->T + t0;
-    hl_gemm(false, true, nq, nk, c->D, 1, gr->d_o + row * D, c->D,
-            c->v + ((size_t)bh * c->S + s0) * D, c->D, 0, ds, TILE_K);
+    const size_t row = (size_t)bh * c->T + t0;
+    hl_tile_gemm(nq, nk, c->D, gr->d_o + row * c->D, (size_t)c->D, 1, w->vt, TILE_K, false,
+                 w->ds, TILE_K);
     for (int i = 0; i < nq; i++) {
         const double delta = gr->delta[row + i];
-        const hl_real *pr = p + (size_t)i * TILE_K;
-        hl_real *dr = ds + (size_t)i * TILE_K;
+        const hl_real *pr = w->s + (size_t)i * TILE_K;
+        hl_real *dr = w->ds + (size_t)i * TILE_K;
         for (int j = 0; j < nk; j++)
             dr[j] = c->scale * (hl_real)((double)pr[j] * ((double)dr[j] - delta));
     }
 }
 
-/* Pass 1 for one query tile: D of its rows, then dq += scale·dS·k. */
-static void dq_tile(const attn_ctx *c, const attn_grads *gr, int bh, int t0, int nq)
+/* D_t = Σ_d dO_td·O_td for the T rows of head bh. */
+static void deltas(const attn_ctx *c, const attn_grads *gr, int bh)
 {
-    hl_real p[TILE_Q * TILE_K], ds[TILE_Q * TILE_K];
-    const size_t D = (size_t)c->D, row = (size_t)bh * c->T + t0;
-    for (int i = 0; i < nq; i++) {
-        const hl_real *o = gr->o + (row + i) * D, *d_o = gr->d_o + (row + i) * D;
+    const size_t D = (size_t)c->D;
+    for (size_t t = (size_t)bh * c->T; t < (size_t)(bh + 1) * c->T; t++) {
         double dot = 0;
         for (size_t d = 0; d < D; d++)
-            dot += (double)d_o[d] * (double)o[d];
-        gr->delta[row + i] = dot;
-    }
-    if (!gr->dq)
-        return;
-    const int end = key_end(c, t0, nq);
-    for (int s0 = 0; s0 < end; s0 += TILE_K) {
-        const int nk = min_int(TILE_K, c->S - s0);
-        probs_tile(c, gr->lse, bh, t0, nq, s0, nk, p);
-        dscores_tile(c, gr, bh, t0, nq, s0, nk, p, ds);
-        hl_gemm(false, false, nq, c->D, nk, 1, ds, TILE_K, c->k + ((size_t)bh * c->S + s0) * D,
-                c->D, 1, gr->dq + row * D, c->D);
+            dot += (double)gr->d_o[t * D + d] * (double)gr->o[t * D + d];
+        gr->delta[t] = dot;
     }
 }
 
-/* Pass 2 for one key tile: dv += Pᵀ·dO and dk += scale·dSᵀ·q over the query
- * tiles that can see it. */
-static void dkv_tile(const attn_ctx *c, const attn_grads *gr, int bh, int s0, int nk)
+/* The whole backward of head bh: for each key tile, over the query tiles
+ * that can see it, dv += Pᵀ·dO, dq += scale·dS·k, dk += scale·dSᵀ·q. */
+static void head_backward(const attn_ctx *c, const attn_grads *gr, int bh,
+                          const attn_scratch *w)
 {
-    hl_real p[TILE_Q * TILE_K], ds[TILE_Q * TILE_K];
-    const size_t D = (size_t)c->D, key_row = (size_t)bh * c->S + s0;
-    /* Under causal masking queries before s0 see none of these keys. */
-    const int first = c->masks.causal ? s0 / TILE_Q * TILE_Q : 0;
-    for (int t0 = first; t0 < c->T; t0 += TILE_Q) {
-        const int nq = min_int(TILE_Q, c->T - t0);
-        const size_t row = (size_t)bh * c->T + t0;
-        probs_tile(c, gr->lse, bh, t0, nq, s0, nk, p);
-        if (gr->dv)
-            hl_gemm(true, false, nk, c->D, nq, 1, p, TILE_K, gr->d_o + row * D, c->D, 1,
-                    gr->dv + key_row * D, c->D);
-        if (gr->dk) {
-            dscores_tile(c, gr, bh, t0, nq, s0, nk, p, ds);
-            hl_gemm(true, false, nk, c->D, nq, 1, ds, TILE_K, c->q + row * D, c->D, 1,
-                    gr->dk + key_row * D, c->D);
+    const size_t D = (size_t)c->D;
+    deltas(c, gr, bh);
+    for (int s0 = 0; s0 < c->S; s0 += TILE_K) {
+        const int nk = min_int(TILE_K, c->S - s0);
+        const size_t key_row = (size_t)bh * c->S + s0;
+        transpose_tile(c->k + key_row * D, nk, c->D, w->kt);
+        transpose_tile(c->v + key_row * D, nk, c->D, w->vt);
+        /* Under causal masking queries before s0 see none of these keys. */
+        const int first = c->masks.causal ? s0 / TILE_Q * TILE_Q : 0;
+        for (int t0 = first; t0 < c->T; t0 += TILE_Q) {
+            const int nq = min_int(TILE_Q, c->T - t0);
+            const size_t row = (size_t)bh * c->T + t0;
+            probs_tile(c, gr->lse, bh, t0, nq, s0, nk, w);
+            if (gr->dv)
+                hl_tile_gemm(nk, c->D, nq, w->s, 1, TILE_K, gr->d_o + row * D, D, true,
+                             gr->dv + key_row * D, D);
+            if (!gr->dq && !gr->dk)
+                continue;
+            dscores_tile(c, gr, bh, t0, nq, nk, w);
+            if (gr->dq)
+                hl_tile_gemm(nq, c->D, nk, w->ds, TILE_K, 1, c->k + key_row * D, D, true,
+                             gr->dq + row * D, D);
+            if (gr->dk)
+                hl_tile_gemm(nk, c->D, nq, w->ds, 1, TILE_K, c->q + row * D, D, true,
+                             gr->dk + key_row * D, D);
         }
     }
 }
 
-static void attention_backward(const attn_ctx *c, const attn_grads *gr)
+static void attention_backward(const attn_ctx *c, const attn_grads *gr, hl_real *scratch)
 {
-    const int q_tiles = (c->T + TILE_Q - 1) / TILE_Q, k_tiles = (c->S + TILE_K - 1) / TILE_K;
-    const int bh_count = c->B * c->H;
-    const int kv_tasks = gr->dk || gr->dv ? bh_count * k_tiles : 0;
-    const double work = (double)bh_count * c->T * c->S * c->D;
-    /* One team for both passes; the barrier between them publishes D. */
+    const int heads = c->B * c->H;
+    const double work = (double)heads * c->T * c->S * c->D;
 #pragma omp parallel if (work >= HL_PARALLEL_MIN_WORK)
     {
+        const attn_scratch w = scratch_of(c, scratch);
 #pragma omp for schedule(dynamic, 1)
-        for (int task = 0; task < bh_count * q_tiles; task++) {
-            const int bh = task / q_tiles, t0 = task % q_tiles * TILE_Q;
-            dq_tile(c, gr, bh, t0, min_int(TILE_Q, c->T - t0));
-        }
-#pragma omp for schedule(dynamic, 1)
-        for (int task = 0; task < kv_tasks; task++) {
-            const int bh = task / k_tiles, s0 = task % k_tiles * TILE_K;
-            dkv_tile(c, gr, bh, s0, min_int(TILE_K, c->S - s0));
-        }
+        for (int bh = 0; bh < heads; bh++)
+            head_backward(c, gr, bh, &w);
     }
 }
 
@@ -379,7 +427,8 @@ void hl_attention_backward(hl_graph *g, hl_node *n)
     if (!gr.dq && !gr.dk && !gr.dv)
         return;
     gr.delta = hl_graph_alloc(g, (size_t)c->B * c->H * c->T * sizeof *gr.delta);
-    if (!gr.delta)
+    hl_real *scratch = gr.delta ? scratch_alloc(g, c) : NULL;
+    if (!scratch)
         return; /* out of memory, recorded on the graph */
-    attention_backward(c, &gr);
+    attention_backward(c, &gr, scratch);
 }

@@ -7,6 +7,10 @@
 #include <string.h>
 
 #include "ops/internal.h" /* HL_PARALLEL_MIN_WORK */
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "tests/testutil.h"
 
 #ifdef HL_REAL_DOUBLE
@@ -309,8 +313,16 @@ START_TEST(test_attention_memory)
     ck_assert_int_eq((int)g->n_nodes, 1);
     const size_t rows = (size_t)c.B * c.H * c.T, scores = rows * c.S * sizeof(hl_real);
     ck_assert_int_eq(hl_graph_backward_from(g, y, qkv[0]->data), HL_OK);
-    /* output and its gradient, a log-sum-exp and a D per row, a little more */
-    const size_t bound = 2 * y->numel * sizeof(hl_real) + 2 * rows * sizeof(double) + 4096;
+    /* output and its gradient, a log-sum-exp and a D per row, a little more;
+     * and in forward and in backward each thread's tiles: two of 64×64 scores
+     * and the transposed key and value tiles (D×64), whatever T and S */
+    int threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    const size_t tiles = 2 * (size_t)threads * (2 * 64 * 64 + 2 * (size_t)c.D * 64);
+    const size_t bound = 2 * y->numel * sizeof(hl_real) + 2 * rows * sizeof(double) +
+                         tiles * sizeof(hl_real) + 4096;
     ck_assert_msg(g->arena.used <= bound, "arena %zu bytes, bound %zu (scores: %zu)",
                   g->arena.used, bound, scores);
     hl_graph *eval = hl_graph_new(0);

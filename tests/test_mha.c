@@ -100,8 +100,7 @@ static void run_fixture(const char *name, bool traced)
     hl_mha_masks masks = {.causal = causal, .key_padding = padding, .additive = additive};
     hl_mha_trace trace;
     hl_tensor *out = hl_mha_forward(g, &m, query, key, value, &masks,
-                                    &(hl_mha_run){.trace = traced ? &trace : NULL,
-                                                  .path = HL_MHA_FUSED});
+                                    &(hl_mha_run){.trace = traced ? &trace : NULL});
     ck_assert_msg(!hl_graph_failed(g), "%s: %s", name, hl_graph_message(g));
     /* The fused path has no attention node in the graph, the composed one no fused op. */
     bool fused_node = false;
@@ -466,8 +465,7 @@ START_TEST(test_mha_errors)
     hl_mha_masks masks = {.key_padding = pad};
     /* The fused path (no trace) and the composed one (a trace) each name their op. */
     tu_expect_error(g,
-                    hl_mha_forward(g, &s.mha, s.x, s.x, s.x, &masks,
-                                   &(hl_mha_run){.path = HL_MHA_FUSED}),
+                    hl_mha_forward(g, &s.mha, s.x, s.x, s.x, &masks, NULL),
                     "attention", "key_padding", "(2,4)", NULL);
     hl_graph_reset(g);
     hl_mha_trace trace;
