@@ -102,6 +102,29 @@ static hl_tensor *binary(hl_graph *g, hl_op op, binary_kind kind, hl_tensor *a, 
     return hl_graph_failed(g) ? &g->poison : out;
 }
 
+/* db[e] += Σ_o dy[o] (·a[o] for mul) over the outputs o that broadcast b's
+ * element e, for one e: the outputs in increasing order, as one running sum in
+ * hl_real, so the result does not depend on which thread takes e. */
+static void reduce_into_b(const broadcast_map *m, binary_kind kind, const hl_real *dy,
+                          const hl_real *a, size_t e, hl_real *db)
+{
+    int lo[HL_MAX_RANK], hi[HL_MAX_RANK];
+    for (int k = 0; k < HL_MAX_RANK; k++) {
+        lo[k] = m->b_stride[k] ? (int)(e / m->b_stride[k] % (size_t)m->shape[k]) : 0;
+        hi[k] = m->b_stride[k] ? lo[k] + 1 : m->shape[k];
+    }
+    const int *s = m->shape;
+    hl_real sum = db[e];
+    for (int i0 = lo[0]; i0 < hi[0]; i0++)
+        for (int i1 = lo[1]; i1 < hi[1]; i1++)
+            for (int i2 = lo[2]; i2 < hi[2]; i2++)
+                for (int i3 = lo[3]; i3 < hi[3]; i3++) {
+                    const size_t o = (((size_t)i0 * s[1] + i1) * s[2] + i2) * s[3] + i3;
+                    sum += kind == BINARY_ADD ? dy[o] : dy[o] * a[o];
+                }
+    db[e] = sum;
+}
+
 static void binary_backward(hl_graph *g, hl_node *n, binary_kind kind)
 {
     hl_tensor *a = n->inputs[0], *b = n->inputs[1];
@@ -109,35 +132,31 @@ static void binary_backward(hl_graph *g, hl_node *n, binary_kind kind)
     broadcast_map m = {0};
     broadcast_map_make(a, b, &m); /* succeeded in the forward */
     const hl_real *dy = n->out->grad;
-    size_t count = n->out->numel;
-    if (da) {
-        const int *s = m.shape;
-        size_t rows = (size_t)s[0] * s[1] * s[2];
-#pragma omp parallel for if (count >= HL_PARALLEL_MIN_WORK) schedule(static)
-        for (size_t r = 0; r < rows; r++) {
-            int i2 = (int)(r % s[2]), i1 = (int)(r / s[2] % s[1]), i0 = (int)(r / s[2] / s[1]);
-            size_t o = r * s[3], bi = b_index(&m, i0, i1, i2, 0);
-            for (int i3 = 0; i3 < s[3]; i3++, o++)
-                da[o] += kind == BINARY_ADD ? dy[o] : dy[o] * b->data[bi + i3 * m.b_stride[3]];
+    const size_t count = n->out->numel;
+    const int *s = m.shape;
+    const size_t rows = (size_t)s[0] * s[1] * s[2];
+    /* One team for both inputs; every element of da and db has one owner. */
+#pragma omp parallel if (count >= HL_PARALLEL_MIN_WORK)
+    {
+        if (da) {
+#pragma omp for schedule(static)
+            for (size_t r = 0; r < rows; r++) {
+                int i2 = (int)(r % s[2]), i1 = (int)(r / s[2] % s[1]), i0 = (int)(r / s[2] / s[1]);
+                size_t o = r * s[3], bi = b_index(&m, i0, i1, i2, 0);
+                for (int i3 = 0; i3 < s[3]; i3++, o++)
+                    da[o] += kind == BINARY_ADD ? dy[o] : dy[o] * b->data[bi + i3 * m.b_stride[3]];
+            }
+        }
+        if (db && m.same_shape) {
+#pragma omp for schedule(static)
+            for (size_t o = 0; o < count; o++)
+                db[o] += kind == BINARY_ADD ? dy[o] : dy[o] * a->data[o];
+        } else if (db) {
+#pragma omp for schedule(static)
+            for (size_t e = 0; e < b->numel; e++)
+                reduce_into_b(&m, kind, dy, a->data, e, db);
         }
     }
-    if (!db)
-        return;
-    if (m.same_shape) {
-#pragma omp parallel for if (count >= HL_PARALLEL_MIN_WORK) schedule(static)
-        for (size_t o = 0; o < count; o++)
-            db[o] += kind == BINARY_ADD ? dy[o] : dy[o] * a->data[o];
-        return;
-    }
-    /* A broadcast b (a bias, a gate) is small: reduce on one thread, in output
-     * order, so the sum's order never depends on the thread count. */
-    size_t o = 0;
-    for (int i0 = 0; i0 < m.shape[0]; i0++)
-        for (int i1 = 0; i1 < m.shape[1]; i1++)
-            for (int i2 = 0; i2 < m.shape[2]; i2++)
-                for (int i3 = 0; i3 < m.shape[3]; i3++, o++)
-                    db[b_index(&m, i0, i1, i2, i3)] +=
-                        kind == BINARY_ADD ? dy[o] : dy[o] * a->data[o];
 }
 
 hl_tensor *hl_add(hl_graph *g, hl_tensor *a, hl_tensor *b)

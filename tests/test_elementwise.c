@@ -81,13 +81,18 @@ START_TEST(test_elementwise_threads)
     hl_tensor *a = tu_random("a", 4, (int[]){4, 8, 64, 32}, true, 10, -1, 1);
     hl_tensor *b = tu_random("b", 4, (int[]){4, 8, 64, 32}, true, 11, -1, 1);
     hl_tensor *gate = tu_random("gate", 3, (int[]){8, 1, 1}, true, 12, -1, 1);
-    hl_tensor *same[] = {a, b}, *gated[] = {a, gate};
+    /* a position embedding's shape: each of its elements sums 32 outputs */
+    hl_tensor *pos = tu_random("pos", 2, (int[]){64, 32}, true, 13, -1, 1);
+    hl_tensor *same[] = {a, b}, *gated[] = {a, gate}, *positioned[] = {a, pos};
     tu_check_threads_bitwise("scale", build_scale, NULL, &a, 1);
     tu_check_threads_bitwise("add", build_add, NULL, same, 2);
     tu_check_threads_bitwise("mul", build_mul, NULL, gated, 2);
+    tu_check_threads_bitwise("add, broadcast over two dims", build_add, NULL, positioned, 2);
+    tu_check_threads_bitwise("mul, broadcast over two dims", build_mul, NULL, positioned, 2);
     hl_tensor_free(a);
     hl_tensor_free(b);
     hl_tensor_free(gate);
+    hl_tensor_free(pos);
 }
 END_TEST
 

@@ -2,7 +2,11 @@
  * torch.optim on a committed fixture (tests/make_train_fixtures.py). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "train/optim.h"
 #include "io/safetensors.h"
@@ -115,6 +119,52 @@ START_TEST(test_clip_matches_torch)
 }
 END_TEST
 
+/* Clips a 100,003-value block (run in parallel) with 1 and 2 threads: the
+ * same norm and gradients bit for bit, the norm as a double reference gives. */
+START_TEST(test_clip_threads)
+{
+    hl_params *p = hl_params_new();
+    hl_params_add(p, "w", 1, (int[]){100003});
+    hl_params_commit(p);
+    hl_real *grad = hl_params_grads(p);
+    const size_t n = hl_params_count(p);
+    double reference = 0;
+    for (size_t i = 0; i < n; i++) {
+        grad[i] = (hl_real)sin(0.001 * (double)i);
+        reference += (double)grad[i] * grad[i];
+    }
+    hl_real *first = malloc(n * sizeof *first);
+    ck_assert_ptr_nonnull(first);
+    double norms[2];
+#ifdef _OPENMP
+    const int saved_threads = omp_get_max_threads();
+#endif
+    for (int threads = 1; threads <= 2; threads++) {
+        for (size_t i = 0; i < n; i++)
+            grad[i] = (hl_real)sin(0.001 * (double)i);
+#ifdef _OPENMP
+        omp_set_num_threads(threads);
+#endif
+        norms[threads - 1] = hl_clip_grad_norm(p, 1.0);
+        if (threads == 1)
+            memcpy(first, grad, n * sizeof *grad);
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(saved_threads);
+#endif
+    ck_assert(norms[0] == norms[1]);
+    ck_assert(memcmp(first, grad, n * sizeof *grad) == 0);
+    ck_assert_double_eq_tol(norms[0], sqrt(reference), 1e-9 * sqrt(reference));
+    /* clipped to norm 1 */
+    double clipped = 0;
+    for (size_t i = 0; i < n; i++)
+        clipped += (double)grad[i] * grad[i];
+    ck_assert_double_eq_tol(sqrt(clipped), 1.0, 1e-5);
+    free(first);
+    hl_params_free(p);
+}
+END_TEST
+
 START_TEST(test_schedule)
 {
     hl_lr_schedule s = {.warmup_steps = 100, .total_steps = 1100, .cosine = true, .min_scale = 0.1};
@@ -152,6 +202,7 @@ Suite *optim_suite(void)
     tcase_add_test(tc, test_adamw_matches_torch);
     tcase_add_test(tc, test_sgd_matches_torch);
     tcase_add_test(tc, test_clip_matches_torch);
+    tcase_add_test(tc, test_clip_threads);
     tcase_add_test(tc, test_schedule);
     tcase_add_test(tc, test_optim_errors);
     suite_add_tcase(s, tc);

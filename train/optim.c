@@ -125,25 +125,32 @@ double hl_clip_grad_norm(hl_params *params, double max_norm)
     const size_t n = hl_params_count(params);
     hl_real *grad = hl_params_grads(params);
     /* Fixed chunks summed in order: the same norm for any thread count. */
-    double partial[256] = {0};
+    double partial[256] = {0}, norm = 0;
     const size_t chunk = n / 256 + 1;
-#pragma omp parallel for if (n >= OPTIM_PARALLEL_MIN) schedule(static)
-    for (int c = 0; c < 256; c++) {
-        double s = 0;
-        size_t end = (size_t)(c + 1) * chunk < n ? (size_t)(c + 1) * chunk : n;
-        for (size_t i = (size_t)c * chunk; i < end; i++)
-            s += (double)grad[i] * grad[i];
-        partial[c] = s;
-    }
-    double total = 0;
-    for (int c = 0; c < 256; c++)
-        total += partial[c];
-    double norm = sqrt(total);
-    if (max_norm > 0 && norm > max_norm) {
-        hl_real coef = (hl_real)(max_norm / (norm + 1e-6));
-#pragma omp parallel for if (n >= OPTIM_PARALLEL_MIN) schedule(static)
-        for (size_t i = 0; i < n; i++)
-            grad[i] *= coef;
+    /* One team: the partial sums, the norm on one thread, then the scaling. */
+#pragma omp parallel if (n >= OPTIM_PARALLEL_MIN)
+    {
+#pragma omp for schedule(static)
+        for (int c = 0; c < 256; c++) {
+            double s = 0;
+            size_t end = (size_t)(c + 1) * chunk < n ? (size_t)(c + 1) * chunk : n;
+            for (size_t i = (size_t)c * chunk; i < end; i++)
+                s += (double)grad[i] * grad[i];
+            partial[c] = s;
+        }
+#pragma omp single
+        {
+            double total = 0;
+            for (int c = 0; c < 256; c++)
+                total += partial[c];
+            norm = sqrt(total);
+        } /* the barrier here publishes norm */
+        if (max_norm > 0 && norm > max_norm) {
+            const hl_real coef = (hl_real)(max_norm / (norm + 1e-6));
+#pragma omp for schedule(static)
+            for (size_t i = 0; i < n; i++)
+                grad[i] *= coef;
+        }
     }
     return norm;
 }
