@@ -132,10 +132,10 @@ static int key_end(const attn_ctx *c, int t0, int nq)
  * and leaves exp(row - m) in row for the product with v. */
 static void online_softmax_row(hl_real *row, int nk, hl_real *m, double *l, hl_real *o, int D)
 {
-    hl_real max = *m;
-    for (int j = 0; j < nk; j++)
-        if (row[j] > max)
-            max = row[j];
+    /* A NaN score leaves the running max alone and reaches the output
+     * through the exponentials. */
+    const hl_real tile_max = hl_vmath_max(row, (size_t)nk);
+    const hl_real max = tile_max > *m ? tile_max : *m;
     if (max == -INFINITY) { /* nothing visible yet: exp(-inf - -inf) would be NaN */
         memset(row, 0, (size_t)nk * sizeof *row);
         return;
