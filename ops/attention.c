@@ -188,16 +188,21 @@ static void forward_tile(const attn_ctx *c, int bh, int t0, int nq, hl_real *o, 
 
 /* Per-thread scratch for a parallel region: threads × (2 score tiles and 2
  * transposed tiles) from the arena, or NULL (recorded on the graph). */
+static size_t scratch_per_thread(const attn_ctx *c)
+{
+    return 2 * (size_t)TILE_Q * TILE_K + 2 * (size_t)c->D * TILE_K;
+}
+
 static hl_real *scratch_alloc(hl_graph *g, const attn_ctx *c)
 {
     size_t threads = 1;
 #ifdef _OPENMP
     threads = (size_t)omp_get_max_threads();
 #endif
-    const size_t per_thread = 2 * (size_t)TILE_Q * TILE_K + 2 * (size_t)c->D * TILE_K;
-    return hl_graph_alloc(g, threads * per_thread * sizeof(hl_real));
+    return hl_graph_alloc(g, threads * scratch_per_thread(c) * sizeof(hl_real));
 }
 
+/* The calling thread's share of the scratch, laid out s, ds, kt, vt. */
 static attn_scratch scratch_of(const attn_ctx *c, hl_real *base)
 {
     int thread = 0;
@@ -205,7 +210,7 @@ static attn_scratch scratch_of(const attn_ctx *c, hl_real *base)
     thread = omp_get_thread_num();
 #endif
     const size_t tile = (size_t)TILE_Q * TILE_K, kv = (size_t)c->D * TILE_K;
-    hl_real *mine = base + (size_t)thread * (2 * tile + 2 * kv);
+    hl_real *mine = base + (size_t)thread * scratch_per_thread(c);
     return (attn_scratch){.s = mine, .ds = mine + tile, .kt = mine + 2 * tile,
                           .vt = mine + 2 * tile + kv};
 }

@@ -84,34 +84,6 @@ static hl_tensor *random_bias(int rank, const int *shape, uint64_t seed, double 
     return m;
 }
 
-/* Forward and backward (one fixed random output gradient) of fn; returns the
- * output followed by dq, dk, dv, on the heap. */
-static hl_real *run_once(hl_gradcheck_fn fn, attn_case *c, hl_tensor **qkv, size_t *n)
-{
-    hl_graph *g = hl_graph_new(0);
-    for (int i = 0; i < 3; i++)
-        hl_tensor_zero_grad(qkv[i]);
-    hl_tensor *y = fn(g, qkv, c);
-    ck_assert_msg(!hl_graph_failed(g), "%s", hl_graph_message(g));
-    hl_real *dy = malloc(y->numel * sizeof *dy);
-    hl_rng rng;
-    hl_rng_seed(&rng, 5);
-    for (size_t i = 0; i < y->numel; i++)
-        dy[i] = (hl_real)hl_rng_normal(&rng);
-    ck_assert_int_eq(hl_graph_backward_from(g, y, dy), HL_OK);
-    *n = y->numel + qkv[0]->numel + 2 * qkv[1]->numel;
-    hl_real *all = malloc(*n * sizeof *all);
-    memcpy(all, y->data, y->numel * sizeof *all);
-    size_t at = y->numel;
-    for (int i = 0; i < 3; i++) {
-        memcpy(all + at, qkv[i]->grad, qkv[i]->numel * sizeof *all);
-        at += qkv[i]->numel;
-    }
-    free(dy);
-    hl_graph_free(g);
-    return all;
-}
-
 /* Appends "<real> <what> <part> <max diff>" to $HL_ATTN_LOG when set. */
 static void log_diff(const char *what, const char *part, double diff)
 {
@@ -129,8 +101,8 @@ static void expect_fused_equals_composed(const char *what, attn_case *c, uint64_
     hl_tensor *qkv[3];
     make_qkv(c, seed, qkv);
     size_t n, n2;
-    hl_real *fused = run_once(build_fused, c, qkv, &n);
-    hl_real *ref = run_once(build_composed, c, qkv, &n2);
+    hl_real *fused = tu_forward_backward(build_fused, c, qkv, 3, &n);
+    hl_real *ref = tu_forward_backward(build_composed, c, qkv, 3, &n2);
     ck_assert_uint_eq(n, n2);
     const char *parts[] = {"output", "dq", "dk", "dv"};
     const size_t ends[] = {qkv[0]->numel, 2 * qkv[0]->numel, 2 * qkv[0]->numel + qkv[1]->numel,
@@ -229,7 +201,7 @@ START_TEST(test_attention_fully_masked_rows)
     hl_tensor *qkv[3];
     make_qkv(&c, 7, qkv);
     size_t n;
-    hl_real *r = run_once(build_fused, &c, qkv, &n);
+    hl_real *r = tu_forward_backward(build_fused, &c, qkv, 3, &n);
     const size_t half = qkv[0]->numel / 2; /* one batch element of q and of the output */
     for (size_t i = 0; i < half; i++) {
         ck_assert(r[half + i] == 0);                    /* output, batch 1 */

@@ -55,16 +55,9 @@ void tu_gradcheck(const char *what, hl_gradcheck_fn fn, void *ctx, hl_tensor *co
     hl_graph_free(g);
 }
 
-/* Forward + backward with `threads` threads; returns a heap copy of the output
- * followed by every input's gradient. */
-static hl_real *run_with_threads(int threads, hl_gradcheck_fn fn, void *ctx,
-                                 hl_tensor *const *inputs, int n_inputs, size_t *n_values)
+hl_real *tu_forward_backward(hl_gradcheck_fn fn, void *ctx, hl_tensor *const *inputs,
+                             int n_inputs, size_t *n_values)
 {
-#ifdef _OPENMP
-    omp_set_num_threads(threads);
-#else
-    (void)threads;
-#endif
     hl_graph *g = hl_graph_new(0);
     ck_assert_ptr_nonnull(g);
     for (int k = 0; k < n_inputs; k++)
@@ -102,8 +95,10 @@ void tu_check_threads_bitwise(const char *what, hl_gradcheck_fn fn, void *ctx,
 #ifdef _OPENMP
     int saved = omp_get_max_threads();
     size_t n1, n2;
-    hl_real *one = run_with_threads(1, fn, ctx, inputs, n_inputs, &n1);
-    hl_real *two = run_with_threads(2, fn, ctx, inputs, n_inputs, &n2);
+    omp_set_num_threads(1);
+    hl_real *one = tu_forward_backward(fn, ctx, inputs, n_inputs, &n1);
+    omp_set_num_threads(2);
+    hl_real *two = tu_forward_backward(fn, ctx, inputs, n_inputs, &n2);
     omp_set_num_threads(saved);
     ck_assert_uint_eq(n1, n2);
     ck_assert_msg(memcmp(one, two, n1 * sizeof *one) == 0,

@@ -24,6 +24,12 @@ hl_tensor *tu_random(const char *name, int rank, const int *shape, bool requires
 void tu_gradcheck(const char *what, hl_gradcheck_fn fn, void *ctx, hl_tensor *const *inputs,
                   int n_inputs);
 
+/* Runs fn forward and backward with a fixed random output gradient on the
+ * current thread count; returns, on the heap, the output followed by the
+ * gradient of every input that has one, and their count in *n_values. */
+hl_real *tu_forward_backward(hl_gradcheck_fn fn, void *ctx, hl_tensor *const *inputs,
+                             int n_inputs, size_t *n_values);
+
 /* Runs fn forward and backward (with fixed random output gradients) with 1 and
  * with 2 OpenMP threads, and fails unless the output and every input gradient
  * are bitwise identical. */
