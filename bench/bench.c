@@ -8,8 +8,9 @@
  * of attention; all four transpose variants), MHA forward and forward +
  * backward ms, the toy model's training step, GPT training steps (steady,
  * evaluation forward, first step) at charlm's and nanoGPT's sizes, each at 1
- * and 2 threads; then the peak RSS of the MHA configs. Every cell is the median of at least 10
- * timed calls after warm-up (3 with --quick), with the fastest and slowest;
+ * and 2 threads; then the peak RSS of the MHA configs. Every cell is the
+ * median of at least 10 timed calls after warm-up (3 with --quick and for a
+ * GPT's first step), with the fastest and slowest;
  * blocks alternate between headlab, OpenBLAS (cblas_sgemm, loaded with
  * dlopen) and PyTorch (bench/torch_worker.py, a persistent process), and
  * each row shows speed-up = the other's median time / headlab's. A missing
