@@ -3,7 +3,8 @@
 #   make            the library (build/libheadlab.a) and the example programs
 #   make demo       installs missing packages, builds, runs the main example
 #   make test       the layering check, then the Check suite: float and double builds,
-#                   1 and 2 OpenMP threads (installs chromium for the report test)
+#                   1 and 2 OpenMP threads on the CPU's best kernel set, then float at
+#                   1 thread on each other set it has (installs chromium for the report test)
 #   make asan       the suite under AddressSanitizer + UndefinedBehaviorSanitizer (one pass
 #                   per build, 1 thread)
 #   make fuzz       libFuzzer on the file readers (tests/fuzz/), FUZZ_SECONDS per harness
@@ -38,7 +39,9 @@ else
   $(error REAL must be float or double, not '$(REAL)')
 endif
 
-OPT     ?= -O3 -march=native
+# No -march: one build runs on any CPU of its target; the hot kernels are
+# compiled once per instruction set below and chosen at run time (ops/isa.c).
+OPT     ?= -O3
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 ifeq ($(NO_OMP),1)
   OMPFLAG := -Wno-unknown-pragmas
@@ -48,13 +51,28 @@ endif
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs libpng libcjson 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
-CFLAGS  += -std=c11 $(OPT) $(WARN) $(OMPFLAG) $(REALFLAG) $(MPIFLAG) -D_POSIX_C_SOURCE=200809L \
-           -I. $(PKG_CFLAGS) $(SAN)
+# -ffp-contract=off: a*b+c is two roundings on every compiler (Clang would
+# fuse it by default); the kernels ask for FMA where they mean it.
+CFLAGS  += -std=c11 $(OPT) $(WARN) -ffp-contract=off $(OMPFLAG) $(REALFLAG) $(MPIFLAG) \
+           -D_POSIX_C_SOURCE=200809L -I. $(PKG_CFLAGS) $(SAN)
 LDLIBS  := $(PKG_LIBS) -lm
 
 LIB_DIRS := core ops models io viz train analysis
 LIB_SRC  := $(wildcard $(LIB_DIRS:%=%/*.c))
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+# The kernel sets (ops/kernels/, on ops/simd.h): every source compiled once
+# per instruction set of the target, with that set's flags.
+TARGET_CPU := $(firstword $(subst -, ,$(shell $(CC) -dumpmachine)))
+ifeq ($(TARGET_CPU),x86_64)
+  ISAS := avx512 avx2 portable
+else
+  ISAS := portable
+endif
+ISA_FLAGS_avx512   := -mavx512f -mavx2 -mfma -DHL_SIMD_AVX512
+ISA_FLAGS_avx2     := -mavx2 -mfma -DHL_SIMD_AVX2
+ISA_FLAGS_portable := -DHL_SIMD_PORTABLE
+KERNEL_SRC := $(wildcard ops/kernels/*.c)
+KERNEL_OBJ := $(foreach i,$(ISAS),$(KERNEL_SRC:%.c=$(BUILD)/obj/%.$(i).o))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(KERNEL_OBJ)
 LIB      := $(BUILD)/libheadlab.a
 # A program is examples/NAME.c, or a folder examples/NAME/ of .c files.
 PROGRAM_DIRS := $(filter-out common,$(notdir $(patsubst %/,%,$(wildcard examples/*/))))
@@ -65,7 +83,7 @@ CLI_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard examples/common/*.c))
 TEST_SRC := $(wildcard tests/*.c) tests/fuzz/fuzz_entry.c
 TEST_BIN := $(BUILD)/test_headlab
 
-.PHONY: all lib examples demo test test-one asan fuzz bench deps test-deps clean
+.PHONY: all lib examples demo test test-one test-other-sets asan fuzz bench deps test-deps clean
 all: lib examples
 lib: $(LIB)
 examples: $(EXAMPLES)
@@ -73,6 +91,13 @@ examples: $(EXAMPLES)
 $(BUILD)/obj/%.o: %.c $(wildcard $(LIB_DIRS:%=%/*.h) examples/common/*.h) headlab.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -c $< -o $@
+
+define kernel_isa
+$(BUILD)/obj/ops/kernels/%.$(1).o: ops/kernels/%.c $(wildcard ops/*.h ops/kernels/*.h core/*.h)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS) $(ISA_FLAGS_$(1)) -MMD -c $$< -o $$@
+endef
+$(foreach i,$(ISAS),$(eval $(call kernel_isa,$(i))))
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
@@ -115,6 +140,13 @@ test-one: $(TEST_BIN)
 	@for t in $(TEST_THREADS); do echo "OMP_NUM_THREADS=$$t $(TEST_BIN)"; \
 	    OMP_NUM_THREADS=$$t $(TEST_BIN) || exit 1; done
 
+# The suite again on each other kernel set the CPU has (HL_ISA), float at 1
+# thread: the best set ran both builds at 1 and 2 threads already.
+test-other-sets: $(TEST_BIN)
+	@for isa in $$($(TEST_BIN) --other-kernel-sets); do \
+	    echo "HL_ISA=$$isa OMP_NUM_THREADS=1 $(TEST_BIN)"; \
+	    HL_ISA=$$isa OMP_NUM_THREADS=1 $(TEST_BIN) || exit 1; done
+
 test: test-deps
 	@tools/check_layers.sh
 ifeq ($(MPI),1)
@@ -122,6 +154,7 @@ ifeq ($(MPI),1)
 else
 	@$(MAKE) --no-print-directory test-one REAL=float
 	@$(MAKE) --no-print-directory test-one REAL=double
+	@$(MAKE) --no-print-directory test-other-sets REAL=float
 endif
 
 # OpenBLAS is loaded at run time and PyTorch runs in bench/torch_worker.py: neither is

@@ -1,5 +1,6 @@
 /* The GEMM driver (see ops/gemm.h): cache blocking, packing and threading
- * around the register-tiled micro-kernels of ops/gemm_kernel.c. */
+ * around the register-tiled micro-kernels of the active kernel set
+ * (ops/kernels/gemm_micro.c). */
 #include "ops/gemm.h"
 
 #include <stdint.h>
@@ -8,7 +9,7 @@
 #include <omp.h>
 #endif
 
-#include "ops/gemm_kernel.h"
+#include "ops/kernels.h"
 
 /* The Goto/BLIS loop nest: for each nc-wide column panel of C and each
  * kc-deep slice of K, op(B)'s (kc,nc) block is packed into nr-wide slivers;
@@ -38,6 +39,7 @@ typedef struct {
     hl_real alpha, beta;
     size_t lda, ldb, ldc;
     const hl_gemm_kernel *kern;
+    hl_gemm_pack_fn *pack, *pack_transposed; /* the kernel set's */
     int mr, nr;              /* kern's tile */
     bool direct_a, direct_b; /* whole slivers read in place, not packed */
 } gemm_shape;
@@ -53,14 +55,13 @@ static int round_up(int n, int to) { return (n + to - 1) / to * to; }
 
 /* The kernel that does an M×N product in the least time: a big tile is
  * fastest, but on a small product its zero padding can cost more. */
-static const hl_gemm_kernel *choose_kernel(int M, int N)
+static const hl_gemm_kernel *choose_kernel(const hl_gemm_kernel *kernels, int M, int N)
 {
-    const hl_gemm_kernel *best = &hl_gemm_kernels[0];
+    const hl_gemm_kernel *best = kernels;
     double best_cost = 0;
-    for (int i = 0; i < hl_gemm_kernel_count; i++) {
-        const hl_gemm_kernel *k = &hl_gemm_kernels[i];
+    for (const hl_gemm_kernel *k = kernels; k->fn; k++) {
         const double cost = (double)round_up(M, k->mr) * round_up(N, k->nr) / k->speed;
-        if (i == 0 || cost < best_cost) {
+        if (k == kernels || cost < best_cost) {
             best = k;
             best_cost = cost;
         }
@@ -81,13 +82,13 @@ static void pack_a(const gemm_shape *s, const hl_real *A, int i0, int k0, int mb
         for (int k = 0; k < kb; k += ROWS) {
             const hl_real *src = A + (size_t)(k0 + k) * s->lda + i0;
             for (int i = 0; i < mb; i += mr)
-                hl_gemm_pack(min_int(mr, mb - i), mr, min_int(ROWS, kb - k), s->alpha, src + i,
+                s->pack(min_int(mr, mb - i), mr, min_int(ROWS, kb - k), s->alpha, src + i,
                              s->lda, dst + (size_t)i * kb + (size_t)k * mr, mr);
         }
         return;
     }
     for (int i = 0; i < mb; i += mr, dst += (size_t)mr * kb)
-        hl_gemm_pack_transposed(min_int(mr, mb - i), mr, kb, s->alpha,
+        s->pack_transposed(min_int(mr, mb - i), mr, kb, s->alpha,
                                 A + (size_t)(i0 + i) * s->lda + k0, s->lda, dst, mr);
 }
 
@@ -99,10 +100,10 @@ static void pack_b(const gemm_shape *s, const hl_real *B, int k0, int j0, int kb
     const int nr = s->nr;
     for (int j = 0; j < nb; j += nr, dst += (size_t)nr * kb) {
         if (s->trans_b)
-            hl_gemm_pack_transposed(min_int(nr, nb - j), nr, kb, 1,
+            s->pack_transposed(min_int(nr, nb - j), nr, kb, 1,
                                     B + (size_t)(j0 + j) * s->ldb + k0, s->ldb, dst, nr);
         else
-            hl_gemm_pack(min_int(nr, nb - j), nr, kb, 1, B + (size_t)k0 * s->ldb + j0 + j,
+            s->pack(min_int(nr, nb - j), nr, kb, 1, B + (size_t)k0 * s->ldb + j0 + j,
                          s->ldb, dst, nr);
     }
 }
@@ -218,7 +219,8 @@ void hl_gemm_batched(bool trans_a, bool trans_b, int M, int N, int K, hl_real al
 {
     if (M <= 0 || N <= 0 || K < 0 || batch <= 0)
         return;
-    const hl_gemm_kernel *kern = choose_kernel(M, N);
+    const hl_kernel_set *ks = hl_kernels();
+    const hl_gemm_kernel *kern = choose_kernel(ks->gemm, M, N);
     /* Whole slivers are read in place, not packed, where an operand is laid
      * out as a kernel reads it (A transposed, or not for kernels with
      * fn_rows; B untransposed) and packing would not pay: a sliver is used
@@ -226,9 +228,23 @@ void hl_gemm_batched(bool trans_a, bool trans_b, int M, int N, int K, hl_real al
      * too seldom to fight over cache sets. */
     const bool direct_a = (trans_a || kern->fn_rows) && alpha == 1 && (N <= 128 || K <= 64);
     const bool direct_b = !trans_b && (M <= MC || K <= 64);
-    const gemm_shape s = {trans_a,  trans_b,     M,           N,           K,    alpha,
-                          beta,     (size_t)lda, (size_t)ldb, (size_t)ldc, kern, kern->mr,
-                          kern->nr, direct_a,    direct_b};
+    const gemm_shape s = {.trans_a = trans_a,
+                          .trans_b = trans_b,
+                          .M = M,
+                          .N = N,
+                          .K = K,
+                          .alpha = alpha,
+                          .beta = beta,
+                          .lda = (size_t)lda,
+                          .ldb = (size_t)ldb,
+                          .ldc = (size_t)ldc,
+                          .kern = kern,
+                          .pack = ks->gemm_pack,
+                          .pack_transposed = ks->gemm_pack_transposed,
+                          .mr = kern->mr,
+                          .nr = kern->nr,
+                          .direct_a = direct_a,
+                          .direct_b = direct_b};
     const bool scale_only = K == 0 || alpha == 0;
 
     /* Tasks are (matrix, part) pairs, a part being a slice of the matrix's

@@ -11,7 +11,10 @@
  *     hl_tile_gemm(m, n, k, a, lda, 1, b, ldb, true, c, ldc);
  *
  * Each element of c is one running sum: c's old value (when accumulating),
- * then the products in ascending p, each a fused multiply-add.
+ * then the products in ascending p, each a fused multiply-add. Each kernel
+ * set holds a block of c in as many vector registers as it has
+ * (ops/simd.h: 8×32 floats on AVX-512, 6×16 on AVX2) and reaches ragged
+ * edges with masked loads and stores.
  */
 #ifndef HL_OPS_TILE_GEMM_H
 #define HL_OPS_TILE_GEMM_H
@@ -20,10 +23,15 @@
 #include <stddef.h>
 
 #include "core/real.h"
+#include "ops/kernels.h"
 
 /* c = (accumulate ? c : 0) + A·B for A (m×k) at a with steps a_row, a_col and
- * B (k×n) at b with row stride ldb. */
-void hl_tile_gemm(int m, int n, int k, const hl_real *a, size_t a_row, size_t a_col,
-                  const hl_real *b, size_t ldb, bool accumulate, hl_real *c, size_t ldc);
+ * B (k×n) at b with row stride ldb, by the active kernel set. */
+static inline void hl_tile_gemm(int m, int n, int k, const hl_real *a, size_t a_row,
+                                size_t a_col, const hl_real *b, size_t ldb, bool accumulate,
+                                hl_real *c, size_t ldc)
+{
+    hl_kernels()->tile_gemm(m, n, k, a, a_row, a_col, b, ldb, accumulate, c, ldc);
+}
 
 #endif

@@ -2,19 +2,20 @@
  * vmath.h: vectorised row kernels for the transcendental parts of softmax,
  * cross-entropy and GELU (internal to ops/).
  *
- * The float build evaluates exp and erf with its own polynomials on AVX-512
- * or AVX2+FMA vectors (chosen at compile time by __AVX512F__ / __AVX2__), or
- * on one float at a time in portable C. The double build calls libm's exp
- * and erf per element: it exists for tight gradient checks, not for speed.
+ * The float build evaluates exp and erf with its own polynomials on the
+ * vectors of the active kernel set (ops/kernels/vmath.c, one compilation per
+ * set); the double build calls libm's exp and erf per element: it exists for
+ * tight gradient checks, not for speed.
  *
  *     double s = hl_vmath_exp_sum(row, hl_vmath_max(row, n), y, n); // softmax numerators
  *
  * Accuracy against libm over the whole float range (tests/test_vmath.c):
- * exp within 0.94 ulp, erf within 2.96 ulp (1.22 and 3.36 in portable C,
- * without FMA); -inf → 0, +inf → inf, NaN → NaN, overflow to inf and
- * gradual underflow through the denormals as libm.
- * Every sum is taken in one fixed order (vector lanes, then a fixed tree),
- * so it depends only on the row, never on which thread runs it.
+ * exp within 0.94 ulp, erf within 2.96 ulp with FMA (1.22 and 3.36 for the
+ * portable set without it); -inf → 0, +inf → inf, NaN → NaN, overflow to inf
+ * and gradual underflow through the denormals as libm.
+ * Every sum keeps HL_SUM_LANES (16) partial sums, element i in partial
+ * i mod 16, then adds them in a fixed tree: it depends only on the row, not
+ * on the vector width or the thread that runs it.
  */
 #ifndef HL_OPS_VMATH_H
 #define HL_OPS_VMATH_H
@@ -23,25 +24,44 @@
 #include <stddef.h>
 
 #include "core/real.h"
+#include "ops/kernels.h"
 
 /* The largest of x[0..n): NaN if any is NaN, -inf when n is 0. */
-hl_real hl_vmath_max(const hl_real *x, size_t n);
+static inline hl_real hl_vmath_max(const hl_real *x, size_t n)
+{
+    return hl_kernels()->vmath.max(x, n);
+}
 
 /* y[i] = exp(x[i] - shift) (y may be NULL); returns Σ y[i] summed in double. */
-double hl_vmath_exp_sum(const hl_real *x, hl_real shift, hl_real *y, size_t n);
+static inline double hl_vmath_exp_sum(const hl_real *x, hl_real shift, hl_real *y, size_t n)
+{
+    return hl_kernels()->vmath.exp_sum(x, shift, y, n);
+}
 
 /* y[i] = exp((x[i] - a) - b), each difference rounded to hl_real: the
  * log-softmax (x - max) - log Σ of PyTorch, exponentiated. */
-void hl_vmath_exp(const hl_real *x, hl_real a, hl_real b, hl_real *y, size_t n);
+static inline void hl_vmath_exp(const hl_real *x, hl_real a, hl_real b, hl_real *y, size_t n)
+{
+    hl_kernels()->vmath.exp(x, a, b, y, n);
+}
 
 /* y[i] = erf(x[i]). */
-void hl_vmath_erf(const hl_real *x, hl_real *y, size_t n);
+static inline void hl_vmath_erf(const hl_real *x, hl_real *y, size_t n)
+{
+    hl_kernels()->vmath.erf(x, y, n);
+}
 
 /* The exact GELU y[i] = x·Φ(x) = x·0.5·(1 + erf(x/√2)) (PyTorch's formula). */
-void hl_vmath_gelu(const hl_real *x, hl_real *y, size_t n);
+static inline void hl_vmath_gelu(const hl_real *x, hl_real *y, size_t n)
+{
+    hl_kernels()->vmath.gelu(x, y, n);
+}
 
 /* dx[i] (+)= dy[i]·(Φ(x) + x·φ(x)): added to dx, or stored when overwrite. */
-void hl_vmath_gelu_grad(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
-                        bool overwrite);
+static inline void hl_vmath_gelu_grad(const hl_real *x, const hl_real *dy, hl_real *dx,
+                                      size_t n, bool overwrite)
+{
+    hl_kernels()->vmath.gelu_grad(x, dy, dx, n, overwrite);
+}
 
 #endif

@@ -1,6 +1,10 @@
 /* Runs every Check suite, or only those named on the command line:
  *     build/test_headlab            all suites
  *     build/test_headlab softmax    one suite
+ *     build/test_headlab --other-kernel-sets
+ *                                   prints the kernel sets this CPU has besides
+ *                                   the best (for `make test`'s extra passes)
+ * The suites run on the kernel set HL_ISA names, else the best.
  * Exit status 0 only when every test passed. */
 #include <check.h>
 #include <stdio.h>
@@ -8,6 +12,7 @@
 #include <string.h>
 
 #include "core/real.h"
+#include "ops/isa.h"
 #include "tests/suites.h"
 
 /* A developer may build with -D'HL_DEV_SUITES(X)=X(softmax)' to link only some suites. */
@@ -39,6 +44,17 @@ static int wanted(const char *name, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "--other-kernel-sets") == 0) {
+        for (int i = HL_ISA_COUNT - 1; i >= 0; i--)
+            if (i != (int)hl_isa_best() && hl_isa_supported((hl_isa)i))
+                printf("%s\n", hl_isa_name((hl_isa)i));
+        return EXIT_SUCCESS;
+    }
+    hl_error err = {0};
+    if (hl_isa_init_from_env(&err) != HL_OK) {
+        fprintf(stderr, "test_headlab: %s\n", err.message);
+        return 2;
+    }
     SRunner *runner = NULL;
     for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
         if (!wanted(suites[i].name, argc, argv))
@@ -53,7 +69,8 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *threads = getenv("OMP_NUM_THREADS");
-    printf("headlab tests: %s build, OMP_NUM_THREADS=%s\n", HL_REAL_NAME, threads ? threads : "(unset)");
+    printf("headlab tests: %s build, %s kernels, OMP_NUM_THREADS=%s\n", HL_REAL_NAME,
+           hl_isa_name(hl_isa_active()), threads ? threads : "(unset)");
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);
     srunner_free(runner);

@@ -16,6 +16,7 @@
     X(elementwise)        \
     X(reduce)             \
     X(vmath)              \
+    X(isa)                \
     X(gemm)               \
     X(linear)             \
     X(matmul)             \

@@ -26,7 +26,7 @@ allowed() {
 status=0
 for layer in core ops models viz train io analysis; do
     ok=$(allowed "$layer")
-    for file in "$layer"/*.c "$layer"/*.h; do
+    for file in "$layer"/*.c "$layer"/*.h "$layer"/*/*.c "$layer"/*/*.h; do
         [ -e "$file" ] || continue
         # file:line:dir for every quoted include with a directory
         grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"/]*/' "$file" |

@@ -8,6 +8,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/real.h"
+#include "ops/isa.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -134,6 +137,7 @@ void hl_cli_parse_or_exit(const char *program, const hl_opt *opts, int argc, cha
     hl_cli_status s = hl_cli_parse(program, opts, 1, argc, argv, stderr);
     if (s == HL_CLI_HELP) {
         usage(stdout);
+        hl_cli_print_kernels(stdout);
         exit(0);
     }
     if (s == HL_CLI_BAD)
@@ -151,7 +155,22 @@ void hl_cli_bad_input(const char *program, const char *fmt, ...)
     exit(2);
 }
 
-void hl_cli_init(void) { signal(SIGXFSZ, SIG_IGN); }
+void hl_cli_init(void)
+{
+    signal(SIGXFSZ, SIG_IGN);
+    hl_error err = {0};
+    if (hl_isa_init_from_env(&err) != HL_OK) {
+        fprintf(stderr, "headlab: %s\n", err.message);
+        exit(2);
+    }
+}
+
+void hl_cli_print_kernels(FILE *out)
+{
+    char have[64];
+    fprintf(out, "\nkernels: %s (this CPU has %s; HL_ISA=NAME picks one), %s build\n",
+            hl_isa_name(hl_isa_active()), hl_isa_list(have, sizeof have), HL_REAL_NAME);
+}
 
 void hl_cli_set_threads(int threads)
 {

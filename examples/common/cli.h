@@ -76,8 +76,14 @@ _Noreturn void hl_cli_bad_input(const char *program, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Process set-up: a write past a file-size limit (a full disk or quota) fails
- * as an error the writer reports, instead of SIGXFSZ killing the program. */
+ * as an error the writer reports, instead of SIGXFSZ killing the program; the
+ * kernel set HL_ISA names is checked (an unknown one, or one this CPU lacks,
+ * prints a message and exits 2). */
 void hl_cli_init(void);
+
+/* The line that closes every --help: which kernel set runs, which the CPU
+ * has, and the build's precision. */
+void hl_cli_print_kernels(FILE *out);
 /* OpenMP threads for the kernels; 0 leaves OMP_NUM_THREADS (or all cores). */
 void hl_cli_set_threads(int threads);
 

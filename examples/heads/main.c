@@ -116,6 +116,7 @@ static command parse_command(int argc, char **argv)
                                                  "maps", "circuits", "report"};
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
+        hl_cli_print_kernels(stdout);
         exit(0);
     }
     if (argc < 2)
@@ -200,6 +201,7 @@ static options parse_options(int argc, char **argv)
     hl_cli_status status = hl_cli_parse("heads", opts, 2, argc, argv, stderr);
     if (status == HL_CLI_HELP) {
         usage(stdout);
+        hl_cli_print_kernels(stdout);
         exit(0);
     }
     if (status == HL_CLI_BAD)

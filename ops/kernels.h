@@ -1,0 +1,100 @@
+/*
+ * kernels.h: the table of one kernel set (internal to ops/).
+ *
+ * The hot loops of ops/ (GEMM micro-kernels and packing, the fused
+ * attention's tile products, the exp/erf/GELU row kernels) are written once
+ * in ops/kernels/ on the vector layer of ops/simd.h and compiled once per
+ * instruction set. Each compilation fills one hl_kernel_set; ops/isa.c
+ * picks the set the CPU runs best (or the one HL_ISA names) at the first
+ * call, and every op reaches its kernels through it:
+ *
+ *     const hl_kernel_set *ks = hl_kernels();
+ *     ks->tile_gemm(m, n, k, a, lda, 1, b, ldb, false, c, ldc);
+ *
+ * Every set computes the same bits (see ops/simd.h), except the portable one
+ * on a target without FMA.
+ */
+#ifndef HL_OPS_KERNELS_H
+#define HL_OPS_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/real.h"
+#include "ops/isa.h"
+
+/* ---- GEMM micro-kernels (driven by ops/gemm.c).
+ *
+ * A kernel updates one mr×nr tile of C from panels: a holds mr values of
+ * op(A)'s column k at a[k·a_step..], b holds nr values of op(B)'s row k at
+ * b[k·b_step..], for k < kc:
+ *     c (mr rows, row stride ldc) = beta·c + Σ_k a[k·a_step + r]·b[k·b_step + j]
+ * beta 0 writes c without reading it. Each element is one running sum: beta·c
+ * first, then one fused multiply-add per k in ascending order, carried across
+ * calls through c itself, so the result depends neither on how K is cut into
+ * panels and C into tiles nor on the tile shape of the set. */
+typedef void hl_gemm_micro_fn(int kc, const hl_real *restrict a, size_t a_step,
+                              const hl_real *restrict b, size_t b_step, hl_real beta,
+                              hl_real *restrict c, size_t ldc);
+
+typedef struct {
+    int mr, nr;   /* the tile of C it updates */
+    double speed; /* multiply-adds per second, relative to the set's first kernel */
+    hl_gemm_micro_fn *fn;
+    /* The same with a[r·a_step + k] instead, reading rows of an untransposed
+     * A in place; NULL if this kernel has no such form. */
+    hl_gemm_micro_fn *fn_rows;
+} hl_gemm_kernel;
+
+/* The largest tile of any set (AVX-512: 14 rows of two 64-byte vectors). */
+#define HL_GEMM_MAX_MR 14
+#define HL_GEMM_MAX_NR (128 / (int)sizeof(hl_real))
+
+/* dst[k·ld + r] = alpha·src[k·lds + r] (a straight copy) or, transposed,
+ * alpha·src[r·lds + k], for r < rows and k < kc; zero for rows ≤ r < width.
+ * These pack slivers of A (width mr) and B (width nr) for a kernel. */
+typedef void hl_gemm_pack_fn(int rows, int width, int kc, hl_real alpha,
+                             const hl_real *restrict src, size_t lds, hl_real *restrict dst,
+                             int ld);
+
+/* ---- Tile products read in place (see ops/tile_gemm.h). */
+typedef void hl_tile_gemm_fn(int m, int n, int k, const hl_real *a, size_t a_row,
+                             size_t a_col, const hl_real *b, size_t ldb, bool accumulate,
+                             hl_real *c, size_t ldc);
+
+/* ---- Row kernels (see ops/vmath.h). */
+typedef struct {
+    hl_real (*max)(const hl_real *x, size_t n);
+    double (*exp_sum)(const hl_real *x, hl_real shift, hl_real *y, size_t n);
+    void (*exp)(const hl_real *x, hl_real a, hl_real b, hl_real *y, size_t n);
+    void (*erf)(const hl_real *x, hl_real *y, size_t n);
+    void (*gelu)(const hl_real *x, hl_real *y, size_t n);
+    void (*gelu_grad)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
+                      bool overwrite);
+} hl_vmath_kernels;
+
+typedef struct hl_kernel_set {
+    hl_isa isa;
+    bool fma; /* multiply-adds round once: the bits every FMA set shares */
+    const hl_gemm_kernel *gemm; /* the one for large products first; ends with fn NULL */
+    hl_gemm_pack_fn *gemm_pack, *gemm_pack_transposed;
+    hl_tile_gemm_fn *tile_gemm;
+    hl_vmath_kernels vmath;
+} hl_kernel_set;
+
+/* The set in use: chosen at the first call (HL_ISA, else the best the CPU
+ * has), changed only by hl_isa_use. */
+const hl_kernel_set *hl_kernels(void);
+
+/* The table of a set this build has (supported by the CPU or not), or NULL. */
+const hl_kernel_set *hl_kernels_of(hl_isa isa);
+
+/* One table per compiled set (ops/kernels/set.c); the x86 ones exist only in
+ * x86-64 builds. */
+extern const hl_kernel_set hl_kernel_set_portable;
+#if defined(__x86_64__)
+extern const hl_kernel_set hl_kernel_set_avx2;
+extern const hl_kernel_set hl_kernel_set_avx512;
+#endif
+
+#endif

@@ -1,0 +1,28 @@
+/* One kernel set's table (see ops/kernels.h), compiled once per set. */
+#include "ops/kernels/set.h"
+
+#if defined(HL_SIMD_AVX512)
+#define SET_ISA HL_ISA_AVX512
+#elif defined(HL_SIMD_AVX2)
+#define SET_ISA HL_ISA_AVX2
+#else
+#define SET_ISA HL_ISA_PORTABLE
+#endif
+
+const hl_kernel_set HL_SIMD_FN(hl_kernel_set) = {
+    .isa = SET_ISA,
+    .fma = HL_SIMD_HAS_FMA,
+    .gemm = HL_SIMD_FN(hl_gemm_kernels),
+    .gemm_pack = HL_SIMD_FN(hl_gemm_pack),
+    .gemm_pack_transposed = HL_SIMD_FN(hl_gemm_pack_transposed),
+    .tile_gemm = HL_SIMD_FN(hl_tile_gemm),
+    .vmath =
+        {
+            .max = HL_SIMD_FN(hl_vmath_max),
+            .exp_sum = HL_SIMD_FN(hl_vmath_exp_sum),
+            .exp = HL_SIMD_FN(hl_vmath_exp),
+            .erf = HL_SIMD_FN(hl_vmath_erf),
+            .gelu = HL_SIMD_FN(hl_vmath_gelu),
+            .gelu_grad = HL_SIMD_FN(hl_vmath_gelu_grad),
+        },
+};

@@ -1,0 +1,28 @@
+/*
+ * set.h: the functions one compilation of ops/kernels/ defines, named for its
+ * set by HL_SIMD_FN (hl_tile_gemm_avx2, ...); set.c gathers them into that
+ * set's hl_kernel_set. Include after ops/simd.h.
+ */
+#ifndef HL_OPS_KERNELS_SET_H
+#define HL_OPS_KERNELS_SET_H
+
+#include "ops/kernels.h"
+#include "ops/simd.h"
+
+extern const hl_gemm_kernel HL_SIMD_FN(hl_gemm_kernels)[];
+hl_gemm_pack_fn HL_SIMD_FN(hl_gemm_pack);
+hl_gemm_pack_fn HL_SIMD_FN(hl_gemm_pack_transposed);
+
+hl_tile_gemm_fn HL_SIMD_FN(hl_tile_gemm);
+
+hl_real HL_SIMD_FN(hl_vmath_max)(const hl_real *x, size_t n);
+double HL_SIMD_FN(hl_vmath_exp_sum)(const hl_real *x, hl_real shift, hl_real *y, size_t n);
+void HL_SIMD_FN(hl_vmath_exp)(const hl_real *x, hl_real a, hl_real b, hl_real *y, size_t n);
+void HL_SIMD_FN(hl_vmath_erf)(const hl_real *x, hl_real *y, size_t n);
+void HL_SIMD_FN(hl_vmath_gelu)(const hl_real *x, hl_real *y, size_t n);
+void HL_SIMD_FN(hl_vmath_gelu_grad)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
+                                    bool overwrite);
+
+extern const hl_kernel_set HL_SIMD_FN(hl_kernel_set);
+
+#endif

@@ -1,0 +1,268 @@
+/* Vectorised exp, erf and GELU row kernels (see ops/vmath.h), compiled once
+ * per kernel set on ops/simd.h. */
+#include <math.h>
+
+#include "ops/kernels/set.h"
+
+enum { V = HL_VL, PARTS = HL_SUM_LANES / HL_VL };
+_Static_assert(HL_SUM_LANES % HL_VL == 0, "whole vectors of partial sums");
+
+/* The sum of the partial sums, pairwise in a fixed tree. */
+static double partials_total(const double lanes[HL_SUM_LANES])
+{
+    double t[HL_SUM_LANES];
+    memcpy(t, lanes, sizeof t);
+    for (int w = HL_SUM_LANES / 2; w >= 1; w /= 2)
+        for (int i = 0; i < w; i++)
+            t[i] += t[i + w];
+    return t[0];
+}
+
+#if defined(HL_REAL_DOUBLE)
+
+/* The double build calls libm per element: it exists for tight gradient
+ * checks, not for speed. Its sums keep the same HL_SUM_LANES partials. */
+static hl_real vexp1(hl_real x) { return exp(x); }
+
+hl_real HL_SIMD_FN(hl_vmath_max)(const hl_real *x, size_t n)
+{
+    hl_real best = -INFINITY;
+    int any_nan = 0;
+    for (size_t i = 0; i < n; i++) {
+        any_nan |= x[i] != x[i];
+        best = x[i] > best ? x[i] : best;
+    }
+    return any_nan ? (hl_real)NAN : best;
+}
+
+double HL_SIMD_FN(hl_vmath_exp_sum)(const hl_real *x, hl_real shift, hl_real *y, size_t n)
+{
+    double lanes[HL_SUM_LANES] = {0};
+    for (size_t i = 0; i < n; i++) {
+        const hl_real e = vexp1(x[i] - shift);
+        if (y)
+            y[i] = e;
+        lanes[i % HL_SUM_LANES] += e;
+    }
+    return partials_total(lanes);
+}
+
+void HL_SIMD_FN(hl_vmath_exp)(const hl_real *x, hl_real a, hl_real b, hl_real *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = vexp1(x[i] - a - b);
+}
+
+void HL_SIMD_FN(hl_vmath_erf)(const hl_real *x, hl_real *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = erf(x[i]);
+}
+
+#define GELU_SQRT1_2 0.70710678118654752440      /* 1/√2 */
+#define GELU_INV_SQRT_2PI 0.39894228040143267794 /* 1/√(2π) */
+
+static hl_real normal_cdf(hl_real x) { return 0.5 * (1 + erf(x * GELU_SQRT1_2)); }
+
+void HL_SIMD_FN(hl_vmath_gelu)(const hl_real *x, hl_real *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = x[i] * normal_cdf(x[i]);
+}
+
+void HL_SIMD_FN(hl_vmath_gelu_grad)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
+                                    bool overwrite)
+{
+    for (size_t i = 0; i < n; i++) {
+        const hl_real pdf = GELU_INV_SQRT_2PI * exp(-0.5 * x[i] * x[i]);
+        const hl_real d = dy[i] * (normal_cdf(x[i]) + x[i] * pdf);
+        dx[i] = overwrite ? d : dx[i] + d;
+    }
+}
+
+#else /* float */
+
+/* ---- exp: e^x = 2^n·e^r with n = round(x/ln 2) and |r| ≤ ln2/2, e^r by its
+ * Taylor polynomial of degree 7 (truncation error below 6e-9 relative).
+ * ln 2 = LN2_HI + LN2_LO, LN2_HI with 15 significant bits, so n·LN2_HI is
+ * exact for |n| < 512 and so is x - n·LN2_HI (Cody and Waite). Inputs are
+ * clamped to [-104, 89] first: e^-104 rounds to 0 and e^89 overflows, so
+ * the clamp changes no result, and it keeps n in [-150, 128]. hl_vmin and
+ * hl_vmax return their second operand when either is NaN, so the clamp
+ * keeps NaN. */
+#define EXP_LO -104.0f
+#define EXP_HI 89.0f
+#define LOG2E 1.44269504088896341f
+#define LN2_HI 0.693145751953125f
+#define LN2_LO 1.42860682030941723e-6f
+
+HL_SIMD_INLINE hl_vec vexp(hl_vec x)
+{
+    x = hl_vmin(hl_vset1(EXP_HI), hl_vmax(hl_vset1(EXP_LO), x));
+    const hl_vec n = hl_vround(hl_vmul(x, hl_vset1(LOG2E)));
+    hl_vec r = hl_vfma(n, hl_vset1(-LN2_HI), x);
+    r = hl_vfma(n, hl_vset1(-LN2_LO), r);
+    hl_vec p = hl_vset1(1.0f / 5040);
+    p = hl_vfma(p, r, hl_vset1(1.0f / 720));
+    p = hl_vfma(p, r, hl_vset1(1.0f / 120));
+    p = hl_vfma(p, r, hl_vset1(1.0f / 24));
+    p = hl_vfma(p, r, hl_vset1(1.0f / 6));
+    p = hl_vfma(p, r, hl_vset1(0.5f));
+    p = hl_vfma(p, r, hl_vset1(1.0f));
+    p = hl_vfma(p, r, hl_vset1(1.0f));
+    return hl_vscale2(p, n);
+}
+
+/* ---- erf, odd, in two pieces by |x| = a, each a polynomial fitted to
+ * Chebyshev nodes with mpmath (tools/fit_vmath.py, which prints the
+ * coefficients and their error):
+ *   a < 2:  erf = a·G(a² - 2), G(z - 2) = erf(√z)/√z, error 4.9e-10;
+ *   a ≥ 2:  erf = 1 - E(a - 3), E(t - 3) = erfc(t) on [2, 4], error 9.1e-10.
+ * Above 3.92 erf rounds to 1, so a is clamped to 4. */
+static const float ERF_G[] = {
+    2.587563979e-09f,  -2.949438958e-08f, 2.797864658e-07f, -2.609178768e-06f,
+    2.195576011e-05f,  -1.636059349e-04f, 1.070520672e-03f, -6.082835675e-03f,
+    2.986978483e-02f,  -1.305559328e-01f, 6.749332360e-01f,
+};
+static const float ERF_E[] = {
+    9.620902835e-06f,  -2.214484321e-05f, -1.231837759e-05f, 1.411915331e-04f,
+    -3.914576359e-04f, 7.349403191e-04f,  -1.016332202e-03f, 1.045097117e-03f,
+    -7.891193661e-04f, 4.177003607e-04f,  -1.392527909e-04f, 2.209131054e-05f,
+};
+
+/* Σ c[i]·t^(n-1-i) by Horner's rule, highest power first. */
+HL_SIMD_INLINE hl_vec horner(const float *c, int n, hl_vec t)
+{
+    hl_vec p = hl_vset1(c[0]);
+    for (int i = 1; i < n; i++)
+        p = hl_vfma(p, t, hl_vset1(c[i]));
+    return p;
+}
+
+HL_SIMD_INLINE hl_vec verf(hl_vec x)
+{
+    const hl_vec a = hl_vmin(hl_vset1(4.0f), hl_vabs(x));
+    const int ng = (int)(sizeof ERF_G / sizeof ERF_G[0]);
+    const int ne = (int)(sizeof ERF_E / sizeof ERF_E[0]);
+    const hl_vec small = hl_vmul(a, horner(ERF_G, ng, hl_vfma(a, a, hl_vset1(-2.0f))));
+    const hl_vec large = hl_vsub(hl_vset1(1.0f), horner(ERF_E, ne, hl_vsub(a, hl_vset1(3.0f))));
+    return hl_vcopysign(hl_vselect_lt(a, hl_vset1(2.0f), small, large), x);
+}
+
+#define GELU_SQRT1_2 0.70710678118654752440f      /* 1/√2 */
+#define GELU_INV_SQRT_2PI 0.39894228040143267794f /* 1/√(2π) */
+
+/* Φ(x) = 0.5·(1 + erf(x/√2)), as PyTorch's CPU kernel. */
+HL_SIMD_INLINE hl_vec normal_cdf(hl_vec x)
+{
+    return hl_vmul(hl_vset1(0.5f),
+                   hl_vadd(hl_vset1(1), verf(hl_vmul(x, hl_vset1(GELU_SQRT1_2)))));
+}
+
+HL_SIMD_INLINE hl_vec gelu(hl_vec x) { return hl_vmul(x, normal_cdf(x)); }
+
+/* d/dx x·Φ(x) = Φ(x) + x·φ(x), φ(x) = e^(-x²/2)/√(2π). */
+HL_SIMD_INLINE hl_vec gelu_slope(hl_vec x)
+{
+    const hl_vec pdf = hl_vmul(hl_vset1(GELU_INV_SQRT_2PI),
+                               vexp(hl_vmul(hl_vmul(hl_vset1(-0.5f), x), x)));
+    return hl_vadd(normal_cdf(x), hl_vmul(x, pdf));
+}
+
+/* ---- The row kernels. A row is whole vectors, then a partial one whose
+ * missing lanes are zeros that are never stored or summed. */
+
+/* The max is exact whatever the order; NaN is tracked on the side, since
+ * max instructions drop it. */
+hl_real HL_SIMD_FN(hl_vmath_max)(const hl_real *x, size_t n)
+{
+    hl_real best = -INFINITY;
+    size_t i = 0;
+    int any_nan = 0;
+    if (n >= (size_t)V) {
+        hl_vec m = hl_vload(x);
+        for (; i + V <= n; i += V) {
+            const hl_vec v = hl_vload(x + i);
+            any_nan |= hl_vhas_nan(v);
+            m = hl_vmax(m, v);
+        }
+        _Alignas(64) hl_real lanes[V];
+        hl_vstore(lanes, m);
+        for (int j = 0; j < V; j++)
+            best = lanes[j] > best ? lanes[j] : best;
+    }
+    for (; i < n; i++) {
+        any_nan |= x[i] != x[i];
+        best = x[i] > best ? x[i] : best;
+    }
+    return any_nan ? (hl_real)NAN : best;
+}
+
+/* Element i goes to partial sum i mod HL_SUM_LANES, whatever the width. */
+double HL_SIMD_FN(hl_vmath_exp_sum)(const hl_real *x, hl_real shift, hl_real *y, size_t n)
+{
+    const hl_vec s = hl_vset1(shift);
+    hl_dsum sum = hl_dsum_zero();
+    size_t i = 0;
+    for (; i + HL_SUM_LANES <= n; i += HL_SUM_LANES)
+#pragma GCC unroll 4
+        for (int part = 0; part < PARTS; part++) {
+            const size_t at = i + (size_t)part * V;
+            const hl_vec e = vexp(hl_vsub(hl_vload(x + at), s));
+            if (y)
+                hl_vstore(y + at, e);
+            hl_dsum_add(&sum, part, e);
+        }
+    for (int part = 0; i < n; part++, i += V) {
+        const int left = n - i < (size_t)V ? (int)(n - i) : V;
+        const hl_vmask m = hl_vmask_first(left);
+        const hl_vec e = hl_vkeep_n(vexp(hl_vsub(hl_vload_mask(x + i, m), s)), left);
+        if (y)
+            hl_vstore_mask(y + i, e, m);
+        hl_dsum_add(&sum, part, e);
+    }
+    double lanes[HL_SUM_LANES];
+    hl_dsum_store(&sum, lanes);
+    return partials_total(lanes);
+}
+
+/* y = f(x) over a row: whole vectors, then the masked tail. */
+#define ROW_MAP(x, y, n, f)                                                                      \
+    do {                                                                                         \
+        size_t i_ = 0;                                                                           \
+        for (; i_ + V <= (n); i_ += V)                                                           \
+            hl_vstore((y) + i_, f(hl_vload((x) + i_)));                                          \
+        if (i_ < (n)) {                                                                          \
+            const hl_vmask m_ = hl_vmask_first((int)((n) - i_));                                 \
+            hl_vstore_mask((y) + i_, f(hl_vload_mask((x) + i_, m_)), m_);                        \
+        }                                                                                        \
+    } while (0)
+
+void HL_SIMD_FN(hl_vmath_exp)(const hl_real *x, hl_real a, hl_real b, hl_real *y, size_t n)
+{
+    const hl_vec va = hl_vset1(a), vb = hl_vset1(b);
+#define EXP_AB(v) vexp(hl_vsub(hl_vsub(v, va), vb))
+    ROW_MAP(x, y, n, EXP_AB);
+#undef EXP_AB
+}
+
+void HL_SIMD_FN(hl_vmath_erf)(const hl_real *x, hl_real *y, size_t n) { ROW_MAP(x, y, n, verf); }
+
+void HL_SIMD_FN(hl_vmath_gelu)(const hl_real *x, hl_real *y, size_t n) { ROW_MAP(x, y, n, gelu); }
+
+void HL_SIMD_FN(hl_vmath_gelu_grad)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
+                                    bool overwrite)
+{
+    size_t i = 0;
+    for (; i + V <= n; i += V) {
+        const hl_vec d = hl_vmul(hl_vload(dy + i), gelu_slope(hl_vload(x + i)));
+        hl_vstore(dx + i, overwrite ? d : hl_vadd(hl_vload(dx + i), d));
+    }
+    if (i < n) {
+        const hl_vmask m = hl_vmask_first((int)(n - i));
+        const hl_vec d = hl_vmul(hl_vload_mask(dy + i, m), gelu_slope(hl_vload_mask(x + i, m)));
+        hl_vstore_mask(dx + i, overwrite ? d : hl_vadd(hl_vload_mask(dx + i, m), d), m);
+    }
+}
+
+#endif /* float */

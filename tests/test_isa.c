@@ -1,0 +1,390 @@
+/* Tests for ops/isa.c and the kernel sets of ops/kernels/: choosing a set,
+ * refusing one the CPU lacks, and the same bits from every set with FMA on
+ * the same inputs — GEMM, tile products, row kernels, the fused attention,
+ * composed ops forward and backward, and whole training runs of the
+ * programs. The portable set without hardware FMA is held to a tolerance. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/gemm.h"
+#include "ops/kernels.h"
+#include "ops/tile_gemm.h"
+#include "ops/vmath.h"
+#include "tests/testutil.h"
+
+#ifndef HL_BUILD_DIR
+#define HL_BUILD_DIR "build"
+#endif
+
+/* How far the portable set without FMA may stray from the FMA sets,
+ * relative to the largest magnitude of a result. HL_ISA_LOG=FILE appends the
+ * measured differences (README, "Speed on every CPU"). */
+#ifdef HL_REAL_DOUBLE
+#define NO_FMA_TOL 1e-12
+#else
+#define NO_FMA_TOL 2e-5
+#endif
+
+/* ---- What each set computes: a function filling out[0..n) on the active set. */
+typedef size_t compute_fn(hl_real *out, size_t cap);
+
+/* Runs compute on every supported set and compares each with the first (the
+ * best): bit for bit where both have FMA, within NO_FMA_TOL otherwise. */
+static void check_sets_agree(const char *what, compute_fn *compute, size_t cap)
+{
+    const hl_isa before = hl_isa_active();
+    hl_real *ref = malloc(cap * sizeof *ref), *got = malloc(cap * sizeof *got);
+    ck_assert(ref && got);
+    hl_error err = {0};
+    const hl_isa best = hl_isa_best();
+    ck_assert_int_eq(hl_isa_use(best, &err), HL_OK);
+    const size_t n = compute(ref, cap);
+    int compared = 0;
+    for (int i = 0; i < HL_ISA_COUNT; i++) {
+        const hl_isa isa = (hl_isa)i;
+        if (isa == best || !hl_isa_supported(isa))
+            continue;
+        ck_assert_int_eq(hl_isa_use(isa, &err), HL_OK);
+        ck_assert_uint_eq(compute(got, cap), n);
+        compared++;
+        if (hl_kernels()->fma) {
+            for (size_t j = 0; j < n; j++)
+                ck_assert_msg(!memcmp(&ref[j], &got[j], sizeof ref[j]),
+                              "%s: %s and %s differ at %zu: %.9g vs %.9g", what,
+                              hl_isa_name(best), hl_isa_name(isa), j, (double)ref[j],
+                              (double)got[j]);
+        } else {
+            double scale = 0, worst = 0;
+            for (size_t j = 0; j < n; j++)
+                if (isfinite((double)ref[j]))
+                    scale = fmax(scale, fabs((double)ref[j]));
+            for (size_t j = 0; j < n; j++) {
+                if (!isfinite((double)ref[j])) {
+                    ck_assert_msg(memcmp(&ref[j], &got[j], sizeof ref[j]) == 0 ||
+                                      (isnan((double)ref[j]) && isnan((double)got[j])),
+                                  "%s: %s gives %g where %s gives %g", what, hl_isa_name(isa),
+                                  (double)got[j], hl_isa_name(best), (double)ref[j]);
+                    continue;
+                }
+                worst = fmax(worst, fabs((double)ref[j] - (double)got[j]));
+            }
+            const char *log = getenv("HL_ISA_LOG");
+            FILE *f = log ? fopen(log, "a") : NULL;
+            if (f) {
+                fprintf(f, "%s %s %s largest_diff %.3g largest_value %.3g\n", HL_REAL_NAME,
+                        what, hl_isa_name(isa), worst, scale);
+                fclose(f);
+            }
+            ck_assert_msg(worst <= NO_FMA_TOL * fmax(scale, 1), "%s: %s (no FMA) off by %g",
+                          what, hl_isa_name(isa), worst);
+        }
+    }
+    ck_assert_int_eq(hl_isa_use(before, &err), HL_OK);
+    /* On a CPU with one set there is nothing to compare; say so. */
+    if (!compared)
+        fprintf(stderr, "isa: %s: only %s on this CPU\n", what, hl_isa_name(best));
+    free(ref);
+    free(got);
+}
+
+static void fill(hl_real *x, size_t n, uint64_t seed, double lo, double hi)
+{
+    hl_rng rng;
+    hl_rng_seed(&rng, seed);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (hl_real)(lo + (hi - lo) * hl_rng_uniform(&rng));
+}
+
+/* ---- Selection. */
+
+START_TEST(test_isa_names_and_choice)
+{
+    hl_isa isa;
+    for (int i = 0; i < HL_ISA_COUNT; i++) {
+        ck_assert(hl_isa_parse(hl_isa_name((hl_isa)i), &isa));
+        ck_assert_int_eq(isa, i);
+    }
+    ck_assert(!hl_isa_parse("sse9", &isa) && !hl_isa_parse(NULL, &isa));
+    ck_assert(hl_isa_supported(HL_ISA_PORTABLE));
+    ck_assert(hl_isa_supported(hl_isa_best()));
+    char list[64];
+    ck_assert_ptr_nonnull(strstr(hl_isa_list(list, sizeof list), hl_isa_name(hl_isa_best())));
+    ck_assert_ptr_nonnull(strstr(list, "portable"));
+    /* A set the CPU (or build) lacks is refused with a message naming it. */
+    for (int i = 0; i <= HL_ISA_COUNT; i++) {
+        hl_error err = {0};
+        const hl_status s = hl_isa_use((hl_isa)i, &err);
+        if (i < HL_ISA_COUNT && hl_isa_supported((hl_isa)i)) {
+            ck_assert_int_eq(s, HL_OK);
+            ck_assert_int_eq(hl_isa_active(), i);
+            ck_assert_int_eq(hl_kernels()->isa, i);
+        } else {
+            ck_assert_int_eq(s, HL_ERR_ARG);
+            ck_assert_ptr_nonnull(strstr(err.message, "not supported on this CPU"));
+        }
+    }
+    hl_error err = {0};
+    ck_assert_int_eq(hl_isa_use(hl_isa_best(), &err), HL_OK);
+}
+END_TEST
+
+START_TEST(test_isa_from_environment)
+{
+    const char *saved = getenv("HL_ISA");
+    char *keep = saved ? strdup(saved) : NULL;
+    hl_error err = {0};
+    setenv("HL_ISA", "sse9", 1);
+    ck_assert_int_eq(hl_isa_init_from_env(&err), HL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.message, "HL_ISA=sse9"));
+    ck_assert_ptr_nonnull(strstr(err.message, "portable"));
+    hl_error_clear(&err);
+    setenv("HL_ISA", "portable", 1);
+    ck_assert_int_eq(hl_isa_init_from_env(&err), HL_OK);
+    ck_assert_int_eq(hl_isa_active(), HL_ISA_PORTABLE);
+    unsetenv("HL_ISA");
+    ck_assert_int_eq(hl_isa_init_from_env(&err), HL_OK);
+    ck_assert_int_eq(hl_isa_active(), hl_isa_best());
+    /* The programs refuse a bad value before doing anything. */
+    char out[8192];
+    ck_assert_int_eq(tu_run("HL_ISA=sse9 " HL_BUILD_DIR "/toy_heads --steps 1 --out /nonexistent/x",
+                            out, sizeof out),
+                     2);
+    ck_assert_msg(strstr(out, "HL_ISA=sse9") && strstr(out, "unknown kernel set"), "%s", out);
+    /* --help ends with the set that runs. */
+    ck_assert_int_eq(tu_run("HL_ISA=portable " HL_BUILD_DIR "/toy_heads --help", out, sizeof out),
+                     0);
+    ck_assert_msg(strstr(out, "kernels: portable"), "%s", out);
+    if (keep) {
+        setenv("HL_ISA", keep, 1);
+        free(keep);
+    }
+    ck_assert_int_eq(hl_isa_init_from_env(&err), HL_OK);
+}
+END_TEST
+
+/* ---- The same bits on every set. */
+
+/* GEMMs of ragged sizes, every transpose, alpha and beta: each kernel shape,
+ * its edges and the packed and in-place paths. */
+static size_t compute_gemm(hl_real *out, size_t cap)
+{
+    static const int sizes[][3] = {{1, 1, 1},    {3, 17, 5},   {17, 3, 64},   {33, 65, 31},
+                                   {100, 7, 129}, {64, 64, 64}, {257, 130, 71}, {15, 300, 1030}};
+    size_t used = 0;
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int t = 0; t < 4; t++) {
+            const int M = sizes[s][0], N = sizes[s][1], K = sizes[s][2];
+            const bool ta = t & 1, tb = t & 2;
+            hl_real *a = malloc((size_t)M * K * sizeof *a), *b = malloc((size_t)K * N * sizeof *b);
+            ck_assert(a && b && used + (size_t)M * N <= cap);
+            fill(a, (size_t)M * K, 11 + s, -1, 1);
+            fill(b, (size_t)K * N, 12 + s, -1, 1);
+            hl_real *c = out + used;
+            fill(c, (size_t)M * N, 13 + s, -1, 1);
+            hl_gemm(ta, tb, M, N, K, t == 3 ? (hl_real)0.5 : 1, a, ta ? M : K, b, tb ? K : N,
+                    t == 1 ? (hl_real)0.25 : 0, c, N);
+            used += (size_t)M * N;
+            free(a);
+            free(b);
+        }
+    return used;
+}
+
+START_TEST(test_isa_gemm_same_bits) { check_sets_agree("gemm", compute_gemm, 1 << 20); }
+END_TEST
+
+/* Tile products of every edge: rows and columns not multiples of any block. */
+static size_t compute_tiles(hl_real *out, size_t cap)
+{
+    enum { MAX = 70 };
+    hl_real a[MAX * MAX], b[MAX * MAX];
+    fill(a, MAX * MAX, 21, -1, 1);
+    fill(b, MAX * MAX, 22, -1, 1);
+    size_t used = 0;
+    static const int dims[] = {1, 5, 8, 13, 16, 24, 33, 40, 64, 70};
+    for (int i = 0; i < 10; i++)
+        for (int j = 0; j < 10; j++) {
+            const int m = dims[i], n = dims[j], k = dims[(i + j) % 10];
+            ck_assert(used + (size_t)m * n <= cap);
+            hl_real *c = out + used;
+            fill(c, (size_t)m * n, 23, -1, 1);
+            /* A read transposed when i + j is odd. */
+            const bool t = (i + j) & 1;
+            hl_tile_gemm(m, n, k, a, t ? 1 : MAX, t ? MAX : 1, b, MAX, j & 1, c, (size_t)n);
+            used += (size_t)m * n;
+        }
+    return used;
+}
+
+START_TEST(test_isa_tile_gemm_same_bits) { check_sets_agree("tile_gemm", compute_tiles, 1 << 17); }
+END_TEST
+
+/* Row kernels on rows of every length up to past two partial-sum blocks,
+ * with large, tiny and special values. */
+static size_t compute_rows(hl_real *out, size_t cap)
+{
+    enum { LEN = 75 };
+    hl_real x[LEN], dy[LEN];
+    fill(x, LEN, 31, -12, 12);
+    fill(dy, LEN, 32, -1, 1);
+    x[3] = -INFINITY;
+    x[9] = (hl_real)88.5;
+    x[40] = (hl_real)-95;
+    size_t used = 0;
+    for (size_t n = 0; n <= LEN; n++) {
+        ck_assert(used + 6 * n + 2 <= cap);
+        out[used] = hl_vmath_max(x, n);
+        out[used + 1] = (hl_real)hl_vmath_exp_sum(x, 1, out + used + 2, n);
+        used += n + 2;
+        hl_vmath_exp(x, (hl_real)0.5, (hl_real)0.25, out + used, n);
+        used += n;
+        hl_vmath_erf(x, out + used, n);
+        used += n;
+        hl_vmath_gelu(x, out + used, n);
+        used += n;
+        hl_vmath_gelu_grad(x, dy, out + used, n, true);
+        used += n;
+        memcpy(out + used, dy, n * sizeof *dy);
+        hl_vmath_gelu_grad(x, dy, out + used, n, false);
+        used += n;
+    }
+    return used;
+}
+
+START_TEST(test_isa_vmath_same_bits) { check_sets_agree("vmath", compute_rows, 1 << 16); }
+END_TEST
+
+/* A graph's output and every input gradient, into out. */
+static size_t forward_backward(hl_gradcheck_fn fn, hl_tensor *const *in, int n_in, hl_real *out,
+                               size_t cap)
+{
+    size_t n = 0;
+    hl_real *values = tu_forward_backward(fn, NULL, in, n_in, &n);
+    ck_assert(n <= cap);
+    memcpy(out, values, n * sizeof *values);
+    free(values);
+    return n;
+}
+
+static hl_tensor *build_fused_attention(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    hl_attention_masks m = {.causal = true};
+    return hl_attention(g, in[0], in[1], in[2], (hl_real)0.3, &m);
+}
+
+/* Two heads of 70 queries, 24 wide: ragged tiles on every set. */
+static size_t compute_attention(hl_real *out, size_t cap)
+{
+    static const int shape[] = {1, 2, 70, 24};
+    hl_tensor *in[3];
+    for (int i = 0; i < 3; i++)
+        in[i] = tu_random("qkv", 4, shape, true, 41 + (uint64_t)i, -2, 2);
+    const size_t n = forward_backward(build_fused_attention, in, 3, out, cap);
+    for (int i = 0; i < 3; i++)
+        hl_tensor_free(in[i]);
+    return n;
+}
+
+START_TEST(test_isa_attention_same_bits)
+{
+    check_sets_agree("attention", compute_attention, 1 << 16);
+}
+END_TEST
+
+/* A transformer-like chain: layernorm, linear, GELU, attention scores by
+ * matmul, softmax, and cross-entropy, forward and backward. */
+static hl_tensor *build_block(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    static const int32_t targets[] = {1, 4, 0, 2, 3, 4, 1, 0, 2, 3, 1, 2, 0};
+    hl_tensor *h = hl_layernorm(g, in[0], NULL, NULL, (hl_real)1e-5);
+    h = hl_gelu(g, hl_linear(g, h, in[1], NULL));
+    hl_tensor *p = hl_softmax(g, hl_matmul(g, h, h, HL_TRANS_B));
+    h = hl_matmul(g, p, h, 0);
+    return hl_cross_entropy(g, hl_narrow(g, h, 1, 0, 5), targets, -1);
+}
+
+static size_t compute_block(hl_real *out, size_t cap)
+{
+    static const int x_shape[] = {13, 37}, w_shape[] = {21, 37};
+    hl_tensor *in[2] = {tu_random("x", 2, x_shape, true, 51, -2, 2),
+                        tu_random("w", 2, w_shape, true, 52, -0.5, 0.5)};
+    const size_t n = forward_backward(build_block, in, 2, out, cap);
+    hl_tensor_free(in[0]);
+    hl_tensor_free(in[1]);
+    return n;
+}
+
+START_TEST(test_isa_ops_same_bits) { check_sets_agree("ops", compute_block, 1 << 14); }
+END_TEST
+
+/* ---- Whole runs: the programs under HL_ISA, with 1 and 2 threads. */
+
+static void run_ok(const char *command)
+{
+    char out[4096];
+    const int rc = tu_run(command, out, sizeof out);
+    ck_assert_msg(rc == 0, "%s: exit %d: %s", command, rc, out);
+}
+
+/* Whether two files hold the same bytes. */
+static bool same_file(const char *a, const char *b)
+{
+    char command[512], out[256];
+    snprintf(command, sizeof command, "cmp %s %s", a, b);
+    return tu_run(command, out, sizeof out) == 0;
+}
+
+/* Every FMA set, at 1 and 2 threads, writes the same model; the portable set
+ * without FMA trains too (its loss is checked by the examples suite). */
+START_TEST(test_isa_training_same_bits)
+{
+    char dir[] = "/tmp/headlab-isa-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char command[1024], first[256] = "", path[256];
+    for (int i = HL_ISA_COUNT - 1; i >= 0; i--) {
+        const hl_isa isa = (hl_isa)i;
+        if (!hl_isa_supported(isa) || !hl_kernels_of(isa)->fma)
+            continue;
+        for (int threads = 1; threads <= 2; threads++) {
+            snprintf(path, sizeof path, "%s/%s-%d", dir, hl_isa_name(isa), threads);
+            snprintf(command, sizeof command,
+                     "HL_ISA=%s OMP_NUM_THREADS=%d " HL_BUILD_DIR "/toy_heads --seed 3 "
+                     "--steps 300 --no-report --out %s",
+                     hl_isa_name(isa), threads, path);
+            run_ok(command);
+            strcat(path, "/model.safetensors");
+            if (!first[0])
+                strcpy(first, path);
+            else
+                ck_assert_msg(same_file(first, path), "%s and %s differ", first, path);
+        }
+    }
+    snprintf(command, sizeof command, "rm -rf %s", dir);
+    ck_assert_int_eq(system(command), 0);
+}
+END_TEST
+
+Suite *isa_suite(void)
+{
+    Suite *s = suite_create("isa");
+    TCase *tc = tcase_create("isa");
+    tcase_add_test(tc, test_isa_names_and_choice);
+    tcase_add_test(tc, test_isa_from_environment);
+    tcase_add_test(tc, test_isa_gemm_same_bits);
+    tcase_add_test(tc, test_isa_tile_gemm_same_bits);
+    tcase_add_test(tc, test_isa_vmath_same_bits);
+    tcase_add_test(tc, test_isa_attention_same_bits);
+    tcase_add_test(tc, test_isa_ops_same_bits);
+    suite_add_tcase(s, tc);
+    /* Whole training runs: no time limit, since their work is fixed and a
+     * sanitizer build or a slow machine takes many times longer. */
+    TCase *runs = tcase_create("runs");
+    tcase_set_timeout(runs, 0);
+    tcase_add_test(runs, test_isa_training_same_bits);
+    suite_add_tcase(s, runs);
+    return s;
+}
