@@ -56,7 +56,8 @@ static void usage(FILE *f)
         "  --eval-every N       validation interval (200)  --seed N        (0)\n"
         "  --sample N           bytes to sample at the end (400)\n"
         "  --temperature X      sampling temperature (0.8) --prompt TEXT   sampling prompt\n"
-        "  --threads N          OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
+        "  --threads N          OpenMP threads (default: OMP_NUM_THREADS, else each step\n"
+        "                       takes 1, 2, 4.. cores, whichever its timed steps ran fastest)\n"
         "Exit status: 0 done, 1 training failed (e.g. non-finite loss), 2 bad input or a\n"
             "file that cannot be written (the previous file is kept).\n");
 }
@@ -143,6 +144,7 @@ typedef struct {
     int rows;               /* this rank's share of the batch */
     hl_rng data_rng;        /* the same on every rank */
     int64_t start;
+    hl_thread_tuner tuner;  /* each step's thread count, unless the user fixed it */
     FILE *log;
     char config[512];
     hl_probe probe;         /* random letters repeated once, for the head detectors */
@@ -277,7 +279,10 @@ static void train(run *r)
         if (step == r->o.steps)
             break;
         next_batch(r);
-        hl_step one = {.index = step, .lr_scale = hl_lr_scale(&sched, step), .clip = r->o.clip};
+        hl_step one = {.index = step,
+                       .lr_scale = hl_lr_scale(&sched, step),
+                       .clip = r->o.clip,
+                       .tuner = &r->tuner};
         hl_step_result result;
         if (hl_train_step(r->g, r->m->params, r->opt, &one, shard_loss, r, &result, &err))
             break;
@@ -557,9 +562,10 @@ int main(int argc, char **argv)
     hl_dist_init(&argc, &argv);
     hl_cli_init();
     options o = parse_options(argc, argv);
-    hl_cli_set_threads(o.threads);
+    const int tuner_threads = hl_cli_set_threads(o.threads);
     run r;
     setup(&r, &o);
+    hl_thread_tuner_init(&r.tuner, tuner_threads);
     train(&r);
     if (r.lead && o.sample > 0) {
         printf("--- sample (temperature %.2f) ---\n", o.temperature);

@@ -42,7 +42,8 @@ static void usage(FILE *f)
             "model.safetensors into DIR (default out/toy_heads).\n"
             "  --seed N        model and data seed (default 0)\n"
             "  --steps N       training steps (default 3000)\n"
-            "  --threads N     OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
+            "  --threads N     OpenMP threads (default: OMP_NUM_THREADS, else each step\n"
+            "                  takes 1, 2, 4.. cores, whichever its timed steps ran fastest)\n"
             "  --eval-every N  held-out evaluation interval (default 100)\n"
             "  --heldout N     held-out sequences (default 1000, seed 1000003)\n"
             "  --resume FILE   continue from a checkpoint.safetensors of an earlier run\n"
@@ -357,6 +358,7 @@ typedef struct {
     heldout_set heldout;
     int64_t start;         /* the step training starts from */
     FILE *log;             /* train.csv (rank 0) */
+    hl_thread_tuner tuner;  /* each step's thread count, unless the user fixed it */
 } run;
 
 static hl_status save_model(run *r, const char *name, bool with_optimizer, int64_t step,
@@ -455,7 +457,7 @@ static void train(run *r)
             break;
         hl_toy_sample(r->batch, &r->data_rng);
         hl_step_result result;
-        hl_step one = {.index = step, .lr_scale = hl_lr_scale(&sched, step)};
+        hl_step one = {.index = step, .lr_scale = hl_lr_scale(&sched, step), .tuner = &r->tuner};
         if (hl_train_step(r->g, r->m->params, r->opt, &one, shard_loss, r, &result, &err))
             break;
         train_loss = result.loss;
@@ -623,9 +625,10 @@ int main(int argc, char **argv)
     hl_dist_init(&argc, &argv);
     hl_cli_init();
     options o = parse_options(argc, argv);
-    hl_cli_set_threads(o.threads);
+    const int tuner_threads = hl_cli_set_threads(o.threads);
     run r;
     setup(&r, &o);
+    hl_thread_tuner_init(&r.tuner, tuner_threads);
     double t0 = hl_seconds();
     train(&r);
     double seconds = hl_seconds() - t0;

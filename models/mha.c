@@ -214,10 +214,15 @@ static hl_tensor *gate_heads(hl_graph *g, hl_tensor *heads, const hl_mha_run *ru
     return heads;
 }
 
-/* Whether this pass takes hl_attention (see mha.h). */
-static bool takes_fused(const hl_mha_run *run)
+/* Queries and keys that fit one of hl_attention's tiles (see mha.h). */
+enum { ONE_TILE = 64 };
+
+/* Whether this pass of T queries and S keys takes hl_attention (see mha.h). */
+static bool takes_fused(const hl_mha_run *run, int T, int S)
 {
-    return !run || (!run->trace && run->path != HL_MHA_COMPOSED);
+    if (run && (run->trace || run->path == HL_MHA_COMPOSED))
+        return false;
+    return (run && run->path == HL_MHA_FUSED) || T > ONE_TILE || S > ONE_TILE;
 }
 
 hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_tensor *key,
@@ -238,7 +243,7 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
     hl_tensor *probs = NULL;
     if (hl_graph_failed(g))
         return &g->poison;
-    hl_tensor *heads = takes_fused(run)
+    hl_tensor *heads = takes_fused(run, qh->shape[2], kh->shape[2])
                            ? fused_attention(g, qh, kh, vh, scale, masks)
                            : composed_attention(g, qh, kh, vh, scale, masks, &probs);
     if (hl_graph_failed(g))

@@ -26,9 +26,12 @@
  *   - hl_attention (ops/attention.c), one fused op that never holds the
  *     (B,H,T,S) probabilities, so memory grows with T, not T².
  * The run picks (hl_mha_path): a trace takes the composed ops; otherwise
- * HL_MHA_AUTO takes the fused op (a fraction of the memory; faster under a
- * causal mask, up to 1.2x slower without one at `make bench`'s sizes), and
- * HL_MHA_COMPOSED forces the composed ops.
+ * HL_MHA_AUTO takes the fused op when queries or keys span more than one of
+ * its 64-wide tiles, and the composed ops when both fit in one (T, S ≤ 64):
+ * there the (B,H,T,S) scores are small and the fused op's per-tile work
+ * (transposes, online softmax) made it up to 1.2x slower on every kernel
+ * set (`make bench`, MHA (8,64,128,4)), while from two tiles on it was as
+ * fast or faster. HL_MHA_COMPOSED and HL_MHA_FUSED force a path.
  * Both agree to rounding (tests/test_attention.c), and the gate and offset
  * apply to the head outputs on either. Neither has attention dropout.
  * On the fused path the mask tensors are read again by backward: keep them
@@ -89,8 +92,9 @@ typedef struct hl_mha_trace {
 } hl_mha_trace;
 
 typedef enum hl_mha_path {
-    HL_MHA_AUTO,     /* hl_attention unless there is a trace */
+    HL_MHA_AUTO,     /* the faster path for the size, the composed ops under a trace */
     HL_MHA_COMPOSED, /* the composed ops */
+    HL_MHA_FUSED,    /* hl_attention (a trace still takes the composed ops) */
 } hl_mha_path;
 
 /* One forward pass's changes and requests; every field may be NULL. */

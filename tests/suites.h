@@ -36,6 +36,7 @@
     X(mha)                \
     X(optim)              \
     X(step)               \
+    X(threads)            \
     X(gpt)                \
     X(head_set)           \
     X(checkpoint)         \

@@ -100,7 +100,7 @@ static void run_fixture(const char *name, bool traced)
     hl_mha_masks masks = {.causal = causal, .key_padding = padding, .additive = additive};
     hl_mha_trace trace;
     hl_tensor *out = hl_mha_forward(g, &m, query, key, value, &masks,
-                                    &(hl_mha_run){.trace = traced ? &trace : NULL});
+                                    &(hl_mha_run){.trace = traced ? &trace : NULL, .path = HL_MHA_FUSED});
     ck_assert_msg(!hl_graph_failed(g), "%s: %s", name, hl_graph_message(g));
     /* The fused path has no attention node in the graph, the composed one no fused op. */
     bool fused_node = false;

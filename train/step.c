@@ -2,6 +2,7 @@
 #include "train/step.h"
 
 #include <math.h>
+#include <time.h>
 
 #include "train/dist.h"
 
@@ -25,6 +26,11 @@ static hl_status not_finite(const hl_graph *g, const hl_step *step, double loss,
 hl_status hl_train_step(hl_graph *g, hl_params *params, hl_optim *opt, const hl_step *step,
                         hl_loss_fn loss_fn, void *ctx, hl_step_result *out, hl_error *err)
 {
+    struct timespec t0, t1;
+    if (step->tuner) {
+        hl_thread_tuner_begin(step->tuner);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+    }
     hl_params_zero_grad(params);
     hl_tensor *loss = loss_fn(g, ctx);
     hl_status s = HL_OK;
@@ -43,5 +49,10 @@ hl_status hl_train_step(hl_graph *g, hl_params *params, hl_optim *opt, const hl_
         hl_optim_step(opt, step->lr_scale);
     hl_graph_reset(g);
     *out = (hl_step_result){total, norm};
+    if (step->tuner) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        hl_thread_tuner_end(step->tuner,
+                            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    }
     return s;
 }

@@ -29,6 +29,7 @@
 #include "core/graph.h"
 #include "core/params.h"
 #include "train/optim.h"
+#include "train/threads.h"
 
 /* Builds this rank's loss, a (1) tensor, on g. */
 typedef hl_tensor *(*hl_loss_fn)(hl_graph *g, void *ctx);
@@ -37,6 +38,8 @@ typedef struct hl_step {
     int64_t index;   /* the step's number, for messages */
     double lr_scale; /* multiplies the optimizer's learning rate (a schedule's value) */
     double clip;     /* largest global gradient norm; 0 = no clipping */
+    /* When not NULL, sets the step's thread count and is told its time. */
+    hl_thread_tuner *tuner;
 } hl_step;
 
 typedef struct hl_step_result {

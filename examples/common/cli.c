@@ -172,12 +172,15 @@ void hl_cli_print_kernels(FILE *out)
             hl_isa_name(hl_isa_active()), hl_isa_list(have, sizeof have), HL_REAL_NAME);
 }
 
-void hl_cli_set_threads(int threads)
+int hl_cli_set_threads(int threads)
 {
 #ifdef _OPENMP
     if (threads > 0)
         omp_set_num_threads(threads);
+    const char *env = getenv("OMP_NUM_THREADS");
+    return threads > 0 || (env && *env) ? 0 : omp_get_max_threads();
 #else
     (void)threads;
+    return 0;
 #endif
 }

@@ -84,7 +84,10 @@ void hl_cli_init(void);
 /* The line that closes every --help: which kernel set runs, which the CPU
  * has, and the build's precision. */
 void hl_cli_print_kernels(FILE *out);
-/* OpenMP threads for the kernels; 0 leaves OMP_NUM_THREADS (or all cores). */
-void hl_cli_set_threads(int threads);
+/* OpenMP threads for the kernels; 0 leaves OMP_NUM_THREADS (or all cores).
+ * Returns the largest team a training loop's thread tuner (train/threads.h)
+ * may choose from: the machine's cores when the user fixed no count (neither
+ * --threads nor OMP_NUM_THREADS), else 0 (the tuner stays off). */
+int hl_cli_set_threads(int threads);
 
 #endif
