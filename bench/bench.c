@@ -1,14 +1,18 @@
 /*
  * bench: headlab against OpenBLAS and PyTorch on the same work, in one run.
  *
- *     build/bench [--quick] [--csv FILE] [--threads LIST] [--only LIST]
+ *     build/bench [--quick] [--csv FILE] [--threads LIST] [--only LIST] [--isa LIST]
  *                 [--python PATH] [--torch-worker PATH] [--openblas LIB]
  *
  * Rows: GEMM GFLOP/s (square sizes, transformer shapes, the batched products
  * of attention; all four transpose variants), MHA forward and forward +
  * backward ms, the toy model's training step, GPT training steps (steady,
  * evaluation forward, first step) at charlm's and nanoGPT's sizes, each at 1
- * and 2 threads; then the peak RSS of the MHA configs. Every cell is the
+ * and 2 threads; then the peak RSS of the MHA configs; then the toy and charlm
+ * programs with a busy loop holding one core. All of it once per kernel set
+ * (--isa; by default every set the CPU has), OpenBLAS (and PyTorch's
+ * OpenBLAS) on the same instruction set, and a peak row: the FMA rate of one
+ * core and of all, measured, to read every GFLOP/s against. Every cell is the
  * median of at least 10 timed calls after warm-up (3 with --quick and for a
  * GPT's first step), with the fastest and slowest;
  * blocks alternate between headlab, OpenBLAS (cblas_sgemm, loaded with
@@ -53,7 +57,8 @@ enum {
     SECTION_TOY = 4,
     SECTION_RSS = 8,
     SECTION_LONG = 16,
-    SECTION_GPT = 32
+    SECTION_GPT = 32,
+    SECTION_BUSY = 64
 };
 
 typedef struct {
@@ -61,6 +66,8 @@ typedef struct {
     const char *csv, *python, *worker, *openblas;
     int threads[MAX_THREAD_COUNTS], n_threads;
     unsigned sections;
+    hl_isa isas[HL_ISA_COUNT]; /* the kernel sets to run, best first */
+    int n_isas;
 } options;
 
 typedef struct {
@@ -74,6 +81,8 @@ typedef struct {
     bool torch_started;
     bench_report report;
     bool failed; /* a headlab block failed: exit 1 at the end */
+    double peak_one, peak_all; /* GFLOP/s of the kernel set's FMAs, measured */
+    int peak_threads;
 } bench_run;
 
 /* The MHA configurations of the issue, (B,T,E,H). */
@@ -98,7 +107,7 @@ static const struct {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: bench [--quick] [--csv FILE] [--threads LIST] [--only LIST]\n"
+            "usage: bench [--quick] [--csv FILE] [--threads LIST] [--only LIST] [--isa LIST]\n"
             "             [--python PATH] [--torch-worker PATH] [--openblas LIB]\n"
             "Times headlab's GEMM, multi-head attention, toy and GPT training steps against\n"
             "OpenBLAS and PyTorch in the same run, prints a table and writes FILE.\n"
@@ -106,8 +115,11 @@ static void usage(FILE *f)
             "                       (without the long-context rows unless --only names long)\n"
             "  --csv FILE           where the rows go (default bench.csv)\n"
             "  --threads LIST       thread counts, e.g. 1,2 (the default)\n"
-            "  --only LIST          some of gemm,mha,toy,gpt,rss,long (default all); long:\n"
-            "                       MHA (1,4096,256,4) fwd+bwd causal, its time and peak RSS\n"
+            "  --only LIST          some of gemm,mha,toy,gpt,rss,long,busy (default all); long:\n"
+            "                       MHA (1,4096,256,4) fwd+bwd causal, its time and peak RSS;\n"
+            "                       busy: toy_heads and charlm runs with one core taken\n"
+            "  --isa LIST           kernel sets, e.g. avx512,avx2 (default: every set this CPU\n"
+            "                       has); each runs everything, OpenBLAS on the same set\n"
             "  --python PATH        the Python with torch (default /usr/bin/python3)\n"
             "  --torch-worker PATH  the PyTorch side (default bench/torch_worker.py)\n"
             "  --openblas LIB       the OpenBLAS to dlopen (default libopenblas.so.0)\n"
@@ -147,7 +159,8 @@ static void parse_sections(options *o, const char *list)
         const char *name;
         unsigned bit;
     } names[] = {{"gemm", SECTION_GEMM}, {"mha", SECTION_MHA}, {"toy", SECTION_TOY},
-                 {"gpt", SECTION_GPT}, {"rss", SECTION_RSS}, {"long", SECTION_LONG}};
+                 {"gpt", SECTION_GPT}, {"rss", SECTION_RSS}, {"long", SECTION_LONG},
+                 {"busy", SECTION_BUSY}};
     o->sections = 0;
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ",");
@@ -156,12 +169,35 @@ static void parse_sections(options *o, const char *list)
             if (strlen(names[i].name) == n && !strncmp(p, names[i].name, n))
                 bit = names[i].bit;
         if (!bit)
-            bad_option("--only takes some of gemm,mha,toy,gpt,rss,long, got %s", list);
+            bad_option("--only takes some of gemm,mha,toy,gpt,rss,long,busy, got %s", list);
         o->sections |= bit;
         p += n + (p[n] == ',');
     }
     if (!o->sections)
-        bad_option("--only takes some of gemm,mha,toy,gpt,rss,long, got \"%s\"", list);
+        bad_option("--only takes some of gemm,mha,toy,gpt,rss,long,busy, got \"%s\"", list);
+}
+
+static void parse_isas(options *o, const char *list)
+{
+    o->n_isas = 0;
+    for (const char *p = list; *p;) {
+        char name[16];
+        const size_t n = strcspn(p, ",");
+        snprintf(name, sizeof name, "%.*s", (int)(n < 15 ? n : 15), p);
+        hl_isa isa;
+        if (!hl_isa_parse(name, &isa) || o->n_isas == HL_ISA_COUNT)
+            bad_option("--isa takes some of avx512,avx2,portable, got %s", list);
+        if (!hl_isa_supported(isa)) {
+            char have[64];
+            fprintf(stderr, "bench: --isa %s: this CPU lacks it (it has: %s)\n", name,
+                    hl_isa_list(have, sizeof have));
+            exit(2);
+        }
+        o->isas[o->n_isas++] = isa;
+        p += n + (p[n] == ',');
+    }
+    if (!o->n_isas)
+        bad_option("--isa takes some of avx512,avx2,portable, got \"%s\"", list);
 }
 
 static options parse_options(int argc, char **argv)
@@ -170,7 +206,10 @@ static options parse_options(int argc, char **argv)
                  .worker = "bench/torch_worker.py", .openblas = "libopenblas.so.0",
                  .threads = {1, 2}, .n_threads = 2,
                  .sections = SECTION_GEMM | SECTION_MHA | SECTION_TOY | SECTION_GPT |
-                             SECTION_RSS | SECTION_LONG};
+                             SECTION_RSS | SECTION_LONG | SECTION_BUSY};
+    for (int i = HL_ISA_COUNT - 1; i >= 0; i--)
+        if (hl_isa_supported((hl_isa)i))
+            o.isas[o.n_isas++] = (hl_isa)i;
     bool only = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -185,6 +224,8 @@ static options parse_options(int argc, char **argv)
             o.csv = v, i++;
         } else if (!strcmp(a, "--threads")) {
             parse_threads(&o, v), i++;
+        } else if (!strcmp(a, "--isa")) {
+            parse_isas(&o, v), i++;
         } else if (!strcmp(a, "--only")) {
             parse_sections(&o, v), i++, only = true;
         } else if (!strcmp(a, "--python")) {
@@ -197,9 +238,10 @@ static options parse_options(int argc, char **argv)
             bad_option("unknown or incomplete option %s", a);
         }
     }
-    /* A long-context call takes about a second: not for a smoke run unless asked. */
+    /* A long-context call takes about a second, and the busy rows are whole
+     * program runs: not for a smoke run unless asked. */
     if (o.quick && !only)
-        o.sections &= ~(unsigned)SECTION_LONG;
+        o.sections &= ~(unsigned)(SECTION_LONG | SECTION_BUSY);
     return o;
 }
 
@@ -579,18 +621,18 @@ static void print_intro(const bench_run *run)
     char date[64];
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %Z", localtime(&now));
-    __builtin_cpu_init();
-    const char *isa = __builtin_cpu_supports("avx512f") ? "AVX-512"
-                      : __builtin_cpu_supports("avx2")  ? "AVX2"
-                                                        : "no AVX2";
+    char have[64];
+    const char *isa = hl_isa_name(hl_isa_active());
 #ifdef _OPENMP
     const char *omp = "OpenMP";
 #else
     const char *omp = "no OpenMP (every thread count runs on 1)";
 #endif
-    printf("headlab bench, %s: %ld CPUs (%s), hl_real %s, %s%s\n", date,
-           sysconf(_SC_NPROCESSORS_ONLN), isa, HL_REAL_NAME, omp,
-           run->o.quick ? ", --quick" : "");
+    printf("headlab bench, %s: %ld CPUs, kernels %s (the CPU has %s), hl_real %s, %s%s\n",
+           date, sysconf(_SC_NPROCESSORS_ONLN), isa, hl_isa_list(have, sizeof have),
+           HL_REAL_NAME, omp, run->o.quick ? ", --quick" : "");
+    printf("peak: %.1f GFLOP/s on one core, %.1f on %d threads (independent %s FMAs, "
+           "measured)\n", run->peak_one, run->peak_all, run->peak_threads, isa);
     if (run->ob)
         printf("OpenBLAS: %s%s\n", bench_openblas_about(run->ob), run->ob_note);
     else
@@ -623,6 +665,13 @@ int main(int argc, char **argv)
     if (argc == 3 && !strcmp(argv[1], "--rss-child"))
         return rss_child(argv[2]);
     bench_run run = {.o = parse_options(argc, argv)};
+    if (run.o.n_isas > 1)
+        return bench_isa_runs(argc, argv, run.o.isas, run.o.n_isas, run.o.csv);
+    hl_error err = {0};
+    if (hl_isa_use(run.o.isas[0], &err) != HL_OK) {
+        fprintf(stderr, "bench: %s\n", err.message);
+        return 2;
+    }
     if (run.o.quick) {
         run.gemm = run.mha = run.long_ctx = (bench_plan){.rounds = 1, .reps = 3, .warmup = 1};
         run.toy = (bench_plan){.rounds = 1, .reps = 5, .warmup = 2};
@@ -649,7 +698,9 @@ int main(int argc, char **argv)
     for (int t = 0; t < run.o.n_threads; t++)
         max_threads = run.o.threads[t] > max_threads ? run.o.threads[t] : max_threads;
     /* the PyTorch worker inherits this environment */
-    bench_openblas_environment(max_threads, run.ob_note, sizeof run.ob_note);
+    bench_openblas_environment(max_threads, run.o.isas[0], run.ob_note, sizeof run.ob_note);
+    run.peak_threads = max_threads;
+    bench_fma_peak(max_threads, &run.peak_one, &run.peak_all);
     const char *dtype = sizeof(hl_real) == sizeof(double) ? "float64" : "float32";
     run.torch_started = bench_torch_start(&run.torch, run.o.python, run.o.worker, dtype);
     bench_row rss_rows[2 * N_MHA_CONFIGS + 1];
@@ -670,6 +721,15 @@ int main(int argc, char **argv)
     bench_torch_stop(&run.torch);
     for (int i = 0; i < n_rss; i++)
         bench_report_row(&run.report, &rss_rows[i]);
+    if (run.o.sections & SECTION_BUSY)
+        bench_busy_section(&run.report, max_threads, run.o.quick);
+    bench_row peak = {.section = "peak", .threads = 1, .flops = run.peak_one * 1e9};
+    snprintf(peak.name, sizeof peak.name, "FMA GFLOP/s one core");
+    bench_report_csv_row(&run.report, &peak);
+    peak.threads = run.peak_threads;
+    peak.flops = run.peak_all * 1e9;
+    snprintf(peak.name, sizeof peak.name, "FMA GFLOP/s all threads");
+    bench_report_csv_row(&run.report, &peak);
     bench_openblas_close(run.ob);
     if (bench_report_close(&run.report))
         return 2;

@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 #include "core/real.h"
+#include "ops/isa.h"
 #include "io/atomic.h"
 
 /* ---- timing (bench/timing.c) ---- */
@@ -75,7 +76,7 @@ typedef struct bench_openblas bench_openblas;
  * either loads it: OPENBLAS_CORETYPE=SkylakeX on AVX-512 CPUs (note says what
  * it replaced, or is empty), room for max_threads threads, and a short spin
  * of idle threads. */
-void bench_openblas_environment(int max_threads, char *note, size_t note_size);
+void bench_openblas_environment(int max_threads, hl_isa isa, char *note, size_t note_size);
 /* Loads lib (e.g. "libopenblas.so.0"). NULL when it cannot be loaded; the
  * reason goes into why. */
 bench_openblas *bench_openblas_open(const char *lib, char *why, size_t why_size);
@@ -218,9 +219,33 @@ typedef struct bench_report {
 int bench_report_open(bench_report *r, const char *path);
 /* Prints the row (and the section's header first) and appends it to the CSV. */
 void bench_report_row(bench_report *r, const bench_row *row);
+/* A row into the CSV only (its section prints its own table). */
+void bench_report_csv_row(bench_report *r, const bench_row *row);
+/* The same file with no header, for rows copied in whole (bench/isa.c). */
+int bench_report_open_raw(bench_report *r, const char *path);
 /* Renames the temporary file over the CSV path; -1 with a message. */
 int bench_report_close(bench_report *r);
 /* Removes the temporary file (the old CSV stays as it was). */
 void bench_report_abandon(bench_report *r);
+
+/* ---- one run per kernel set (bench/isa.c) ---- */
+
+/* OpenBLAS's core type of the same instruction set as a kernel set. */
+const char *bench_openblas_coretype(hl_isa isa);
+
+/* Runs this program once per set of isas (HL_ISA and --isa set, each with its
+ * own CSV), then merges their CSVs into csv. 0 when every run succeeded. */
+int bench_isa_runs(int argc, char **argv, const hl_isa *isas, int n_isas, const char *csv);
+
+/* ---- the machine's peak and a busy machine (bench/busy.c) ---- */
+
+/* Fused multiply-add GFLOP/s of the active kernel set on one thread and on
+ * `threads` threads at once, measured. */
+void bench_fma_peak(int threads, double *one, double *all);
+
+/* The busy section: toy_heads and charlm runs, with a busy loop holding one
+ * core, at 1 thread, `threads` threads and the default (the step tuner):
+ * wall seconds per run and the ratio to 1 thread. quick: one run each. */
+void bench_busy_section(bench_report *report, int threads, bool quick);
 
 #endif

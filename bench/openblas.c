@@ -32,19 +32,17 @@ static bool find(void *lib, const char *name, void *fn, size_t size)
     return sym != NULL;
 }
 
-void bench_openblas_environment(int max_threads, char *note, size_t note_size)
+void bench_openblas_environment(int max_threads, hl_isa isa, char *note, size_t note_size)
 {
-    /* Debian's OpenBLAS 0.3.21 does not recognise newer AVX-512 CPUs and falls
-     * back to its AVX2 kernels at half the speed: compare against its best,
-     * whatever the environment says. */
-    __builtin_cpu_init();
-    const char *was = getenv("OPENBLAS_CORETYPE");
+    /* OpenBLAS runs the instruction set of headlab's kernel set, so the two
+     * are compared on the same vectors; this also keeps Debian's OpenBLAS
+     * 0.3.21, which does not recognise newer AVX-512 CPUs, off its AVX2
+     * kernels on them. */
+    const char *was = getenv("OPENBLAS_CORETYPE"), *want = bench_openblas_coretype(isa);
     note[0] = '\0';
-    if (__builtin_cpu_supports("avx512f")) {
-        if (was && strcmp(was, "SkylakeX"))
-            snprintf(note, note_size, " (was %.40s)", was);
-        setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
-    }
+    if (was && strcmp(was, want))
+        snprintf(note, note_size, " (was %.40s)", was);
+    setenv("OPENBLAS_CORETYPE", want, 1);
     char threads[16];
     snprintf(threads, sizeof threads, "%d", max_threads);
     setenv("OPENBLAS_NUM_THREADS", threads, 1);

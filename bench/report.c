@@ -136,7 +136,7 @@ static void remove_tmp_and_die(int sig)
     raise(sig);
 }
 
-int bench_report_open(bench_report *r, const char *path)
+int bench_report_open_raw(bench_report *r, const char *path)
 {
     *r = (bench_report){0};
     hl_error err = {0};
@@ -151,7 +151,14 @@ int bench_report_open(bench_report *r, const char *path)
         sigaction(SIGINT, &on_signal, NULL);
         sigaction(SIGTERM, &on_signal, NULL);
     }
-    fprintf(r->csv, "section,case,variant,threads,runs,flops");
+    return 0;
+}
+
+int bench_report_open(bench_report *r, const char *path)
+{
+    if (bench_report_open_raw(r, path))
+        return -1;
+    fprintf(r->csv, "kernels,section,case,variant,threads,runs,flops");
     for (int i = 0; i < BENCH_IMPLS; i++)
         fprintf(r->csv, ",%s_ms,%s_min_ms,%s_max_ms,%s_gflops", impl_names[i], impl_names[i],
                 impl_names[i], impl_names[i]);
@@ -172,8 +179,8 @@ static void csv_number(FILE *f, bool have, double v)
 
 static void csv_row(FILE *f, const bench_row *row)
 {
-    fprintf(f, "%s,\"%s\",%s,%d,%d,%.6g", row->section, row->name, row->variant, row->threads,
-            row->stats[BENCH_HEADLAB].runs, row->flops);
+    fprintf(f, "%s,%s,\"%s\",%s,%d,%d,%.6g", hl_isa_name(hl_isa_active()), row->section,
+            row->name, row->variant, row->threads, row->stats[BENCH_HEADLAB].runs, row->flops);
     bool timed = strcmp(row->section, "rss") != 0;
     for (int i = 0; i < BENCH_IMPLS; i++) {
         bool ok = timed && row->cell[i] == BENCH_CELL_OK;
@@ -209,6 +216,8 @@ void bench_report_row(bench_report *r, const bench_row *row)
     print_row(row);
     csv_row(r->csv, row);
 }
+
+void bench_report_csv_row(bench_report *r, const bench_row *row) { csv_row(r->csv, row); }
 
 int bench_report_close(bench_report *r)
 {

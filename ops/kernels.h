@@ -80,6 +80,10 @@ typedef struct hl_kernel_set {
     hl_gemm_pack_fn *gemm_pack, *gemm_pack_transposed;
     hl_tile_gemm_fn *tile_gemm;
     hl_vmath_kernels vmath;
+    /* iterations of independent FMAs on the calling thread, *flops set to
+     * their floating-point operations (2 per lane): a benchmark's yardstick
+     * of the core's peak (bench's peak row). Returns a value to keep. */
+    double (*fma_peak)(long iterations, double *flops);
 } hl_kernel_set;
 
 /* The set in use: chosen at the first call (HL_ISA, else the best the CPU

@@ -25,4 +25,5 @@ const hl_kernel_set HL_SIMD_FN(hl_kernel_set) = {
             .gelu = HL_SIMD_FN(hl_vmath_gelu),
             .gelu_grad = HL_SIMD_FN(hl_vmath_gelu_grad),
         },
+    .fma_peak = HL_SIMD_FN(hl_fma_peak),
 };

@@ -23,6 +23,8 @@ void HL_SIMD_FN(hl_vmath_gelu)(const hl_real *x, hl_real *y, size_t n);
 void HL_SIMD_FN(hl_vmath_gelu_grad)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
                                     bool overwrite);
 
+double HL_SIMD_FN(hl_fma_peak)(long iterations, double *flops);
+
 extern const hl_kernel_set HL_SIMD_FN(hl_kernel_set);
 
 #endif
