@@ -1,6 +1,7 @@
 /* Tests of the example programs as a user runs them: exit codes and messages
  * on bad input, the mha_run round trip against the PyTorch fixtures, and a
- * short toy_heads run with its files. HL_BUILD_DIR (set by the Makefile)
+ * short toy_heads run with its files, the same model from every kernel set
+ * with FMA. HL_BUILD_DIR (set by the Makefile)
  * names the folder holding the programs. */
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "io/safetensors.h"
+#include "ops/kernels.h"
 #include "tests/testutil.h"
 
 #ifndef HL_BUILD_DIR
@@ -264,6 +266,72 @@ START_TEST(test_charlm_bad_input)
 }
 END_TEST
 
+/* The programs refuse an unknown or unsupported kernel set before doing
+ * anything, and --help ends with the set that runs. */
+START_TEST(test_programs_kernel_sets)
+{
+    expect_failure("HL_ISA=sse9 " HL_BUILD_DIR "/toy_heads --steps 1 --out /nonexistent/x", 2,
+                   "HL_ISA=sse9: unknown kernel set");
+    char out[8192];
+    ck_assert_int_eq(tu_run("HL_ISA=portable " HL_BUILD_DIR "/toy_heads --help", out, sizeof out),
+                     0);
+    ck_assert_msg(strstr(out, "kernels: portable"), "%s", out);
+    for (int i = 0; i < HL_ISA_COUNT; i++)
+        if (!hl_isa_supported((hl_isa)i)) {
+            char command[256], want[64];
+            snprintf(command, sizeof command, "HL_ISA=%s " HL_BUILD_DIR "/charlm --help",
+                     hl_isa_name((hl_isa)i));
+            snprintf(want, sizeof want, "HL_ISA=%s: this CPU lacks", hl_isa_name((hl_isa)i));
+            expect_failure(command, 2, want);
+        }
+}
+END_TEST
+
+static void run_ok(const char *command)
+{
+    char out[4096];
+    const int rc = tu_run(command, out, sizeof out);
+    ck_assert_msg(rc == 0, "%s: exit %d: %s", command, rc, out);
+}
+
+/* Whether two files hold the same bytes. */
+static bool same_file(const char *a, const char *b)
+{
+    char command[512], out[256];
+    snprintf(command, sizeof command, "cmp %s %s", a, b);
+    return tu_run(command, out, sizeof out) == 0;
+}
+
+/* Every FMA set, at 1 and 2 threads, writes the same model; the portable set
+ * without FMA trains too (its loss is checked by the examples suite). */
+START_TEST(test_toy_heads_same_bits_every_kernel_set)
+{
+    char dir[] = "/tmp/headlab-isa-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char command[1024], first[256] = "", path[256];
+    for (int i = HL_ISA_COUNT - 1; i >= 0; i--) {
+        const hl_isa isa = (hl_isa)i;
+        if (!hl_isa_supported(isa) || !hl_kernels_of(isa)->fma)
+            continue;
+        for (int threads = 1; threads <= 2; threads++) {
+            snprintf(path, sizeof path, "%s/%s-%d", dir, hl_isa_name(isa), threads);
+            snprintf(command, sizeof command,
+                     "HL_ISA=%s OMP_NUM_THREADS=%d " HL_BUILD_DIR "/toy_heads --seed 3 "
+                     "--steps 300 --no-report --out %s",
+                     hl_isa_name(isa), threads, path);
+            run_ok(command);
+            strcat(path, "/model.safetensors");
+            if (!first[0])
+                strcpy(first, path);
+            else
+                ck_assert_msg(same_file(first, path), "%s and %s differ", first, path);
+        }
+    }
+    snprintf(command, sizeof command, "rm -rf %s", dir);
+    ck_assert_int_eq(system(command), 0);
+}
+END_TEST
+
 Suite *examples_suite(void)
 {
     Suite *s = suite_create("examples");
@@ -274,6 +342,13 @@ Suite *examples_suite(void)
     tcase_add_test(tc, test_toy_heads_short_run);
     tcase_add_test(tc, test_charlm_learns_and_resumes);
     tcase_add_test(tc, test_charlm_bad_input);
+    tcase_add_test(tc, test_programs_kernel_sets);
     suite_add_tcase(s, tc);
+    /* Whole training runs: no time limit, since their work is fixed and a
+     * sanitizer build or a slow machine takes many times longer. */
+    TCase *runs = tcase_create("runs");
+    tcase_set_timeout(runs, 0);
+    tcase_add_test(runs, test_toy_heads_same_bits_every_kernel_set);
+    suite_add_tcase(s, runs);
     return s;
 }

@@ -15,14 +15,21 @@ done
 
 echo "headlab: installing missing Debian packages:$missing"
 if [ "$(id -u)" = 0 ]; then
-    apt_get="apt-get"
+    as_root=""
 elif command -v sudo >/dev/null 2>&1; then
-    apt_get="sudo apt-get"
+    as_root="sudo"
     echo "headlab: not root, using sudo"
 else
     echo "headlab: missing packages:$missing; install them as root (apt-get install$missing)" >&2
     exit 1
 fi
+apt_get="$as_root apt-get"
+# arm64 packages (make arm) come from Debian's multiarch: add the architecture first.
+case "$missing" in
+*:arm64*)
+    dpkg --print-foreign-architectures | grep -qx arm64 || $as_root dpkg --add-architecture arm64
+    ;;
+esac
 $apt_get update -qq
 # shellcheck disable=SC2086
 DEBIAN_FRONTEND=noninteractive $apt_get install -y -qq $missing
