@@ -14,22 +14,6 @@ const char *hl_compose_kind_name(hl_compose_kind kind)
     return kind >= 0 && kind < HL_COMPOSE_KINDS ? names[kind] : "?";
 }
 
-int hl_gpt_total_heads(const hl_gpt_config *cfg)
-{
-    int n = 0;
-    for (int l = 0; l < cfg->n_layers; l++)
-        n += hl_gpt_layer_heads(cfg, l);
-    return n;
-}
-
-int hl_gpt_head_index(const hl_gpt_config *cfg, int l, int h)
-{
-    int n = 0;
-    for (int k = 0; k < l; k++)
-        n += hl_gpt_layer_heads(cfg, k);
-    return n + h;
-}
-
 void hl_head_weights_free(hl_head_weights *w)
 {
     free(w->q);

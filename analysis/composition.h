@@ -40,10 +40,6 @@ typedef enum hl_compose_kind { HL_COMPOSE_Q, HL_COMPOSE_K, HL_COMPOSE_V, HL_COMP
 /* "q", "k" or "v". */
 const char *hl_compose_kind_name(hl_compose_kind kind);
 
-/* Heads over every layer, and the flat index of head h of layer l. */
-int hl_gpt_total_heads(const hl_gpt_config *cfg);
-int hl_gpt_head_index(const hl_gpt_config *cfg, int l, int h);
-
 /* One head's weights in PyTorch's orientation (y = W·x), as doubles, after
  * the processing described above. */
 typedef struct hl_head_weights {

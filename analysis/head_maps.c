@@ -4,8 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/composition.h"
-
 hl_tensor *hl_heads_attention(const hl_gpt *m, const int32_t *tokens, int T, hl_error *err)
 {
     if (!tokens || T < 1 || T > m->cfg.n_ctx) {

@@ -3,7 +3,7 @@
  * and (given grad_output) backward, so results can be compared with PyTorch.
  *
  *     build/mha_run --weights W.safetensors --inputs IN.safetensors
- *                   --out OUT.safetensors --heads H [--causal]
+ *                   --out OUT.safetensors --heads H [--causal] [--no-weights [--fused]]
  *
  * Exit status: 0 done, 2 bad arguments or files (a message says which).
  */
@@ -18,7 +18,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: mha_run --weights W.safetensors --inputs IN.safetensors --out OUT.safetensors\n"
-        "               --heads H [--causal]\n"
+        "               --heads H [--causal] [--no-weights [--fused]]\n"
         "\n"
         "Runs torch.nn.MultiheadAttention-compatible attention (batch_first) on files.\n"
         "W holds PyTorch's state_dict names: in_proj_weight (3E,E) or q_proj_weight (E,E),\n"
@@ -33,13 +33,16 @@ static void usage(FILE *f)
         "  grad.query, grad.key, grad.value and grad.<weight name> for every weight.\n"
         "  Values are written as F32 (F64 from a REAL=double build).\n"
         "--causal hides key s from query t when s > t.\n"
+        "--no-weights runs the path a training step takes (no trace: hl_attention, or the\n"
+        "  composed ops when T and S fit one 64-wide tile) and writes no attn_weights;\n"
+        "  with --fused it always takes hl_attention, the fused op.\n"
         "Exit status 0 on success, 2 on bad arguments or files.\n");
 }
 
 typedef struct {
     const char *weights, *inputs, *out;
     int heads;
-    bool causal;
+    bool causal, no_weights, fused;
 } options;
 
 static options parse_options(int argc, char **argv)
@@ -51,12 +54,17 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_TEXT("out", &o.out),
         HL_OPTION_INT("heads", &o.heads, 1, 4096),
         HL_OPTION_FLAG("causal", &o.causal),
+        HL_OPTION_FLAG("no-weights", &o.no_weights),
+        HL_OPTION_FLAG("fused", &o.fused),
         {0},
     };
     hl_cli_parse_or_exit("mha_run", opts, argc, argv, usage);
     if (!o.weights || !o.inputs || !o.out || !o.heads)
         hl_cli_bad_input("mha_run", "--weights, --inputs, --out and --heads are required "
                                     "(see --help)");
+    if (o.fused && !o.no_weights)
+        hl_cli_bad_input("mha_run", "--fused needs --no-weights (the weights come from the "
+                                    "composed ops)");
     return o;
 }
 
@@ -101,7 +109,9 @@ static int run(const options *o, hl_error *err)
 
     hl_mha_masks masks = {.causal = o->causal, .key_padding = pad, .additive = mask};
     hl_mha_trace trace;
-    hl_tensor *y = hl_mha_forward(g, &m, q, k, v, &masks, &(hl_mha_run){.trace = &trace});
+    const hl_mha_run how = {.trace = o->no_weights ? NULL : &trace,
+                            .path = o->fused ? HL_MHA_FUSED : HL_MHA_AUTO};
+    hl_tensor *y = hl_mha_forward(g, &m, q, k, v, &masks, &how);
     if (!hl_graph_failed(g) && dy && !hl_tensor_same_shape(dy, y)) {
         char ys[HL_SHAPE_STR_MAX], ds[HL_SHAPE_STR_MAX];
         hl_error_set(err, HL_ERR_SHAPE, "grad_output %s does not match the output %s",
@@ -115,7 +125,7 @@ static int run(const options *o, hl_error *err)
         goto done;
     }
     if (hl_st_writer_add(w, "output", y, OUT_DTYPE, err) ||
-        hl_st_writer_add(w, "attn_weights", trace.attn, OUT_DTYPE, err))
+        (!o->no_weights && hl_st_writer_add(w, "attn_weights", trace.attn, OUT_DTYPE, err)))
         goto done;
     if (dy) {
         /* In self-attention q, k and v are one tensor: its gradient is the sum. */

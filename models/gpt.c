@@ -247,6 +247,22 @@ int hl_gpt_layer_heads(const hl_gpt_config *cfg, int l)
     return cfg->layer_heads[l] ? cfg->layer_heads[l] : cfg->n_heads;
 }
 
+int hl_gpt_total_heads(const hl_gpt_config *cfg)
+{
+    int n = 0;
+    for (int l = 0; l < cfg->n_layers; l++)
+        n += hl_gpt_layer_heads(cfg, l);
+    return n;
+}
+
+int hl_gpt_head_index(const hl_gpt_config *cfg, int l, int h)
+{
+    int n = 0;
+    for (int k = 0; k < l; k++)
+        n += hl_gpt_layer_heads(cfg, k);
+    return n + h;
+}
+
 int hl_gpt_config_format(const hl_gpt_config *c, char *buf, size_t size)
 {
     int n = snprintf(buf, size,

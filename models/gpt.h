@@ -93,6 +93,10 @@ hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, i
 
 /* Heads in layer l (n_heads unless pruned). */
 int hl_gpt_layer_heads(const hl_gpt_config *cfg, int l);
+/* Heads over every layer, and the flat index of head h of layer l (layer 0's
+ * heads first). */
+int hl_gpt_total_heads(const hl_gpt_config *cfg);
+int hl_gpt_head_index(const hl_gpt_config *cfg, int l, int h);
 
 /* The config as safetensors metadata strings, and back (for checkpoints). */
 int hl_gpt_config_format(const hl_gpt_config *cfg, char *buf, size_t size);

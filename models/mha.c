@@ -257,23 +257,3 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
         *trace = (hl_mha_trace){probs, heads};
     return out;
 }
-
-hl_tensor *hl_mha_head_average(hl_graph *g, const hl_tensor *attn)
-{
-    if (hl_graph_failed(g))
-        return &g->poison;
-    if (!attn || attn->rank != 4) {
-        hl_error_set(&g->error, HL_ERR_SHAPE, "mha_head_average: attention must be (B,H,T,S)");
-        return &g->poison;
-    }
-    const int B = attn->shape[0], H = attn->shape[1];
-    const size_t TS = hl_tensor_span(attn, 2, 4);
-    hl_tensor *mean = hl_graph_tensor(g, "attn_mean", 3, (int[]){B, attn->shape[2], attn->shape[3]});
-    if (hl_graph_failed(g))
-        return &g->poison;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            for (size_t i = 0; i < TS; i++)
-                mean->data[b * TS + i] += attn->data[((size_t)b * H + h) * TS + i] / (hl_real)H;
-    return mean;
-}

@@ -129,8 +129,4 @@ int hl_mha_inner_dim(const hl_mha *m);
 hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_tensor *key,
                           hl_tensor *value, const hl_mha_masks *masks, const hl_mha_run *run);
 
-/* The head average of attention probabilities (B,H,T,S) -> (B,T,S), a graph
- * tensor outside autograd (for inspection). */
-hl_tensor *hl_mha_head_average(hl_graph *g, const hl_tensor *attn);
-
 #endif

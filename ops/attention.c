@@ -132,10 +132,11 @@ static int key_end(const attn_ctx *c, int t0, int nq)
  * and leaves exp(row - m) in row for the product with v. */
 static void online_softmax_row(hl_real *row, int nk, hl_real *m, double *l, hl_real *o, int D)
 {
-    /* A NaN score leaves the running max alone and reaches the output
-     * through the exponentials. */
+    /* A NaN score makes the running max NaN (and keeps it so), and from it
+     * the sum, the rescaled output and the log-sum-exp: NaN reaches the
+     * output, as through hl_softmax. */
     const hl_real tile_max = hl_vmath_max(row, (size_t)nk);
-    const hl_real max = tile_max > *m ? tile_max : *m;
+    const hl_real max = tile_max > *m || isnan(tile_max) ? tile_max : *m;
     if (max == -INFINITY) { /* nothing visible yet: exp(-inf - -inf) would be NaN */
         memset(row, 0, (size_t)nk * sizeof *row);
         return;
@@ -175,14 +176,15 @@ static void forward_tile(const attn_ctx *c, int bh, int t0, int nq, hl_real *o, 
                      (size_t)D);
     }
     for (int i = 0; i < nq; i++) {
-        /* A fully masked row has l = 0 and o still all zeros: as hl_softmax. */
-        if (l[i] > 0) {
+        /* A fully masked row has l = 0 and o still all zeros: as hl_softmax.
+         * A row that met a NaN has l NaN: it divides, and stays NaN. */
+        if (l[i] != 0) {
             const double inv = 1.0 / l[i];
             for (int d = 0; d < D; d++)
                 o[(size_t)i * D + d] = (hl_real)((double)o[(size_t)i * D + d] * inv);
         }
         if (lse)
-            lse[i] = l[i] > 0 ? (double)m[i] + log(l[i]) : -INFINITY;
+            lse[i] = l[i] != 0 ? (double)m[i] + log(l[i]) : -INFINITY;
     }
 }
 

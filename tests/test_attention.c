@@ -310,6 +310,50 @@ END_TEST
 
 /* ---- errors ---- */
 
+/* One NaN in q, k, v or the additive mask reaches the output on the fused
+ * path where it reaches it on the composed one (the rows that see it), and
+ * leaves the other rows equal to the composed ones: one tile (T 3) and
+ * several (T 130). */
+START_TEST(test_attention_nan_reaches_output)
+{
+    static const int sizes[] = {3, 130};
+    for (int si = 0; si < 2; si++)
+        for (int where = 0; where < 4; where++) {
+            const int T = sizes[si];
+            hl_tensor *bias = hl_tensor_new("bias", 2, (int[]){T, T}, false);
+            attn_case c = {.B = 1, .H = 1, .T = T, .S = T, .D = 16, .scale = (hl_real)0.25,
+                           .masks = {.causal = where == 3, .additive = bias}};
+            hl_tensor *qkv[3];
+            make_qkv(&c, 900 + (uint64_t)where, qkv);
+            /* q row 1, k row 1, v row 1, or the bias entry (1, 1) */
+            if (where < 3)
+                qkv[where]->data[1 * c.D + 2] = NAN;
+            else
+                bias->data[1 * T + 1] = NAN;
+            hl_graph *g = hl_graph_new(0);
+            hl_tensor *fused = hl_attention(g, qkv[0], qkv[1], qkv[2], c.scale, &c.masks);
+            hl_tensor *composed = build_composed(g, qkv, &c);
+            ck_assert(!hl_graph_failed(g));
+            int nans = 0;
+            for (int t = 0; t < T; t++) {
+                const hl_real *f = fused->data + (size_t)t * c.D, *k = composed->data + (size_t)t * c.D;
+                for (int d = 0; d < c.D; d++)
+                    ck_assert_msg(isnan((double)k[d]) ? (nans++, isnan((double)f[d]))
+                                                      : fabs((double)f[d] - (double)k[d]) < 1e-5,
+                                  "T %d, NaN in %s: row %d dim %d: fused %g, composed %g", T,
+                                  (const char *[]){"q", "k", "v", "additive"}[where], t, d,
+                                  (double)f[d], (double)k[d]);
+            }
+            /* The NaN reached the output: q's row 1, k's every row that sees
+             * key 1, v's one column of those rows, the bias's row 1. */
+            ck_assert_int_ge(nans, 1);
+            hl_graph_free(g);
+            free_qkv(qkv);
+            hl_tensor_free(bias);
+        }
+}
+END_TEST
+
 START_TEST(test_attention_errors)
 {
     hl_graph *g = hl_graph_new(0);
@@ -372,6 +416,7 @@ Suite *attention_suite(void)
     tcase_add_test(tc, test_attention_gradients);
     tcase_add_test(tc, test_attention_threads);
     tcase_add_test(tc, test_attention_memory);
+    tcase_add_test(tc, test_attention_nan_reaches_output);
     tcase_add_test(tc, test_attention_errors);
     suite_add_tcase(s, tc);
     return s;

@@ -42,40 +42,54 @@ static void expect_failure(const char *command, int code, const char *fragment)
     ck_assert_msg(strstr(out, fragment), "%s: message \"%s\" lacks \"%s\"", command, out, fragment);
 }
 
+/* mha_run on the PyTorch fixtures: with the weights (the composed ops), and
+ * with --no-weights, the path a training step takes, by default and forced
+ * onto the fused op: every tensor the fixture holds (but the weights) agrees. */
 START_TEST(test_mha_run_round_trip)
 {
     make_temp_dir();
     static const char *const cases[][2] = {{"cross", ""}, {"self_causal", "--causal"},
                                            {"self_key_padding", ""}};
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        const char *name = cases[c][0];
-        char command[1024], out[4096], path[256];
-        snprintf(path, sizeof path, "%s/%s.safetensors", temp_dir, name);
-        snprintf(command, sizeof command,
-                 HL_BUILD_DIR "/mha_run --weights tests/fixtures/mha/%s/weights.safetensors "
-                 "--inputs tests/fixtures/mha/%s/inputs.safetensors --out %s --heads %s %s",
-                 name, name, path, !strcmp(name, "self_causal") ? "4" : "2", cases[c][1]);
-        ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s: %s", command, out);
-        hl_error err = {0};
-        hl_safetensors *got = NULL, *want = NULL;
-        char expected[256];
-        snprintf(expected, sizeof expected, "tests/fixtures/mha/%s/expected.safetensors", name);
-        ck_assert_msg(hl_safetensors_read(path, &got, &err) == HL_OK, "%s", err.message);
-        ck_assert_msg(hl_safetensors_read(expected, &want, &err) == HL_OK, "%s", err.message);
-        /* Every tensor the fixture expects, mha_run wrote, and they agree. */
-        ck_assert_uint_eq(hl_safetensors_count(got), hl_safetensors_count(want));
-        for (size_t i = 0; i < hl_safetensors_count(want); i++) {
-            const char *tensor = hl_safetensors_entry(want, i)->name;
-            hl_tensor *a = hl_safetensors_load(got, tensor, false, &err);
-            hl_tensor *b = hl_safetensors_load(want, tensor, false, &err);
-            ck_assert_msg(a && b, "%s: %s", name, err.message);
-            tu_assert_close(tensor, a->data, b->data, a->numel, 1e-5);
-            hl_tensor_free(a);
-            hl_tensor_free(b);
+    static const char *const modes[] = {"", "--no-weights", "--no-weights --fused"};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int mode = 0; mode < 3; mode++) {
+            const char *name = cases[c][0];
+            char command[1024], out[4096], path[256];
+            snprintf(path, sizeof path, "%s/%s-%d.safetensors", temp_dir, name, mode);
+            snprintf(command, sizeof command,
+                     HL_BUILD_DIR "/mha_run --weights tests/fixtures/mha/%s/weights.safetensors "
+                     "--inputs tests/fixtures/mha/%s/inputs.safetensors --out %s --heads %s %s %s",
+                     name, name, path, !strcmp(name, "self_causal") ? "4" : "2", cases[c][1],
+                     modes[mode]);
+            ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s: %s", command, out);
+            hl_error err = {0};
+            hl_safetensors *got = NULL, *want = NULL;
+            char expected[256];
+            snprintf(expected, sizeof expected, "tests/fixtures/mha/%s/expected.safetensors",
+                     name);
+            ck_assert_msg(hl_safetensors_read(path, &got, &err) == HL_OK, "%s", err.message);
+            ck_assert_msg(hl_safetensors_read(expected, &want, &err) == HL_OK, "%s",
+                          err.message);
+            /* Every tensor the fixture expects, mha_run wrote (without the
+             * weights under --no-weights), and they agree. */
+            const bool weights = mode == 0;
+            ck_assert_uint_eq(hl_safetensors_count(got),
+                              hl_safetensors_count(want) - (weights ? 0 : 1));
+            ck_assert(!hl_safetensors_find(got, "attn_weights") == !weights);
+            for (size_t i = 0; i < hl_safetensors_count(want); i++) {
+                const char *tensor = hl_safetensors_entry(want, i)->name;
+                if (!weights && !strcmp(tensor, "attn_weights"))
+                    continue;
+                hl_tensor *a = hl_safetensors_load(got, tensor, false, &err);
+                hl_tensor *b = hl_safetensors_load(want, tensor, false, &err);
+                ck_assert_msg(a && b, "%s %s: %s", name, modes[mode], err.message);
+                tu_assert_close(tensor, a->data, b->data, a->numel, 1e-5);
+                hl_tensor_free(a);
+                hl_tensor_free(b);
+            }
+            hl_safetensors_free(got);
+            hl_safetensors_free(want);
         }
-        hl_safetensors_free(got);
-        hl_safetensors_free(want);
-    }
     remove_temp_dir();
 }
 END_TEST
@@ -86,6 +100,8 @@ START_TEST(test_mha_run_bad_input)
     char command[1024], path[256];
     expect_failure(HL_BUILD_DIR "/mha_run --heads 2", 2, "required");
     expect_failure(HL_BUILD_DIR "/mha_run --bogus", 2, "unknown");
+    expect_failure(HL_BUILD_DIR "/mha_run --weights w --inputs i --out o --heads 2 --fused", 2,
+                   "--fused needs --no-weights");
     snprintf(command, sizeof command,
              HL_BUILD_DIR "/mha_run --weights tests/fixtures/mha/cross/weights.safetensors "
              "--inputs /nonexistent.safetensors --out %s/o.safetensors --heads 2", temp_dir);
@@ -332,6 +348,40 @@ START_TEST(test_toy_heads_same_bits_every_kernel_set)
 }
 END_TEST
 
+/* tools/check_layers.sh, on a copy of the tree's shape: it refuses a layer
+ * that includes a higher one in either include form, and passes a clean one. */
+/* Writes text into path (a test fixture file). */
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f, "cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+START_TEST(test_check_layers_both_include_forms)
+{
+    make_temp_dir();
+    char command[1024], out[4096], path[256];
+    snprintf(command, sizeof command,
+             "mkdir -p %s/tools %s/core %s/ops && cp tools/check_layers.sh %s/tools/", temp_dir,
+             temp_dir, temp_dir, temp_dir);
+    ck_assert_int_eq(system(command), 0);
+    snprintf(path, sizeof path, "%s/ops/a.h", temp_dir);
+    write_file(path, "#include <stdio.h>\n#include <sys/types.h>\n#include \"core/error.h\"\n");
+    snprintf(command, sizeof command, "%s/tools/check_layers.sh", temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    static const char *const bad[] = {"#include \"ops/a.h\"\n", "#include <ops/a.h>\n"};
+    snprintf(path, sizeof path, "%s/core/b.h", temp_dir);
+    for (int i = 0; i < 2; i++) {
+        write_file(path, bad[i]);
+        ck_assert_msg(tu_run(command, out, sizeof out) == 1, "%s passed: %s", bad[i], out);
+        ck_assert_msg(strstr(out, "core/b.h:1: core/ may not include ops/"), "%s", out);
+    }
+    remove_temp_dir();
+}
+END_TEST
+
 Suite *examples_suite(void)
 {
     Suite *s = suite_create("examples");
@@ -343,6 +393,7 @@ Suite *examples_suite(void)
     tcase_add_test(tc, test_charlm_learns_and_resumes);
     tcase_add_test(tc, test_charlm_bad_input);
     tcase_add_test(tc, test_programs_kernel_sets);
+    tcase_add_test(tc, test_check_layers_both_include_forms);
     suite_add_tcase(s, tc);
     /* Whole training runs: no time limit, since their work is fixed and a
      * sanitizer build or a slow machine takes many times longer. */

@@ -41,12 +41,13 @@ static uint8_t *read_all(const char *path, size_t *size)
     return bytes;
 }
 
-/* Runs fn on every file of dir; returns how many (0 when dir is absent). */
+/* Runs fn on every file of dir; returns how many, or -1 when dir is missing
+ * (which the callers fail on: a renamed folder must not replay nothing). */
 static int replay_dir(const char *dir, hl_fuzz_fn fn)
 {
     DIR *d = opendir(dir);
     if (!d)
-        return 0;
+        return -1;
     int count = 0;
     for (struct dirent *e; (e = readdir(d));) {
         if (e->d_name[0] == '.')
@@ -71,7 +72,9 @@ START_TEST(test_replay_corpus_and_regressions)
     int seeds = replay_dir(dir, harnesses[i].fn);
     ck_assert_msg(seeds > 0, "no seed inputs in %s", dir);
     snprintf(dir, sizeof dir, "tests/fuzz/regressions/%s", harnesses[i].name);
-    replay_dir(dir, harnesses[i].fn);
+    ck_assert_msg(replay_dir(dir, harnesses[i].fn) >= 0, "%s is missing", dir);
+    /* and a folder that is not there is told apart from an empty one */
+    ck_assert_int_eq(replay_dir("tests/fuzz/regressions/no-such-harness", harnesses[i].fn), -1);
 }
 END_TEST
 

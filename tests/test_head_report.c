@@ -114,24 +114,42 @@ START_TEST(test_maps_label_axes_with_tokens)
 }
 END_TEST
 
-/* Layer 1's previous-token head works from positions alone: ablating layer
- * 0's head leaves it as it was. */
+/* In a random two-layer model every layer-0 head feeds layer 1's attention,
+ * so ablating it must move layer 1's scores: each row's `after` is checked
+ * against the scores of a copy of the model whose W_O columns for that head
+ * are zero (the same ablation, made by hand), and must differ from `before`. */
 START_TEST(test_ablation_effects_rows)
 {
-    hl_gpt *m = hm_previous_token_model(2, 1);
+    enum { H = 2 };
+    hl_gpt *m = hm_random_model(2, H, 16, 5);
     hl_probe p;
     hl_error err = {0};
     ck_assert_int_eq(hl_probe_new(m, &(hl_probe_opts){.bos = -1}, &p, &err), HL_OK);
-    hl_head_scores s[2];
+    hl_head_scores s[2 * H];
     ck_assert_int_eq(hl_heads_detect(m, p.set, p.start, NULL, s, &err), HL_OK);
     hl_ablation_effect *rows;
     int n;
     ck_assert_int_eq(hl_heads_ablation_effects(m, p.set, p.start, s, &rows, &n, &err), HL_OK);
-    ck_assert_int_eq(n, 1);
-    ck_assert(rows[0].src_layer == 0 && rows[0].dst_layer == 1);
-    ck_assert_int_eq(rows[0].detector, HL_DETECT_PREVIOUS);
-    ck_assert_double_eq_tol(rows[0].before, s[1].v[HL_DETECT_PREVIOUS], 1e-12);
-    ck_assert_double_eq_tol(rows[0].after, rows[0].before, 1e-6);
+    ck_assert_int_eq(n, H * H);
+    for (int r = 0; r < n; r++) {
+        const hl_ablation_effect *e = &rows[r];
+        ck_assert(e->src_layer == 0 && e->dst_layer == 1);
+        ck_assert_double_eq_tol(e->before, s[H + e->dst_head].v[e->detector], 1e-12);
+        /* The same ablation by hand: head src's columns of layer 0's W_O zeroed. */
+        hl_gpt *cut = hm_random_model(2, H, 16, 5);
+        hl_tensor *wo = cut->blocks[0].attn.out_proj_weight;
+        const int E = wo->shape[0], HD = wo->shape[1], D = HD / H;
+        for (int i = 0; i < E; i++)
+            for (int d = 0; d < D; d++)
+                wo->data[(size_t)i * HD + e->src_head * D + d] = 0;
+        hl_head_scores by_hand[2 * H];
+        ck_assert_int_eq(hl_heads_detect(cut, p.set, p.start, NULL, by_hand, &err), HL_OK);
+        ck_assert_double_eq_tol(e->after, by_hand[H + e->dst_head].v[e->detector], 1e-6);
+        ck_assert_msg(fabs(e->after - e->before) > 1e-4,
+                      "ablating L0H%d left L1H%d's score at %g", e->src_head, e->dst_head,
+                      e->before);
+        hl_gpt_free(cut);
+    }
     free(rows);
     hl_probe_free(&p);
     hl_gpt_free(m);

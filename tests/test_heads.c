@@ -814,6 +814,13 @@ START_TEST(test_program_bad_input)
              out_dir);
     expect_failure(command, "--sequences");
     expect_failure(HL_BUILD_DIR "/heads", "give a command");
+    /* ... in one line that points to --help, not the whole usage. */
+    char said[8192];
+    ck_assert_int_eq(tu_run(HL_BUILD_DIR "/heads", said, sizeof said), 2);
+    ck_assert_msg(strstr(said, "heads --help") && strchr(said, '\n') == said + strlen(said) - 1,
+                  "heads with no arguments said: %s", said);
+    ck_assert_int_eq(tu_run(HL_BUILD_DIR "/heads frobnicate", said, sizeof said), 2);
+    ck_assert_msg(strchr(said, '\n') == said + strlen(said) - 1, "%s", said);
     snprintf(command, sizeof command, HEADS "importance --model %s --out %s/ablation.csv/x",
              model, out_dir);
     expect_failure(command, "cannot create");

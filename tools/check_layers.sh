@@ -5,8 +5,8 @@
 #   train also on models, io on train for the optimizer state it checkpoints,
 #   viz on io for its atomic file writes).
 #
-# Every `#include "dir/..."` in a library file must name its own layer or one
-# it may build on. Prints each offending file and line; exit 1 if any.
+# Every `#include "dir/..."` (or `<dir/...>` naming one of headlab's folders)
+# in a library file must name its own layer or one it may build on. Prints each offending file and line; exit 1 if any.
 # Run by `make test`.
 set -eu
 cd "$(dirname "$0")/.."
@@ -28,9 +28,15 @@ for layer in core ops models viz train io analysis; do
     ok=$(allowed "$layer")
     for file in "$layer"/*.c "$layer"/*.h "$layer"/*/*.c "$layer"/*/*.h; do
         [ -e "$file" ] || continue
-        # file:line:dir for every quoted include with a directory
-        grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"/]*/' "$file" |
-            sed 's|^\([0-9]*\):[^"]*"\([^"/]*\)/.*|\1 \2|' >"${TMPDIR:-/tmp}/hl_layers.$$" || true
+        # line and dir of every include with a directory: quoted, or in angle
+        # brackets naming one of headlab's own folders (<ops/gemm.h>)
+        {
+            grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"/]*/' "$file" |
+                sed 's|^\([0-9]*\):[^"]*"\([^"/]*\)/.*|\1 \2|'
+            grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*<[^>/]*/' "$file" |
+                sed 's|^\([0-9]*\):[^<]*<\([^>/]*\)/.*|\1 \2|' |
+                grep -E ' (core|ops|models|io|viz|train|analysis|examples|tests|bench)$'
+        } >"${TMPDIR:-/tmp}/hl_layers.$$" || true
         while read -r line dir; do
             case " $ok " in
             *" $dir "*) ;;

@@ -18,13 +18,6 @@
 #include "core/error.h"
 #include "viz/heatmap.h"
 
-/* A line from (x0,y0) to (x1,y1) of the given width in pixels (>= 1), clipped
- * to the image. */
-void hl_image_draw_line(hl_image *img, int x0, int y0, int x1, int y1, int width,
-                        const uint8_t rgb[3]);
-/* A filled disc of radius r (>= 0) centred on (cx,cy), clipped. */
-void hl_image_fill_disc(hl_image *img, int cx, int cy, int r, const uint8_t rgb[3]);
-
 typedef struct hl_diagram_node {
     int row;            /* 0 = bottom row */
     const char *label;  /* drawn beside the node */

@@ -41,6 +41,12 @@ void hl_image_free(hl_image *img);
 
 /* Fills the w x h rectangle whose top-left pixel is (x, y), clipped to the image. */
 void hl_image_fill_rect(hl_image *img, int x, int y, int w, int h, const uint8_t rgb[3]);
+/* A line from (x0,y0) to (x1,y1) of the given width in pixels (>= 1), clipped
+ * to the image. */
+void hl_image_draw_line(hl_image *img, int x0, int y0, int x1, int y1, int width,
+                        const uint8_t rgb[3]);
+/* A filled disc of radius r (>= 0) centred on (cx,cy), clipped. */
+void hl_image_fill_disc(hl_image *img, int cx, int cy, int r, const uint8_t rgb[3]);
 
 /* ---- text in the built-in font (viz/font.c) ----------------------------- */
 

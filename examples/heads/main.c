@@ -119,15 +119,15 @@ static command parse_command(int argc, char **argv)
         hl_cli_print_kernels(stdout);
         exit(0);
     }
+    /* The message and where to read more, not the whole usage. */
     if (argc < 2)
-        usage(stderr), heads_bad_input("give a command: scores, maps, circuits, report, ablate, "
-                                       "importance or prune");
+        heads_bad_input("give a command: scores, maps, circuits, report, ablate, importance or "
+                        "prune (heads --help for the rest)");
     for (int c = 0; c < CMD_COUNT; c++)
         if (!strcmp(argv[1], names[c]))
             return (command)c;
-    usage(stderr);
     heads_bad_input("unknown command %s (scores, maps, circuits, report, ablate, importance or "
-                    "prune)", argv[1]);
+                    "prune; heads --help for the rest)", argv[1]);
 }
 
 /* The combinations of flags that make no sense; exits 2 on one. */
