@@ -82,8 +82,8 @@ void bench_busy_section(bench_report *report, int threads, bool quick)
     program_dir(dir, sizeof dir);
     static const busy_program programs[] = {
         {"toy_heads 300 steps", "%s/toy_heads --steps 300 --no-report --out %s"},
-        {"charlm 4x4 d128 100 steps",
-         "%s/charlm --data /usr/share/common-licenses/GPL-3 --steps 100 --eval-every 100 "
+        {"charlm 4x4 d128 50 steps",
+         "%s/charlm --data /usr/share/common-licenses/GPL-3 --steps 50 --eval-every 50 "
          "--sample 0 --out %s"},
     };
     char out[] = "/tmp/headlab-busy-XXXXXX";

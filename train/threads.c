@@ -19,11 +19,13 @@ enum { SAMPLES = 3 };
 /* Steps on the chosen count before the first revisit, and the longest gap. */
 enum { FIRST_INTERVAL = 32, LONGEST_INTERVAL = 1024 };
 
-/* The candidate to visit after `from` (from n: the first), largest team
- * first; -1 when the visit is over. */
+/* The candidate to visit after `from` (from -1: the first), one thread
+ * first: it is never much slower than the best, so the slow teams of a busy
+ * machine are met with a time to compare against and cost one step each. -1
+ * when the visit is over. */
 static int next_visit(const hl_thread_tuner *t, int from)
 {
-    for (int i = from - 1; i >= 0; i--)
+    for (int i = from + 1; i < t->n; i++)
         if (i != t->skip)
             return i;
     return -1;
@@ -31,6 +33,8 @@ static int next_visit(const hl_thread_tuner *t, int from)
 
 static void start_visit(hl_thread_tuner *t, int candidate)
 {
+    if (candidate < 0) /* nothing to visit (one candidate): stay */
+        return;
     t->current = candidate;
     t->samples_left = SAMPLES;
     t->seconds[candidate] = 0;
@@ -50,8 +54,11 @@ void hl_thread_tuner_init(hl_thread_tuner *t, int max_threads)
         t->seconds[i] = INFINITY;
     t->skip = -1; /* the first visit times every candidate */
     t->interval = FIRST_INTERVAL;
-    start_visit(t, next_visit(t, t->n));
+    start_visit(t, next_visit(t, -1));
     t->chosen = t->current;
+    /* What runs before the first step (a program's first evaluation) runs
+     * on one thread too. */
+    hl_thread_tuner_begin(t);
 }
 
 int hl_thread_tuner_begin(hl_thread_tuner *t)
@@ -96,7 +103,7 @@ void hl_thread_tuner_end(hl_thread_tuner *t, double seconds)
         const double rival = t->seconds[fastest_other(t, t->chosen)];
         /* Visit now when chosen has fallen clearly behind another's last time. */
         if (--t->steps_until_visit <= 0 || t->seconds[t->chosen] > CLEARLY_SLOWER * rival)
-            start_visit(t, next_visit(t, t->n));
+            start_visit(t, next_visit(t, -1));
         return;
     }
     const int taken = SAMPLES - t->samples_left;
