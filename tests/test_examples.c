@@ -303,21 +303,6 @@ START_TEST(test_programs_kernel_sets)
 }
 END_TEST
 
-static void run_ok(const char *command)
-{
-    char out[4096];
-    const int rc = tu_run(command, out, sizeof out);
-    ck_assert_msg(rc == 0, "%s: exit %d: %s", command, rc, out);
-}
-
-/* Whether two files hold the same bytes. */
-static bool same_file(const char *a, const char *b)
-{
-    char command[512], out[256];
-    snprintf(command, sizeof command, "cmp %s %s", a, b);
-    return tu_run(command, out, sizeof out) == 0;
-}
-
 /* Every FMA set, at 1 and 2 threads, writes the same model; the portable set
  * without FMA trains too (its loss is checked by the examples suite). */
 START_TEST(test_toy_heads_same_bits_every_kernel_set)
@@ -335,12 +320,12 @@ START_TEST(test_toy_heads_same_bits_every_kernel_set)
                      "HL_ISA=%s OMP_NUM_THREADS=%d " HL_BUILD_DIR "/toy_heads --seed 3 "
                      "--steps 300 --no-report --out %s",
                      hl_isa_name(isa), threads, path);
-            run_ok(command);
+            tu_run_ok(command);
             strcat(path, "/model.safetensors");
             if (!first[0])
                 strcpy(first, path);
             else
-                ck_assert_msg(same_file(first, path), "%s and %s differ", first, path);
+                ck_assert_msg(tu_same_file(first, path), "%s and %s differ", first, path);
         }
     }
     snprintf(command, sizeof command, "rm -rf %s", dir);

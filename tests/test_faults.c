@@ -39,13 +39,6 @@ static void remove_work_dir(void)
     ck_assert_int_eq(system(command), 0);
 }
 
-static void run_ok(const char *command)
-{
-    char out[8192];
-    int rc = tu_run(command, out, sizeof out);
-    ck_assert_msg(rc == 0, "%s exited %d: %s", command, rc, out);
-}
-
 /* Starts `command` under sh, kills its process group with SIGKILL after
  * `delay` seconds unless it ended first; true when it was killed. */
 static bool run_and_kill(const char *command, double delay)
@@ -67,16 +60,6 @@ static bool run_and_kill(const char *command, double delay)
     int status;
     ck_assert_int_eq(waitpid(child, &status, 0), child);
     return killed && WIFSIGNALED(status);
-}
-
-static bool same_bytes(const char *a, const char *b)
-{
-    size_t na, nb;
-    unsigned char *x = hl_read_file(a, &na), *y = hl_read_file(b, &nb);
-    bool same = x && y && na == nb && !memcmp(x, y, na);
-    free(x);
-    free(y);
-    return same;
 }
 
 /* No "*.tmp.*" file in dir. */
@@ -129,7 +112,7 @@ static void kill_and_resume(const char *base, const char *result, unsigned seed)
     char command[1024], dir[128], want[192], got[192];
     snprintf(command, sizeof command, "%s --out %s/straight >/dev/null 2>&1", base, work);
     double t0 = now();
-    run_ok(command);
+    tu_run_ok(command);
     const double seconds = now() - t0;
     snprintf(want, sizeof want, "%s/straight/%s", work, result);
     int killed = 0, resumed = 0;
@@ -155,7 +138,7 @@ static void kill_and_resume(const char *base, const char *result, unsigned seed)
             continue;
         resumed += has_checkpoint;
         snprintf(got, sizeof got, "%s/%s", dir, result);
-        ck_assert_msg(same_bytes(want, got), "run %d (killed, then %s): %s differs from %s", k,
+        ck_assert_msg(tu_same_file(want, got), "run %d (killed, then %s): %s differs from %s", k,
                       has_checkpoint ? "resumed" : "restarted", got, want);
         expect_no_temporaries(dir);
     }
@@ -217,7 +200,7 @@ static void expect_write_failure(const char *program_and_flags, const char *dir,
     ck_assert_msg(rc == 2, "%s: exit %d: %s", command, rc, out);
     ck_assert_msg(strstr(out, "cannot write") && strstr(out, dir), "%s: %s", command, out);
     expect_no_temporaries(dir);
-    ck_assert_msg(same_bytes(model, saved), "%s changed", model);
+    ck_assert_msg(tu_same_file(model, saved), "%s changed", model);
 }
 
 START_TEST(test_toy_heads_file_size_limit)
@@ -229,7 +212,7 @@ START_TEST(test_toy_heads_file_size_limit)
              HL_BUILD_DIR "/toy_heads --steps 10 --eval-every 5 --heldout 40 --no-report --out %s "
                           ">/dev/null",
              dir);
-    run_ok(command);
+    tu_run_ok(command);
     /* 64 KiB: train.csv and the PNGs fit, a checkpoint (~450 KB) does not. */
     expect_write_failure(HL_BUILD_DIR "/toy_heads --steps 10 --eval-every 5 --heldout 40 "
                                       "--no-report",
@@ -261,7 +244,7 @@ START_TEST(test_charlm_non_finite_weight)
                  HL_BUILD_DIR "/charlm --data %s --ctx %d --d-model 16 --heads 2 --layers 1 "
                               "--batch 4 --steps 10 --eval-every 5 --sample 0 --out %s >/dev/null",
                  text, cases[c].ctx, work);
-        run_ok(command);
+        tu_run_ok(command);
         /* Poison one weight of the checkpoint, keeping everything else. */
         snprintf(ckpt, sizeof ckpt, "%s/checkpoint.safetensors", work);
         hl_error err = {0};
@@ -295,7 +278,7 @@ START_TEST(test_charlm_non_finite_weight)
         ck_assert_msg(strstr(out, "step 10: the loss is nan") && strstr(out, "linear"),
                       "ctx %d, %s poisoned: %s", cases[c].ctx,
                       cases[c].attention ? "in_proj_weight" : "fc_w", out);
-        ck_assert_msg(same_bytes(ckpt, copy), "the checkpoint was overwritten");
+        ck_assert_msg(tu_same_file(ckpt, copy), "the checkpoint was overwritten");
         hl_optim_free(opt);
         hl_gpt_free(m);
         remove_work_dir();

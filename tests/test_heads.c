@@ -522,13 +522,6 @@ END_TEST
 
 /* ---- the program ------------------------------------------------------------ */
 
-static void run_ok(const char *command)
-{
-    char out[8192];
-    int rc = tu_run(command, out, sizeof out);
-    ck_assert_msg(rc == 0, "%s: exit %d: %s", command, rc, out);
-}
-
 static void expect_failure(const char *command, const char *fragment)
 {
     char out[8192];
@@ -636,7 +629,7 @@ START_TEST(test_program_outputs)
     snprintf(command, sizeof command,
              HEADS "ablate --model %s/toy/model.safetensors --sequences 50 --out %s/a", work,
              work);
-    run_ok(command);
+    tu_run_ok(command);
     snprintf(path, sizeof path, "%s/a/ablation.csv", work);
     ck_assert_int_eq(count_lines(path, first, sizeof first), 1 + 1 + 2 * 8);
     ck_assert_str_eq(first, "heads,ablation,scored_loss,scored_accuracy,other_loss,"
@@ -645,7 +638,7 @@ START_TEST(test_program_outputs)
     snprintf(command, sizeof command,
              HEADS "ablate --model %s/toy/model.safetensors --sequences 50 --heads 1.3,0.2 "
              "--out %s/b", work, work);
-    run_ok(command);
+    tu_run_ok(command);
     snprintf(path, sizeof path, "%s/b/ablation.csv", work);
     ck_assert_int_eq(count_lines(path, NULL, 0), 1 + 1 + 2);
     size_t size;
@@ -659,7 +652,7 @@ START_TEST(test_program_outputs)
     snprintf(command, sizeof command,
              HEADS "importance --model %s/toy/model.safetensors --sequences 50 --out %s/a",
              work, work);
-    run_ok(command);
+    tu_run_ok(command);
     snprintf(path, sizeof path, "%s/a/importance.csv", work);
     ck_assert_int_eq(count_lines(path, first, sizeof first), 1 + 8);
     ck_assert_str_eq(first, "layer,head,importance,raw,rank\n");
@@ -670,11 +663,11 @@ START_TEST(test_program_outputs)
     snprintf(command, sizeof command,
              HEADS "prune --model %s/toy/model.safetensors --sequences 50 --heads 0.1,1.2 "
              "--timing-runs 1 --out %s/p1", work, work);
-    run_ok(command);
+    tu_run_ok(command);
     snprintf(command, sizeof command,
              HEADS "prune --model %s/p1/pruned.safetensors --sequences 50 --heads 0.0 "
              "--timing-runs 1 --out %s/p2", work, work);
-    run_ok(command);
+    tu_run_ok(command);
     hl_error err = {0};
     hl_gpt_meta meta;
     snprintf(path, sizeof path, "%s/p2/pruned.safetensors", work);
@@ -691,7 +684,7 @@ START_TEST(test_program_outputs)
     snprintf(command, sizeof command,
              HEADS "ablate --model %s/p2/pruned.safetensors --sequences 50 --out %s/p2", work,
              work);
-    run_ok(command);
+    tu_run_ok(command);
     snprintf(path, sizeof path, "%s/p2/ablation.csv", work);
     csv = slurp(path, &size);
     csv[size] = '\0';
@@ -703,7 +696,7 @@ START_TEST(test_program_outputs)
     snprintf(command, sizeof command,
              HEADS "prune --curve --model %s/toy/model.safetensors --sequences 20 "
              "--step-fraction 0.5 --finetune 3 --timing-runs 1 --out %s/c", work, work);
-    run_ok(command);
+    tu_run_ok(command);
     snprintf(path, sizeof path, "%s/c/prune_curve.csv", work);
     ck_assert_int_eq(count_lines(path, first, sizeof first), 1 + 3);
     ck_assert_str_eq(first, "step,heads_left,fraction_pruned,pruned_now,params,forward_ms,"
@@ -721,7 +714,7 @@ START_TEST(test_program_outputs)
     snprintf(command, sizeof command,
              HEADS "ablate --model %s/char/checkpoint.safetensors --data README.md --windows 8 "
              "--out %s/t", work, work);
-    run_ok(command);
+    tu_run_ok(command);
     snprintf(path, sizeof path, "%s/t/ablation.csv", work);
     ck_assert_int_eq(count_lines(path, first, sizeof first), 1 + 1 + 2 * 4);
     ck_assert_str_eq(first, "heads,ablation,text_loss,text_accuracy,delta_text_loss\n");
@@ -729,7 +722,7 @@ START_TEST(test_program_outputs)
              HEADS "prune --curve --model %s/char/checkpoint.safetensors --data README.md "
              "--windows 8 --finetune 2 --finetune-data tests/suites.h --timing-runs 1 "
              "--out %s/t", work, work);
-    run_ok(command);
+    tu_run_ok(command);
 }
 END_TEST
 
@@ -754,11 +747,11 @@ START_TEST(test_program_bad_input)
     /* Outputs from good runs, which the failing runs below must leave alone. */
     snprintf(command, sizeof command,
              HEADS "ablate --model %s --sequences 20 --heads 0.0 --out %s", model, out_dir);
-    run_ok(command);
+    tu_run_ok(command);
     snprintf(command, sizeof command,
              HEADS "prune --model %s --sequences 20 --heads 0.0 --timing-runs 1 --out %s",
              model, out_dir);
-    run_ok(command);
+    tu_run_ok(command);
     size_t csv_size, ckpt_size;
     snprintf(path, sizeof path, "%s/ablation.csv", out_dir);
     char *csv = slurp(path, &csv_size);

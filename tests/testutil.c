@@ -146,3 +146,20 @@ int tu_run(const char *command, char *out, size_t size)
     int status = pclose(p);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+void tu_run_ok(const char *command)
+{
+    char out[8192];
+    int rc = tu_run(command, out, sizeof out);
+    ck_assert_msg(rc == 0, "%s: exit %d: %s", command, rc, out);
+}
+
+bool tu_same_file(const char *a, const char *b)
+{
+    size_t na, nb;
+    unsigned char *x = hl_read_file(a, &na), *y = hl_read_file(b, &nb);
+    bool same = x && y && na == nb && !memcmp(x, y, na);
+    free(x);
+    free(y);
+    return same;
+}

@@ -45,6 +45,12 @@ void tu_expect_error(hl_graph *g, const hl_tensor *result, ...);
  * (-1 when it did not exit normally). */
 int tu_run(const char *command, char *out, size_t size);
 
+/* tu_run, failing the test with the command's output unless it exits 0. */
+void tu_run_ok(const char *command);
+
+/* Whether two files exist and hold the same bytes. */
+bool tu_same_file(const char *a, const char *b);
+
 /* Fails unless |a[i] - b[i]| <= tol for all i. */
 void tu_assert_close(const char *what, const hl_real *a, const hl_real *b, size_t n, double tol);
 
