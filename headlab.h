@@ -40,6 +40,7 @@
 #include "io/checkpoint.h"
 #include "io/csv_log.h"
 #include "files/fs.h"
+#include "text/vocab.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
 #include "viz/heatmap.h"

@@ -191,7 +191,8 @@ static void map_plan_free(map_plan *p)
 }
 
 static hl_status map_plan_make(map_plan *p, const hl_gpt *m, const int32_t *tokens, int T,
-                               bool bytes, const hl_head_set *which, const hl_head_scores *scores,
+                               const hl_vocab *vocab, const hl_head_set *which,
+                               const hl_head_scores *scores,
                                hl_error *err)
 {
     const int N = hl_gpt_total_heads(&m->cfg);
@@ -206,7 +207,7 @@ static hl_status map_plan_make(map_plan *p, const hl_gpt *m, const int32_t *toke
         return hl_error_set(err, HL_ERR_NOMEM, "maps: out of memory");
     }
     for (int t = 0; t < T; t++)
-        p->token_ptr[t] = hl_token_label(tokens[t], bytes, p->tokens[t]);
+        p->token_ptr[t] = hl_token_label(tokens[t], vocab, p->tokens[t]);
     for (int l = 0; l < m->cfg.n_layers; l++)
         for (int h = 0; h < hl_gpt_layer_heads(&m->cfg, l); h++) {
             if (which && !which->on[l][h])
@@ -220,7 +221,7 @@ static hl_status map_plan_make(map_plan *p, const hl_gpt *m, const int32_t *toke
 }
 
 hl_status hl_maps_write(const char *dir, const hl_gpt *m, const hl_tensor *maps,
-                        const int32_t *tokens, bool bytes, const hl_head_set *which,
+                        const int32_t *tokens, const hl_vocab *vocab, const hl_head_set *which,
                         const hl_head_scores *scores, hl_error *err)
 {
     const int N = hl_gpt_total_heads(&m->cfg);
@@ -229,7 +230,7 @@ hl_status hl_maps_write(const char *dir, const hl_gpt *m, const hl_tensor *maps,
     const int T = maps->shape[1];
     const size_t TT = (size_t)T * T;
     map_plan p;
-    if (map_plan_make(&p, m, tokens, T, bytes, which, scores, err) != HL_OK)
+    if (map_plan_make(&p, m, tokens, T, vocab, which, scores, err) != HL_OK)
         return err->status;
     if (p.n == 0) {
         map_plan_free(&p);

@@ -17,6 +17,7 @@
 #include "analysis/detectors.h"
 #include "analysis/head_effects.h"
 #include "models/head_set.h"
+#include "text/vocab.h"
 
 /* "L1H3" into buf: head h of layer l of m, named by its index as trained
  * (the same name before and after pruning; models/head_set.h). */
@@ -47,11 +48,11 @@ hl_status hl_ablation_effects_write_csv(const char *path, const hl_gpt *m,
                                         const hl_ablation_effect *rows, int n, hl_error *err);
 
 /* Every head in `which` (NULL: all): dir/attn_L<l>H<h>.png, the head's map
- * with the input's tokens on both axes (hl_token_label), and dir/maps_grid.png,
+ * with the input's tokens on both axes (hl_token_label with vocab), and dir/maps_grid.png,
  * the chosen heads side by side, labelled with their roles when scores is not
  * NULL. maps (N,T,T) as hl_heads_attention returns. */
 hl_status hl_maps_write(const char *dir, const hl_gpt *m, const hl_tensor *maps,
-                        const int32_t *tokens, bool bytes, const hl_head_set *which,
+                        const int32_t *tokens, const hl_vocab *vocab, const hl_head_set *which,
                         const hl_head_scores *scores, hl_error *err);
 
 /* Heads as nodes (a row per layer), and for each kind its strongest pairs

@@ -41,21 +41,39 @@ hl_tensor *hl_heads_attention(const hl_gpt *m, const int32_t *tokens, int T, hl_
     return maps;
 }
 
-const char *hl_token_label(int32_t token, bool bytes, char buf[HL_TOKEN_LABEL_MAX])
+/* One byte of a label: printable ASCII as itself, else an escape. */
+static void append_byte(char *buf, size_t *at, unsigned char c, bool in_word)
 {
-    if (!bytes || token < 0 || token > 255)
-        snprintf(buf, HL_TOKEN_LABEL_MAX, "%d", (int)token);
-    else if (token == ' ')
-        snprintf(buf, HL_TOKEN_LABEL_MAX, "' '");
-    else if (token == '\n')
-        snprintf(buf, HL_TOKEN_LABEL_MAX, "\\n");
-    else if (token == '\t')
-        snprintf(buf, HL_TOKEN_LABEL_MAX, "\\t");
-    else if (token == '\r')
-        snprintf(buf, HL_TOKEN_LABEL_MAX, "\\r");
-    else if (token > ' ' && token < 127)
-        snprintf(buf, HL_TOKEN_LABEL_MAX, "%c", (char)token);
+    char piece[8];
+    if (c == ' ')
+        snprintf(piece, sizeof piece, in_word ? "_" : "' '");
+    else if (c == '\n')
+        snprintf(piece, sizeof piece, "\\n");
+    else if (c == '\t')
+        snprintf(piece, sizeof piece, "\\t");
+    else if (c == '\r')
+        snprintf(piece, sizeof piece, "\\r");
+    else if (c > ' ' && c < 127)
+        snprintf(piece, sizeof piece, "%c", (char)c);
     else
-        snprintf(buf, HL_TOKEN_LABEL_MAX, "\\x%02x", (unsigned)token);
+        snprintf(piece, sizeof piece, "\\x%02x", (unsigned)c);
+    const size_t len = strlen(piece);
+    if (*at + len < HL_TOKEN_LABEL_MAX) {
+        memcpy(buf + *at, piece, len + 1);
+        *at += len;
+    }
+}
+
+const char *hl_token_label(int32_t token, const hl_vocab *vocab, char buf[HL_TOKEN_LABEL_MAX])
+{
+    size_t len, at = 0;
+    const unsigned char *piece = vocab ? hl_vocab_piece(vocab, token, &len) : NULL;
+    if (!piece) {
+        snprintf(buf, HL_TOKEN_LABEL_MAX, "%d", (int)token);
+        return buf;
+    }
+    buf[0] = 0;
+    for (size_t i = 0; i < len; i++)
+        append_byte(buf, &at, piece[i], len > 1);
     return buf;
 }

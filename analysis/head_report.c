@@ -121,7 +121,7 @@ static hl_status section_roles(study *s, hl_error *err)
 static hl_status section_maps(study *s, hl_error *err)
 {
     hl_tensor *maps = hl_heads_attention(s->m, s->o->map_tokens, s->o->map_T, err);
-    if (!maps || hl_maps_write(s->dir, s->m, maps, s->o->map_tokens, s->o->bytes, NULL,
+    if (!maps || hl_maps_write(s->dir, s->m, maps, s->o->map_tokens, s->o->vocab, NULL,
                                s->scores, err) != HL_OK) {
         hl_tensor_free(maps);
         return err->status;
@@ -147,7 +147,7 @@ static hl_status section_detectors(study *s, hl_error *err)
     hl_html_image(s->html, path, "heads by detectors");
     if (!s->o->text)
         return HL_OK;
-    hl_eval_set *w = hl_text_windows(s->o->text, s->o->text_size,
+    hl_eval_set *w = hl_text_windows(s->o->text, s->o->text_tokens,
                                      s->o->text_windows ? s->o->text_windows : 64,
                                      s->m->cfg.n_ctx, 16, err);
     hl_head_scores *ts = malloc(sizeof *ts * (size_t)s->m->cfg.n_layers * s->m->cfg.n_heads);

@@ -29,11 +29,11 @@ typedef struct hl_head_report_opts {
     const char *model_path;       /* named in the title */
     const hl_gpt_meta *meta;      /* task, step, pruned heads; may be NULL */
     hl_probe_opts probe;          /* the induction probe (hl_probe_new) */
-    bool bytes;                   /* tokens are bytes: label them as characters */
+    const hl_vocab *vocab;        /* a text model's tokens, to label maps; NULL: numbers */
     const int32_t *map_tokens;    /* the input the maps are drawn on, map_T tokens */
     int map_T;
-    const unsigned char *text;    /* optional: detectors also on windows of this text */
-    size_t text_size;
+    const int32_t *text;          /* optional: detectors also on windows of this text, */
+    size_t text_tokens;           /* as tokens */
     int text_windows;             /* 0: 64 */
     const hl_eval_set *eval;      /* ablation and importance on this set; NULL: the probe */
     const char *curve_png;        /* a pruning curve to include, or NULL */

@@ -50,3 +50,12 @@ hl_status hl_probe_new(const hl_gpt *m, const hl_probe_opts *opts, hl_probe *p, 
     p->half = half;
     return HL_OK;
 }
+
+hl_probe_opts hl_probe_text_opts(const hl_vocab *vocab)
+{
+    const int size = hl_vocab_size(vocab);
+    return size > HL_VOCAB_BYTES
+               ? (hl_probe_opts){.bos = -1, .token_lo = HL_VOCAB_BYTES, .token_hi = size,
+                                 .seed = 12345}
+               : (hl_probe_opts){.bos = -1, .token_lo = 'a', .token_hi = 'z' + 1, .seed = 12345};
+}

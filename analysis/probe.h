@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "models/gpt.h"
+#include "text/vocab.h"
 #include "train/eval.h"
 
 typedef struct hl_probe_opts {
@@ -32,6 +33,10 @@ typedef struct hl_probe {
 } hl_probe;
 
 hl_status hl_probe_new(const hl_gpt *m, const hl_probe_opts *opts, hl_probe *p, hl_error *err);
+/* The probe of a text model: random letters a..z for a byte-level one,
+ * random learnt words (tokens 256..) for one with a learnt vocabulary. No BOS,
+ * every program's seed (12345). */
+hl_probe_opts hl_probe_text_opts(const hl_vocab *vocab);
 void hl_probe_free(hl_probe *p);
 
 #endif

@@ -1,9 +1,10 @@
 /*
- * charlm: a byte-level GPT trained on any text file.
+ * charlm: a GPT trained on any text file, its tokens the bytes or words
+ * learnt from the text (--vocab N, text/vocab.h).
  *
- *     build/charlm --data FILE [--steps N] [--out DIR] [--resume CKPT] ...
+ *     build/charlm --data FILE [--vocab N] [--steps N] [--out DIR] [--resume CKPT] ...
  *
- * Splits the file 90/10 into training and validation bytes, trains with
+ * Splits the file 90/10 into training and validation text, trains with
  * AdamW (warm-up, cosine decay, gradient clipping), reports both losses,
  * logs every evaluation to DIR/train.csv, keeps DIR/checkpoint.safetensors
  * (weights, optimizer state, step, RNG) for --resume, and samples text.
@@ -29,12 +30,13 @@
 #define VAL_BATCHES 8
 #define PROBE_SEQUENCES 20 /* the induction probe at each evaluation */
 #define TEXT_WINDOWS 16    /* validation windows for the detectors on the text */
-#define REPORT_MAP_BYTES 96 /* the report's maps: this many validation bytes at most */
+#define REPORT_MAP_TOKENS 96 /* the report's maps: this many validation tokens at most */
 
 typedef struct {
     const char *data, *out, *resume, *prompt;
     const char *schedule;
     int steps, batch, ctx, d_model, heads, layers, eval_every, sample, threads, seed, warmup;
+    int vocab;
     double lr, dropout, temperature, clip;
     bool no_mlp, no_layernorm, no_report;
 } options;
@@ -43,8 +45,12 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: charlm --data FILE [options]\n"
-        "Trains a byte-level transformer on FILE and samples from it.\n"
+        "Trains a transformer on the text in FILE and samples from it.\n"
         "  --data FILE          training text (any bytes; 90%% train, 10%% validation)\n"
+        "  --vocab N            tokens: 0 = the bytes (the default); N > 256 = the bytes and\n"
+        "                       the N-256 most frequent words of the training text, stored\n"
+        "                       with the model (a word is a run of letters with the space\n"
+        "                       before it, a run of digits, or one other byte)\n"
         "  --out DIR            where train.csv and checkpoint.safetensors go (out/charlm)\n"
         "  --resume CKPT        continue a run from its checkpoint (the model config comes\n"
         "                       from the checkpoint; --steps is the new total)\n"
@@ -60,7 +66,7 @@ static void usage(FILE *f)
         "                       step; the default) or constant\n"
         "  --clip X             gradient-norm clip, 0 = off (1.0)\n"
         "  --eval-every N       validation interval (200)  --seed N        (0)\n"
-        "  --sample N           bytes to sample at the end (400)\n"
+        "  --sample N           tokens to sample at the end (400)\n"
         "  --temperature X      sampling temperature (0.8) --prompt TEXT   sampling prompt\n"
         "  --threads N          OpenMP threads (default: OMP_NUM_THREADS, else each step\n"
         "                       takes 1, 2, 4.. cores, whichever its timed steps ran fastest)\n"
@@ -81,6 +87,7 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_TEXT("prompt", &o.prompt),
         HL_OPTION_TEXT("schedule", &o.schedule),
         HL_OPTION_INT("warmup", &o.warmup, 0, 1e8),
+        HL_OPTION_INT("vocab", &o.vocab, 0, HL_VOCAB_MAX),
         HL_OPTION_INT("steps", &o.steps, 0, 1e8),
         HL_OPTION_INT("batch", &o.batch, 1, 4096),
         HL_OPTION_INT("ctx", &o.ctx, 2, 4096),
@@ -105,23 +112,29 @@ static options parse_options(int argc, char **argv)
         hl_cli_bad_input("charlm", "--data FILE is required (see --help)");
     if (strcmp(o.schedule, "cosine") && strcmp(o.schedule, "constant"))
         hl_cli_bad_input("charlm", "unknown --schedule %s (cosine or constant)", o.schedule);
+    if (o.vocab > 0 && o.vocab <= HL_VOCAB_BYTES)
+        hl_cli_bad_input("charlm", "--vocab %d: 0 for the bytes, or more than %d for learnt words",
+                         o.vocab, HL_VOCAB_BYTES);
+    if (o.vocab && o.resume)
+        hl_cli_bad_input("charlm", "--vocab with --resume: the vocabulary comes from the "
+                         "checkpoint");
     return o;
 }
 
 /* ---- the text ---- */
 
 typedef struct {
-    const unsigned char *bytes;
+    const int32_t *tokens;
     size_t size;
 } text_span;
 
-/* B windows of T+1 bytes starting at the given offsets -> inputs and targets. */
+/* B windows of T+1 tokens starting at the given offsets -> inputs and targets. */
 static void make_batch(text_span s, const size_t *offsets, int B, int T, int32_t *x, int32_t *y)
 {
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
-            x[b * T + t] = s.bytes[offsets[b] + t];
-            y[b * T + t] = s.bytes[offsets[b] + t + 1];
+            x[b * T + t] = s.tokens[offsets[b] + t];
+            y[b * T + t] = s.tokens[offsets[b] + t + 1];
         }
 }
 
@@ -146,8 +159,9 @@ enum { CURVE_TRAIN, CURVE_VAL, CURVE_ICL, CURVE_INDUCTION, CURVE_INDUCTION_TEXT,
 typedef struct {
     options o;
     bool lead;              /* rank 0 alone prints and writes */
-    unsigned char *text;
-    size_t size;
+    hl_vocab *vocab;        /* the bytes, or learnt from the training text */
+    size_t size;            /* bytes in the file */
+    int32_t *tokens[2];     /* the training and the validation text, encoded */
     text_span train, val;
     hl_eval_set *val_set;
     hl_gpt *m;
@@ -197,8 +211,15 @@ static hl_status save_checkpoint(run *r, int64_t step, hl_error *err)
     char path[4200];
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", r->o.out);
     hl_checkpoint_rng rngs[] = {{"data", &r->data_rng}, {"dropout", &r->g->rng}};
-    hl_checkpoint_meta meta[] = {{"config", r->config}, {"task", "charlm"}};
-    return hl_checkpoint_save(path, r->m->params, r->opt, step, rngs, 2, meta, 2, err);
+    bool failed;
+    char *vocab = hl_gpt_vocab_metadata(r->vocab, &failed);
+    if (failed)
+        return hl_error_set(err, HL_ERR_NOMEM, "checkpoint: out of memory");
+    hl_checkpoint_meta meta[] = {{"config", r->config}, {"task", "charlm"}, {"vocab", vocab}};
+    hl_status st = hl_checkpoint_save(path, r->m->params, r->opt, step, rngs, 2, meta,
+                                      vocab ? 3 : 2, err);
+    free(vocab);
+    return st;
 }
 
 /* ---- heads over training ---- */
@@ -356,21 +377,28 @@ static void train(run *r)
     }
 }
 
-/* Samples n bytes after the prompt, printing them as they come. */
-static void sample_text(hl_graph *g, const hl_gpt *m, const char *prompt, int n, double temperature,
-                        hl_rng *rng)
+/* Samples n tokens after the prompt, printing their text as they come. */
+static void sample_text(hl_graph *g, const hl_gpt *m, const hl_vocab *vocab, const char *prompt,
+                        int n, double temperature, hl_rng *rng)
 {
     const int T = m->cfg.n_ctx, V = m->cfg.vocab_out;
-    int32_t *context = malloc(sizeof *context * ((size_t)strlen(prompt) + (size_t)n + 1));
+    int32_t *prompt_tokens = NULL;
+    size_t len_prompt = 0;
+    hl_error err = {0};
+    if (hl_vocab_encode(vocab, (const unsigned char *)prompt, strlen(prompt), &prompt_tokens,
+                        &len_prompt, &err) != HL_OK)
+        return;
+    int32_t *context = malloc(sizeof *context * (len_prompt + (size_t)n + 1));
     double *p = malloc(sizeof *p * (size_t)V);
     if (!context || !p) {
+        free(prompt_tokens);
         free(context);
         free(p);
         return;
     }
-    int len = 0;
-    for (const char *c = prompt; *c; c++)
-        context[len++] = (unsigned char)*c;
+    int len = (int)len_prompt;
+    memcpy(context, prompt_tokens, sizeof *context * len_prompt);
+    free(prompt_tokens);
     fputs(prompt, stdout);
     bool grad = hl_graph_set_grad_enabled(g, false), training = hl_graph_set_training(g, false);
     for (int i = 0; i < n; i++) {
@@ -389,7 +417,9 @@ static void sample_text(hl_graph *g, const hl_gpt *m, const char *prompt, int n,
         while (next < V - 1 && (u -= p[next]) > 0)
             next++;
         context[len++] = next;
-        putchar(next);
+        size_t piece_len;
+        const unsigned char *piece = hl_vocab_piece(vocab, next, &piece_len);
+        fwrite(piece, 1, piece_len, stdout);
         hl_graph_reset(g);
     }
     putchar('\n');
@@ -401,29 +431,66 @@ static void sample_text(hl_graph *g, const hl_gpt *m, const char *prompt, int n,
 
 /* ---- set-up ---- */
 
-/* The text, split 90/10; exits 2 when it cannot be read or is too short. */
+/* The text, split 90/10 by bytes, and its tokens: the vocabulary is learnt
+ * from the training part (or comes from the checkpoint: r->vocab is set) and
+ * encodes both. Exits 2 when the file cannot be read or is too short. */
 static void load_text(run *r)
 {
-    r->text = hl_read_file(r->o.data, &r->size);
-    if (!r->text) {
+    unsigned char *text = hl_read_file(r->o.data, &r->size);
+    if (!text) {
         fprintf(stderr, "charlm: cannot read %s: %s\n", r->o.data, strerror(errno));
         hl_dist_abort(2);
     }
-    const size_t n_val = r->size / 10;
-    r->train = (text_span){r->text, r->size - n_val};
-    r->val = (text_span){r->text + r->size - n_val, n_val};
+    const size_t n_val = r->size / 10, n_train = r->size - n_val;
+    hl_error err = {0};
+    if (!r->vocab)
+        r->vocab = r->o.vocab ? hl_vocab_learn(text, n_train, r->o.vocab, &err)
+                              : hl_vocab_bytes();
+    size_t n[2] = {0, 0};
+    if (!r->vocab ||
+        hl_vocab_encode(r->vocab, text, n_train, &r->tokens[0], &n[0], &err) != HL_OK ||
+        hl_vocab_encode(r->vocab, text + n_train, n_val, &r->tokens[1], &n[1], &err) != HL_OK) {
+        fprintf(stderr, "charlm: %s\n", err.message[0] ? err.message : "out of memory");
+        hl_dist_abort(1);
+    }
+    free(text);
+    r->train = (text_span){r->tokens[0], n[0]};
+    r->val = (text_span){r->tokens[1], n[1]};
+}
+
+/* The file's bytes per token of its encoding. */
+static double bytes_per_token(const run *r)
+{
+    return (double)r->size / (double)(r->train.size + r->val.size);
+}
+
+/* Exits 2 when the text is too short for the context. */
+static void check_text_fits(const run *r)
+{
     if (r->val.size < (size_t)r->T + 2 || r->train.size < (size_t)r->T + 2) {
-        fprintf(stderr, "charlm: %s has %zu bytes; with --ctx %d it needs at least %d\n",
-                r->o.data, r->size, r->T, 10 * (r->T + 2));
+        fprintf(stderr, "charlm: %s has %zu bytes, %zu + %zu tokens; with --ctx %d each part "
+                "(90%% training, 10%% validation) needs at least %d tokens\n", r->o.data,
+                r->size, r->train.size, r->val.size, r->T, r->T + 2);
         hl_dist_abort(2);
     }
 }
 
-static hl_gpt *build_model(const options *o, hl_error *err)
+/* A new model for the vocabulary, or the checkpoint's model and vocabulary. */
+static hl_gpt *build_model(const options *o, hl_vocab **vocab, hl_error *err)
 {
-    if (o->resume)
-        return hl_gpt_load(o->resume, err);
-    hl_gpt_config cfg = {.vocab_in = 256, .vocab_out = 256, .n_ctx = o->ctx,
+    if (o->resume) {
+        hl_gpt_meta meta;
+        hl_gpt *m = hl_gpt_load_meta(o->resume, &meta, err);
+        if (m && !meta.vocab) {
+            hl_error_set(err, HL_ERR_FORMAT, "%s is not a text model's checkpoint", o->resume);
+            hl_gpt_free(m);
+            return NULL;
+        }
+        *vocab = meta.vocab;
+        return m;
+    }
+    const int V = hl_vocab_size(*vocab);
+    hl_gpt_config cfg = {.vocab_in = V, .vocab_out = V, .n_ctx = o->ctx,
                          .d_model = o->d_model, .n_heads = o->heads, .n_layers = o->layers,
                          .mlp = !o->no_mlp, .layernorm = !o->no_layernorm,
                          .dropout = o->dropout, .emb_std = 0.02};
@@ -434,8 +501,10 @@ static hl_gpt *build_model(const options *o, hl_error *err)
 static void check_ranks_agree(const run *r)
 {
     char check[1024];
-    snprintf(check, sizeof check, "%s batch=%d steps=%d lr=%g clip=%g seed=%d data_bytes=%zu",
-             r->config, r->B, r->o.steps, r->o.lr, r->o.clip, r->o.seed, r->size);
+    snprintf(check, sizeof check, "%s batch=%d steps=%d lr=%g clip=%g seed=%d data_bytes=%zu "
+             "tokens=%zu+%zu",
+             r->config, r->B, r->o.steps, r->o.lr, r->o.clip, r->o.seed, r->size, r->train.size,
+             r->val.size);
     hl_error err = {0};
     if (hl_dist_check_same(check, &err) != HL_OK) {
         if (r->lead)
@@ -496,8 +565,8 @@ static void setup_heads(run *r)
     if (!r->lead)
         return;
     hl_error err = {0};
-    const hl_probe_opts probe = {.sequences = PROBE_SEQUENCES, .bos = -1, .token_lo = 'a',
-                                 .token_hi = 'z' + 1, .seed = 12345};
+    hl_probe_opts probe = hl_probe_text_opts(r->vocab);
+    probe.sequences = PROBE_SEQUENCES;
     char header[256] = "step,layer,head";
     for (int d = 0; d < HL_DETECTORS; d++)
         snprintf(header + strlen(header), sizeof header - strlen(header), ",%s",
@@ -510,7 +579,7 @@ static void setup_heads(run *r)
         ok &= (r->curve[k] = malloc(sizeof(double) * n)) != NULL;
     ok &= (r->position_loss = malloc(sizeof(double) * (size_t)r->T)) != NULL;
     if (!ok || hl_probe_new(r->m, &probe, &r->probe, &err) != HL_OK ||
-        !(r->text_set = hl_text_windows(r->val.bytes, r->val.size, TEXT_WINDOWS, r->T, 4,
+        !(r->text_set = hl_text_windows(r->val.tokens, r->val.size, TEXT_WINDOWS, r->T, 4,
                                          &err))) {
         fprintf(stderr, "charlm: %s\n", err.message[0] ? err.message : "out of memory");
         hl_dist_abort(1);
@@ -521,13 +590,19 @@ static void setup(run *r, const options *o)
 {
     *r = (run){.o = *o, .lead = hl_dist_rank() == 0, .B = o->batch};
     hl_error err = {0};
-    r->m = build_model(o, &err);
+    /* A checkpoint brings its vocabulary; a new run learns one from the text
+     * first. */
+    if (!o->resume)
+        load_text(r);
+    r->m = build_model(o, &r->vocab, &err);
     if (!r->m) {
         fprintf(stderr, "charlm: %s\n", err.message);
         hl_dist_abort(2);
     }
+    if (o->resume)
+        load_text(r);
     r->T = r->m->cfg.n_ctx;
-    load_text(r);
+    check_text_fits(r);
     hl_gpt_config_format(&r->m->cfg, r->config, sizeof r->config);
     check_ranks_agree(r);
     if (r->lead && hl_make_dirs(o->out)) {
@@ -552,9 +627,11 @@ static void setup(run *r, const options *o)
                      : NULL;
     setup_heads(r);
     if (r->lead)
-        printf("charlm: %s, %zu bytes (%zu train, %zu validation); %zu parameters; batch %d "
-               "over %d rank(s)\n  %s\n",
-               o->data, r->size, r->train.size, r->val.size, hl_params_n_values(r->m->params),
+        printf("charlm: %s, %zu bytes; %d tokens (%s), %zu training and %zu validation "
+               "tokens, %.3f bytes per token; %zu parameters; batch %d over %d rank(s)\n  %s\n",
+               o->data, r->size, hl_vocab_size(r->vocab),
+               hl_vocab_size(r->vocab) > HL_VOCAB_BYTES ? "bytes and learnt words" : "bytes",
+               r->train.size, r->val.size, bytes_per_token(r), hl_params_n_values(r->m->params),
                r->B, hl_dist_size(), r->config);
 }
 
@@ -563,7 +640,7 @@ static int finish(run *r)
 {
     char path[4200];
     hl_error err = {0};
-    hl_gpt_meta meta = {.task = "charlm", .step = r->o.steps};
+    hl_gpt_meta meta = {.task = "charlm", .step = r->o.steps, .vocab = r->vocab};
     snprintf(path, sizeof path, "%s/model.safetensors", r->o.out);
     if (hl_gpt_save_meta(path, r->m, &meta, &err) != HL_OK) {
         fprintf(stderr, "charlm: %s\n", err.message);
@@ -579,11 +656,10 @@ static int finish(run *r)
     }
     int32_t *x = r->val_set->tokens; /* the first validation window */
     hl_head_report_opts ro = {.model_path = "model.safetensors", .meta = &meta,
-                              .probe = {.bos = -1, .token_lo = 'a', .token_hi = 'z' + 1,
-                                        .seed = 12345},
-                              .bytes = true, .map_tokens = x,
-                              .map_T = r->T < REPORT_MAP_BYTES ? r->T : REPORT_MAP_BYTES,
-                              .text = r->val.bytes, .text_size = r->val.size,
+                              .probe = hl_probe_text_opts(r->vocab),
+                              .vocab = r->vocab, .map_tokens = x,
+                              .map_T = r->T < REPORT_MAP_TOKENS ? r->T : REPORT_MAP_TOKENS,
+                              .text = r->val.tokens, .text_tokens = r->val.size,
                               .eval = r->val_set};
     if (hl_head_report_write(r->m, &ro, path, &err) != HL_OK) {
         fprintf(stderr, "charlm: report: %s\n", err.message);
@@ -608,7 +684,9 @@ static void teardown(run *r)
     free(r->x);
     free(r->y);
     free(r->offsets);
-    free(r->text);
+    free(r->tokens[0]);
+    free(r->tokens[1]);
+    hl_vocab_free(r->vocab);
     hl_eval_set_free(r->val_set);
     hl_graph_free(r->g);
     hl_optim_free(r->opt);
@@ -627,7 +705,7 @@ int main(int argc, char **argv)
     train(&r);
     if (r.lead && o.sample > 0) {
         printf("--- sample (temperature %.2f) ---\n", o.temperature);
-        sample_text(r.g, r.m, o.prompt, o.sample, o.temperature, &r.data_rng);
+        sample_text(r.g, r.m, r.vocab, o.prompt, o.sample, o.temperature, &r.data_rng);
     }
     const int rc = r.lead ? finish(&r) : 0;
     teardown(&r);

@@ -33,25 +33,72 @@ hl_gpt *hl_gpt_load(const char *path, hl_error *err)
     return m;
 }
 
+/* The vocabulary of a model file (model_io.h), checked against its config. */
+static hl_status load_vocab(const hl_safetensors *f, const hl_gpt_config *c, hl_vocab **out,
+                            hl_error *err)
+{
+    const char *text = hl_safetensors_metadata(f, "vocab");
+    *out = NULL;
+    if (!text) {
+        const bool bytes = c->vocab_in == HL_VOCAB_BYTES && c->vocab_out == HL_VOCAB_BYTES;
+        if (bytes && !(*out = hl_vocab_bytes()))
+            return hl_error_set(err, HL_ERR_NOMEM, "out of memory");
+        return HL_OK;
+    }
+    hl_error local = {0};
+    if (!(*out = hl_vocab_parse(text, &local)))
+        return hl_error_set(err, local.status, "metadata \"vocab\": %s", local.message);
+    const int size = hl_vocab_size(*out);
+    if (size != c->vocab_in || size != c->vocab_out) {
+        hl_vocab_free(*out);
+        *out = NULL;
+        return hl_error_set(err, HL_ERR_FORMAT,
+                            "metadata \"vocab\" has %d tokens but the model reads %d and "
+                            "predicts %d",
+                            size, c->vocab_in, c->vocab_out);
+    }
+    return HL_OK;
+}
+
 hl_gpt *hl_gpt_load_meta(const char *path, hl_gpt_meta *meta, hl_error *err)
 {
     memset(meta, 0, sizeof *meta);
-    hl_safetensors *f = NULL;
-    if (hl_safetensors_read(path, &f, err) != HL_OK)
-        return NULL; /* the message names the file */
-    const char *task = hl_safetensors_metadata(f, "task");
-    const char *step = hl_safetensors_metadata(f, "step");
-    snprintf(meta->task, sizeof meta->task, "%s", task ? task : "");
-    meta->step = step ? strtoll(step, NULL, 10) : 0;
-    hl_safetensors_free(f);
     /* A private record, so the message can be prefixed with the path. */
     hl_error local = {0};
     hl_gpt *m = hl_gpt_load(path, &local);
-    if (m)
+    hl_safetensors *f = NULL;
+    if (m && hl_safetensors_read(path, &f, &local) == HL_OK) {
+        const char *task = hl_safetensors_metadata(f, "task");
+        const char *step = hl_safetensors_metadata(f, "step");
+        snprintf(meta->task, sizeof meta->task, "%s", task ? task : "");
+        meta->step = step ? strtoll(step, NULL, 10) : 0;
         hl_gpt_pruned_heads(m, &meta->pruned);
-    else
+        load_vocab(f, &m->cfg, &meta->vocab, &local);
+    }
+    hl_safetensors_free(f);
+    if (hl_error_failed(&local)) {
+        hl_gpt_free(m);
+        hl_gpt_meta_clear(meta);
         hl_error_set(err, local.status, "%s: %s", path, local.message);
+        return NULL;
+    }
     return m;
+}
+
+void hl_gpt_meta_clear(hl_gpt_meta *meta)
+{
+    hl_vocab_free(meta->vocab);
+    meta->vocab = NULL;
+}
+
+char *hl_gpt_vocab_metadata(const hl_vocab *v, bool *failed)
+{
+    *failed = false;
+    if (!v || hl_vocab_size(v) == HL_VOCAB_BYTES)
+        return NULL;
+    char *s = hl_vocab_format(v);
+    *failed = s == NULL;
+    return s;
 }
 
 hl_status hl_gpt_save_meta(const char *path, const hl_gpt *m, const hl_gpt_meta *meta,
@@ -62,8 +109,18 @@ hl_status hl_gpt_save_meta(const char *path, const hl_gpt *m, const hl_gpt_meta 
     int k = hl_pruned_heads_format(&meta->pruned, &m->cfg, pruned, sizeof pruned);
     if (n < 0 || (size_t)n >= sizeof config || k < 0 || (size_t)k >= sizeof pruned)
         return hl_error_set(err, HL_ERR_ARG, "save %s: the model config is too long", path);
-    hl_checkpoint_meta entries[3] = {{"config", config}, {"pruned_heads", pruned},
-                                     {"task", meta->task}};
-    return hl_checkpoint_save(path, m->params, NULL, meta->step, NULL, 0, entries,
-                              meta->task[0] ? 3 : 2, err);
+    bool failed;
+    char *vocab = hl_gpt_vocab_metadata(meta->vocab, &failed);
+    if (failed)
+        return hl_error_set(err, HL_ERR_NOMEM, "save %s: out of memory", path);
+    hl_checkpoint_meta entries[4] = {{"config", config}, {"pruned_heads", pruned}};
+    int n_entries = 2;
+    if (meta->task[0])
+        entries[n_entries++] = (hl_checkpoint_meta){"task", meta->task};
+    if (vocab)
+        entries[n_entries++] = (hl_checkpoint_meta){"vocab", vocab};
+    hl_status st = hl_checkpoint_save(path, m->params, NULL, meta->step, NULL, 0, entries,
+                                      n_entries, err);
+    free(vocab);
+    return st;
 }

@@ -19,6 +19,7 @@
 #include "models/gpt.h"
 #include "models/head_set.h"
 #include "models/mha.h"
+#include "text/vocab.h"
 
 /* Builds a module from PyTorch-named weights in f (under prefix), deducing E,
  * kdim, vdim and bias from the shapes found; declares its parameters in p and
@@ -38,12 +39,21 @@ typedef struct hl_gpt_meta {
     char task[32];      /* metadata "task" ("toy_heads", "charlm"), "" when absent */
     int64_t step;       /* metadata "step", 0 when absent */
     hl_head_set pruned; /* original heads removed ("pruned_heads") */
+    hl_vocab *vocab;    /* a text model's tokens, or NULL (see below) */
 } hl_gpt_meta;
 
-/* hl_gpt_load, and the metadata above, checked against the config. */
+/* hl_gpt_load, and the metadata above, checked against the config. The
+ * vocabulary is the file's "vocab" (text/vocab.h: a learnt one, its size the
+ * model's vocab_in and vocab_out), else the bytes for a model of 256 tokens in
+ * and out (a byte-level charlm), else NULL; hl_gpt_meta_clear frees it. */
 hl_gpt *hl_gpt_load_meta(const char *path, hl_gpt_meta *meta, hl_error *err);
-/* Weights, config, task, step and pruned_heads, written atomically; loads
- * back with hl_gpt_load or hl_gpt_load_meta. */
+void hl_gpt_meta_clear(hl_gpt_meta *meta);
+/* The "vocab" metadata string of v (malloc'd), or NULL when v is NULL or the
+ * bytes alone, which a file states by leaving it out; *failed when out of
+ * memory. For checkpoints, which store it too. */
+char *hl_gpt_vocab_metadata(const hl_vocab *v, bool *failed);
+/* Weights, config, task, step, pruned_heads and a learnt vocabulary, written
+ * atomically; loads back with hl_gpt_load or hl_gpt_load_meta. */
 hl_status hl_gpt_save_meta(const char *path, const hl_gpt *m, const hl_gpt_meta *meta,
                            hl_error *err);
 

@@ -32,6 +32,7 @@
     X(safetensors)        \
     X(atomic)             \
     X(csv_log)            \
+    X(vocab)              \
     X(heatmap)            \
     X(plot)               \
     X(mha)                \

@@ -1,5 +1,5 @@
 /* Tests for train/eval.c: text windows (evenly spaced, the last ending at the
- * text's last byte, a text too short refused), and the per-position loss and
+ * text's last token, a text too short refused), and the per-position loss and
  * in-context-learning score against a direct computation on a small model. */
 #include <math.h>
 #include <string.h>
@@ -10,17 +10,17 @@
 
 START_TEST(test_text_windows_and_bad_text)
 {
-    const unsigned char text[] = "abcdefghij";
+    const int32_t text[] = {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'};
     hl_error err = {0};
     hl_eval_set *w = hl_text_windows(text, 10, 3, 4, 2, &err);
     ck_assert_ptr_nonnull(w);
     ck_assert_int_eq(w->tokens[0], 'a');
     ck_assert_int_eq(w->targets[0][3], 'e');
-    ck_assert_int_eq(w->tokens[2 * 4], 'f'); /* the last window ends at the last byte */
+    ck_assert_int_eq(w->tokens[2 * 4], 'f'); /* the last window ends at the last token */
     ck_assert_int_eq(w->targets[0][2 * 4 + 3], 'j');
     hl_eval_set_free(w);
     ck_assert_ptr_null(hl_text_windows(text, 4, 3, 4, 2, &err));
-    ck_assert_ptr_nonnull(strstr(err.message, "4 bytes"));
+    ck_assert_ptr_nonnull(strstr(err.message, "4 tokens"));
 }
 END_TEST
 

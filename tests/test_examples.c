@@ -273,6 +273,62 @@ START_TEST(test_charlm_learns_and_resumes)
 }
 END_TEST
 
+/* charlm on learnt words: the model file keeps the vocabulary, a resumed run
+ * reads it from the checkpoint, the sample and the maps speak words. */
+START_TEST(test_charlm_words)
+{
+    make_temp_dir();
+    char path[256], command[1024], out[8192];
+    snprintf(path, sizeof path, "%s/text.txt", temp_dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 300; i++)
+        fprintf(f, "the cat sat on the mat and the dog sat on the log %d\n", i % 7);
+    fclose(f);
+    const char *model = "--ctx 16 --d-model 32 --heads 2 --layers 2 --batch 8 --eval-every 20";
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s %s --vocab 300 --steps 40 --out %s/lm "
+             "--sample 20 --no-report", path, model, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    /* 9 words of 2+ bytes ("the", " cat", ..., " log"): the vocabulary holds them all. */
+    ck_assert_msg(strstr(out, "265 tokens (bytes and learnt words)"), "%s", out);
+    snprintf(path, sizeof path, "%s/lm/model.safetensors", temp_dir);
+    hl_error err = {0};
+    hl_gpt_meta meta;
+    hl_gpt *m = hl_gpt_load_meta(path, &meta, &err);
+    ck_assert_msg(m, "%s", err.message);
+    ck_assert_int_eq(m->cfg.vocab_in, 265);
+    ck_assert_int_eq(hl_vocab_size(meta.vocab), 265);
+    hl_gpt_free(m);
+    hl_gpt_meta_clear(&meta);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s/text.txt %s --steps 60 --out %s/lm --sample 0 "
+             "--no-report --resume %s/lm/checkpoint.safetensors", temp_dir, model, temp_dir,
+             temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "step 60:"));
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads maps --model %s/lm/model.safetensors --text 'the cat sat' "
+             "--out %s/maps", temp_dir, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "3 tokens"), "%s", out);
+    snprintf(path, sizeof path, "%s/maps/maps.csv", temp_dir);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[256];
+    bool labelled = false;
+    while (fgets(line, sizeof line, f))
+        labelled |= strstr(line, ",2,\"_sat\",") != NULL;
+    fclose(f);
+    ck_assert_msg(labelled, "maps.csv labels no query \"_sat\"");
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s/text.txt --vocab 300 --out %s/lm --resume "
+             "%s/lm/checkpoint.safetensors", temp_dir, temp_dir, temp_dir);
+    expect_failure(command, 2, "the vocabulary comes from the checkpoint");
+    remove_temp_dir();
+}
+END_TEST
+
 START_TEST(test_charlm_bad_input)
 {
     expect_failure(HL_BUILD_DIR "/charlm", 2, "--data");
@@ -283,6 +339,9 @@ START_TEST(test_charlm_bad_input)
     expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --schedule linear", 2,
                    "unknown --schedule linear (cosine or constant)");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --warmup -1", 2, "--warmup");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --vocab 100", 2,
+                   "--vocab 100: 0 for the bytes, or more than 256 for learnt words");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --vocab x", 2, "--vocab");
 }
 END_TEST
 
@@ -388,6 +447,7 @@ Suite *examples_suite(void)
     tcase_add_test(tc, test_mha_run_bad_input);
     tcase_add_test(tc, test_toy_heads_short_run);
     tcase_add_test(tc, test_charlm_learns_and_resumes);
+    tcase_add_test(tc, test_charlm_words);
     tcase_add_test(tc, test_charlm_bad_input);
     tcase_add_test(tc, test_programs_kernel_sets);
     tcase_add_test(tc, test_check_layers_both_include_forms);

@@ -66,12 +66,23 @@ static uint8_t *read_png(const char *path, int *width, int *height)
 START_TEST(test_token_labels)
 {
     char b[HL_TOKEN_LABEL_MAX];
-    ck_assert_str_eq(hl_token_label('a', true, b), "a");
-    ck_assert_str_eq(hl_token_label(' ', true, b), "' '");
-    ck_assert_str_eq(hl_token_label('\n', true, b), "\\n");
-    ck_assert_str_eq(hl_token_label(200, true, b), "\\xc8");
-    ck_assert_str_eq(hl_token_label(7, true, b), "\\x07");
-    ck_assert_str_eq(hl_token_label(12, false, b), "12");
+    hl_vocab *bytes = hl_vocab_bytes();
+    ck_assert_str_eq(hl_token_label('a', bytes, b), "a");
+    ck_assert_str_eq(hl_token_label(' ', bytes, b), "' '");
+    ck_assert_str_eq(hl_token_label('\n', bytes, b), "\\n");
+    ck_assert_str_eq(hl_token_label(200, bytes, b), "\\xc8");
+    ck_assert_str_eq(hl_token_label(7, bytes, b), "\\x07");
+    ck_assert_str_eq(hl_token_label(12, NULL, b), "12");
+    ck_assert_str_eq(hl_token_label(256, bytes, b), "256"); /* outside the vocabulary */
+    /* Learnt words: the space before a word as "_", cut to fit. */
+    hl_error err = {0};
+    const char *text = " the the Abcdefghijklmnopqrstuvwxyz Abcdefghijklmnopqrstuvwxyz";
+    hl_vocab *words = hl_vocab_learn((const unsigned char *)text, strlen(text), 258, &err);
+    ck_assert_int_eq(hl_vocab_size(words), 258);
+    ck_assert_str_eq(hl_token_label(256, words, b), "_Abcdefghijklmn");
+    ck_assert_str_eq(hl_token_label(257, words, b), "_the");
+    hl_vocab_free(words);
+    hl_vocab_free(bytes);
 }
 END_TEST
 
@@ -88,9 +99,9 @@ START_TEST(test_maps_label_axes_with_tokens)
     for (int t = 1; t < 6; t++)
         ck_assert(maps->data[t * 6 + t - 1] > 0.99);
     char d1[64], d2[64], d3[64], p1[128], p2[128], p3[128];
-    ck_assert_int_eq(hl_maps_write(fresh_dir(d1), m, maps, a, false, NULL, NULL, &err), HL_OK);
-    ck_assert_int_eq(hl_maps_write(fresh_dir(d2), m, maps, b, false, NULL, NULL, &err), HL_OK);
-    ck_assert_int_eq(hl_maps_write(fresh_dir(d3), m, maps, a, false, NULL, NULL, &err), HL_OK);
+    ck_assert_int_eq(hl_maps_write(fresh_dir(d1), m, maps, a, NULL, NULL, NULL, &err), HL_OK);
+    ck_assert_int_eq(hl_maps_write(fresh_dir(d2), m, maps, b, NULL, NULL, NULL, &err), HL_OK);
+    ck_assert_int_eq(hl_maps_write(fresh_dir(d3), m, maps, a, NULL, NULL, NULL, &err), HL_OK);
     snprintf(p1, sizeof p1, "%s/attn_L0H0.png", d1);
     snprintf(p2, sizeof p2, "%s/attn_L0H0.png", d2);
     snprintf(p3, sizeof p3, "%s/attn_L0H0.png", d3);
@@ -105,7 +116,7 @@ START_TEST(test_maps_label_axes_with_tokens)
     ck_assert_ptr_nonnull(strstr(err.message, "token 99"));
     hl_error_clear(&err);
     hl_tensor *wrong = hl_tensor_new("w", 3, (int[]){2, 6, 6}, false);
-    ck_assert_int_eq(hl_maps_write(d1, m, wrong, a, false, NULL, NULL, &err), HL_ERR_SHAPE);
+    ck_assert_int_eq(hl_maps_write(d1, m, wrong, a, NULL, NULL, NULL, &err), HL_ERR_SHAPE);
     free(i1), free(i2), free(i3);
     hl_tensor_free(wrong);
     hl_tensor_free(maps);
@@ -377,7 +388,7 @@ START_TEST(test_program_bad_input)
     } cases[] = {
         {"scores --model %s/missing.safetensors --out %s/x", "missing.safetensors"},
         {"scores --model %s/text.txt --out %s/x", "text.txt"},
-        {"scores --model %s/forced.safetensors --data %s/text.txt --out %s/x", "byte-level"},
+        {"scores --model %s/forced.safetensors --data %s/text.txt --out %s/x", "not a text model"},
         {"scores --model %s/forced.safetensors --heads 0.0 --out %s/x", "--heads"},
         {"maps --model %s/bytes.safetensors --text '' --out %s/x", "empty"},
         {"maps --model %s/bytes.safetensors --text ab --heads 2.0 --out %s/x", "head 2.0 is out of range"},

@@ -2,9 +2,10 @@
 # Checks the dependency rule between headlab's layers (README, "Layout"):
 #
 #   core <- ops <- models <- analysis;  files (whole-or-nothing file writes,
-#   directories), io, viz and train build on core (io and train also on
-#   models, io on train for the optimizer state it checkpoints, io and viz on
-#   files for their file writes).
+#   directories), text (tokens), io, viz and train build on core (io and train
+#   also on models, io on train for the optimizer state it checkpoints and on
+#   text for the vocabulary it stores, io and viz on files for their file
+#   writes).
 #
 # Every `#include "dir/..."` (or `<dir/...>` naming one of headlab's folders)
 # in a library file must name its own layer or one it may build on. Prints each offending file and line; exit 1 if any.
@@ -16,17 +17,18 @@ allowed() {
     case $1 in
     core)     echo "core" ;;
     files)    echo "core files" ;;
+    text)     echo "core text" ;;
     ops)      echo "core ops" ;;
     models)   echo "core ops models" ;;
     viz)      echo "core files viz" ;;
     train)    echo "core ops models train" ;;
-    io)       echo "core files models train io" ;;
-    analysis) echo "core files ops models io viz train analysis" ;;
+    io)       echo "core files text models train io" ;;
+    analysis) echo "core files text ops models io viz train analysis" ;;
     esac
 }
 
 status=0
-for layer in core files ops models viz train io analysis; do
+for layer in core files text ops models viz train io analysis; do
     ok=$(allowed "$layer")
     for file in "$layer"/*.c "$layer"/*.h "$layer"/*/*.c "$layer"/*/*.h; do
         [ -e "$file" ] || continue
@@ -37,7 +39,7 @@ for layer in core files ops models viz train io analysis; do
                 sed 's|^\([0-9]*\):[^"]*"\([^"/]*\)/.*|\1 \2|'
             grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*<[^>/]*/' "$file" |
                 sed 's|^\([0-9]*\):[^<]*<\([^>/]*\)/.*|\1 \2|' |
-                grep -E ' (core|files|ops|models|io|viz|train|analysis|examples|tests|bench)$'
+                grep -E ' (core|files|text|ops|models|io|viz|train|analysis|examples|tests|bench)$'
         } >"${TMPDIR:-/tmp}/hl_layers.$$" || true
         while read -r line dir; do
             case " $ok " in

@@ -222,11 +222,11 @@ double hl_icl_score(const double *position_loss, int T)
     return late - early;
 }
 
-hl_eval_set *hl_text_windows(const unsigned char *text, size_t size, int windows, int T,
-                             int batch, hl_error *err)
+hl_eval_set *hl_text_windows(const int32_t *text, size_t size, int windows, int T, int batch,
+                             hl_error *err)
 {
     if (!text || T < 1 || windows < 1 || size < (size_t)T + 1) {
-        hl_error_set(err, HL_ERR_ARG, "text windows: %zu bytes do not hold a window of %d",
+        hl_error_set(err, HL_ERR_ARG, "text windows: %zu tokens do not hold a window of %d",
                      size, T + 1);
         return NULL;
     }

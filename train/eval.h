@@ -92,10 +92,11 @@ hl_status hl_evaluate_positions(const hl_gpt *m, const hl_eval_set *set, double 
 void hl_icl_ranges(int T, int *early0, int *early1, int *late0, int *late1);
 double hl_icl_score(const double *position_loss, int T);
 
-/* Evenly spaced windows of T+1 bytes of a text as an evaluation set (inputs
- * and next bytes, one group "text"). HL_ERR_ARG when the text is shorter than
- * T+1 bytes. */
-hl_eval_set *hl_text_windows(const unsigned char *text, size_t size, int windows, int T,
-                             int batch, hl_error *err);
+/* Evenly spaced windows of T+1 tokens of a text (its bytes, or as a
+ * vocabulary encoded it: text/vocab.h) as an evaluation set (inputs and next
+ * tokens, one group "text"). HL_ERR_ARG when the text is shorter than T+1
+ * tokens. */
+hl_eval_set *hl_text_windows(const int32_t *text, size_t size, int windows, int T, int batch,
+                             hl_error *err);
 
 #endif

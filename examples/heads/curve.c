@@ -13,7 +13,7 @@ typedef struct {
     bool toy;
     hl_rng rng;
     hl_toy_batch *toy_batch;
-    unsigned char *text; /* charlm: --finetune-data */
+    int32_t *text;       /* charlm: --finetune-data's tokens */
     size_t size;
     int B, T, n_groups;
     int32_t *x, *y;
@@ -40,10 +40,9 @@ static void source_open(train_source *src, const options *o, const study *s)
         if (!o->finetune_data)
             heads_bad_input("--finetune on a charlm model needs --finetune-data FILE (the text "
                             "to train on; keep it apart from the --data evaluation text)");
-        if (!(src->text = heads_read_file(o->finetune_data, &src->size)))
-            exit(2);
+        src->text = heads_read_tokens(o->finetune_data, s->meta.vocab, &src->size);
         if (src->size < (size_t)src->T + 2)
-            heads_bad_input("%s is too short to fine-tune on (%zu bytes)", o->finetune_data,
+            heads_bad_input("%s is too short to fine-tune on (%zu tokens)", o->finetune_data,
                             src->size);
     }
     src->toy_batch = s->toy ? hl_toy_batch_new(src->B) : NULL;

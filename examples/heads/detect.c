@@ -20,8 +20,7 @@
 /* A model with what its file says, and the probe fit for it. */
 typedef struct {
     hl_gpt *m;
-    hl_gpt_meta meta;
-    bool bytes;            /* a byte-level (charlm) model */
+    hl_gpt_meta meta;      /* meta.vocab: a text (charlm) model's tokens, else NULL */
     hl_probe_opts probe;
 } model_in;
 
@@ -35,25 +34,30 @@ static model_in open_model(const options *o)
     if (c->n_heads > HL_HEADS_MAX)
         heads_bad_input("%s has %d heads per layer; this program handles up to %d", o->model,
                         c->n_heads, HL_HEADS_MAX);
-    in.bytes = c->vocab_in == 256 && c->vocab_out == 256;
     const bool toy = c->vocab_in == HL_TOY_VOCAB + 1 && c->vocab_out == HL_TOY_VOCAB;
-    if (o->data && !in.bytes)
-        heads_bad_input("%s is not a byte-level model (vocabulary %d in, %d out, not 256): "
-                        "--data needs a charlm model", o->model, c->vocab_in, c->vocab_out);
-    /* The probe: toy models after BOS over their 16 tokens; byte models over a..z. */
-    in.probe = (hl_probe_opts){.bos = toy ? HL_TOY_BOS : -1, .seed = 12345,
-                               .token_lo = in.bytes ? 'a' : 0, .token_hi = in.bytes ? 'z' + 1 : 0};
+    if (o->data && !in.meta.vocab)
+        heads_bad_input("%s is not a text model (vocabulary %d in, %d out, and no \"vocab\" in "
+                        "the file): --data needs a charlm model", o->model, c->vocab_in,
+                        c->vocab_out);
+    /* The probe: toy models after BOS over their 16 tokens; text models over
+     * letters or words. */
+    in.probe = in.meta.vocab ? hl_probe_text_opts(in.meta.vocab)
+                             : (hl_probe_opts){.bos = toy ? HL_TOY_BOS : -1, .seed = 12345};
     return in;
 }
 
-static unsigned char *read_data(const options *o, const hl_gpt *m, size_t *size)
+static void close_model(model_in *in)
 {
-    unsigned char *text = heads_read_file(o->data, size);
-    if (!text)
-        exit(2);
-    if (*size < (size_t)m->cfg.n_ctx + 1)
-        heads_bad_input("%s has %zu bytes; windows of the model's %d+1 need at least %d",
-                        o->data, *size, m->cfg.n_ctx, m->cfg.n_ctx + 1);
+    hl_gpt_free(in->m);
+    hl_gpt_meta_clear(&in->meta);
+}
+
+static int32_t *read_data(const options *o, const model_in *in, size_t *n)
+{
+    int32_t *text = heads_read_tokens(o->data, in->meta.vocab, n);
+    if (*n < (size_t)in->m->cfg.n_ctx + 1)
+        heads_bad_input("%s has %zu tokens; windows of the model's %d+1 need at least %d",
+                        o->data, *n, in->m->cfg.n_ctx, in->m->cfg.n_ctx + 1);
     return text;
 }
 
@@ -85,7 +89,7 @@ static hl_status text_scores(const options *o, const model_in *in, hl_head_score
                              hl_error *err)
 {
     size_t size;
-    unsigned char *text = read_data(o, in->m, &size);
+    int32_t *text = read_data(o, in, &size);
     hl_eval_set *w = hl_text_windows(text, size, o->windows, in->m->cfg.n_ctx, 16, err);
     free(text);
     if (!w)
@@ -124,7 +128,7 @@ int heads_run_scores(const options *o)
              "once%s", p.set->n, p.half, p.start ? " after BOS" : "");
     print_roles(in.m, s, what);
     if (o->data) {
-        snprintf(what, sizeof what, "\n%d windows of %d bytes of %s", o->windows,
+        snprintf(what, sizeof what, "\n%d windows of %d tokens of %s", o->windows,
                  in.m->cfg.n_ctx, o->data);
         print_roles(in.m, ts, what);
     }
@@ -133,14 +137,32 @@ int heads_run_scores(const options *o)
     hl_probe_free(&p);
     free(s);
     free(ts);
-    hl_gpt_free(in.m);
+    close_model(&in);
     return 0;
 }
 
 /* ---- maps -------------------------------------------------------------------- */
 
-/* The input's tokens: the bytes of --text or of --data from --offset (byte
- * models), or numbers in --text (other models); at most n_ctx. */
+/* The first max tokens of text as a text model's vocabulary encodes it, into
+ * x; how many. */
+static int encode_text(const model_in *in, const char *text, int32_t *x, int max)
+{
+    int32_t *tokens;
+    size_t n;
+    hl_error err = {0};
+    if (hl_vocab_encode(in->meta.vocab, (const unsigned char *)text, strlen(text), &tokens, &n,
+                        &err) != HL_OK)
+        heads_fail(&err);
+    int k = 0;
+    for (; (size_t)k < n && k < max; k++)
+        x[k] = tokens[k];
+    free(tokens);
+    return k;
+}
+
+/* The input's tokens: --text, or --data from its --offset-th token, as the
+ * model's vocabulary encodes them (text models), or numbers in --text (other
+ * models); at most n_ctx. */
 static int32_t *map_input(const options *o, const model_in *in, int *T)
 {
     const int max = in->m->cfg.n_ctx;
@@ -150,21 +172,18 @@ static int32_t *map_input(const options *o, const model_in *in, int *T)
     int n = 0;
     if (o->data) {
         size_t size;
-        unsigned char *text = heads_read_file(o->data, &size);
-        if (!text || (size_t)o->offset >= size) {
+        int32_t *text = heads_read_tokens(o->data, in->meta.vocab, &size);
+        if ((size_t)o->offset >= size) {
             free(text);
             free(x);
-            if (!text)
-                exit(2);
-            heads_bad_input("--offset %d is past the end of %s (%zu bytes)", o->offset, o->data,
+            heads_bad_input("--offset %d is past the end of %s (%zu tokens)", o->offset, o->data,
                             size);
         }
         for (size_t i = (size_t)o->offset; i < size && n < max; i++)
             x[n++] = text[i];
         free(text);
-    } else if (in->bytes) {
-        for (const char *c = o->text; *c && n < max; c++)
-            x[n++] = (unsigned char)*c;
+    } else if (in->meta.vocab) {
+        n = encode_text(in, o->text, x, max);
     } else {
         for (const char *c = o->text; *c && n < max;) {
             char *end;
@@ -183,7 +202,7 @@ static int32_t *map_input(const options *o, const model_in *in, int *T)
 }
 
 static int write_maps_csv(const options *o, const hl_gpt *m, const hl_tensor *maps,
-                          const int32_t *x, bool bytes)
+                          const int32_t *x, const hl_vocab *vocab)
 {
     text_out csv;
     FILE *f = heads_text_begin(&csv);
@@ -199,8 +218,8 @@ static int write_maps_csv(const options *o, const hl_gpt *m, const hl_tensor *ma
                 char name[HL_HEAD_NAME_MAX], q[HL_TOKEN_LABEL_MAX], k[HL_TOKEN_LABEL_MAX];
                 /* Labels quoted, with quotes doubled, as CSV wants. */
                 fprintf(f, "%s,%d,\"%s\",%d,\"%s\",%.6f\n", hl_head_name(m, l, h, name), t,
-                        hl_token_label(x[t], bytes, q)[0] == '"' ? "\"\"" : q, best,
-                        hl_token_label(x[best], bytes, k)[0] == '"' ? "\"\"" : k,
+                        hl_token_label(x[t], vocab, q)[0] == '"' ? "\"\"" : q, best,
+                        hl_token_label(x[best], vocab, k)[0] == '"' ? "\"\"" : k,
                         a[t * T + best]);
             }
         }
@@ -218,10 +237,10 @@ int heads_run_maps(const options *o)
     if (!maps)
         heads_bad_input("%s", err.message);
     heads_make_out_dir(o);
-    if (hl_maps_write(o->out, in.m, maps, x, in.bytes, o->heads ? &which : NULL, NULL, &err) !=
-        HL_OK)
+    if (hl_maps_write(o->out, in.m, maps, x, in.meta.vocab, o->heads ? &which : NULL, NULL,
+                      &err) != HL_OK)
         heads_fail(&err);
-    int rc = write_maps_csv(o, in.m, maps, x, in.bytes);
+    int rc = write_maps_csv(o, in.m, maps, x, in.meta.vocab);
     if (!rc)
         printf("%d tokens; wrote %s/attn_L<l>H<h>.png (%d heads), %s/maps_grid.png, "
                "%s/maps.csv\n", T, o->out, o->heads ? hl_head_set_count(&which)
@@ -229,7 +248,7 @@ int heads_run_maps(const options *o)
                o->out, o->out);
     hl_tensor_free(maps);
     free(x);
-    hl_gpt_free(in.m);
+    close_model(&in);
     return rc;
 }
 
@@ -337,13 +356,13 @@ int heads_run_circuits(const options *o)
     for (int k = 0; k < HL_COMPOSE_KINDS; k++)
         free(comp[k]);
     hl_probe_free(&p);
-    hl_gpt_free(in.m);
+    close_model(&in);
     return 0;
 }
 
 /* ---- report --------------------------------------------------------------------- */
 
-/* A sentence with a repeat, for the maps of a byte model given no text. */
+/* A sentence with a repeat, for the maps of a text model given no text. */
 static const char default_text[] =
     "The cat sat on the mat. Then the cat sat on the mat again, and the dog sat too.";
 
@@ -362,8 +381,11 @@ static int32_t *report_input(const options *o, const model_in *in, const study *
         return x;
     }
     *T = 0;
-    for (const char *c = default_text; *c && *T < in->m->cfg.n_ctx; c++)
-        x[(*T)++] = in->bytes ? (unsigned char)*c : (unsigned char)*c % in->m->cfg.vocab_in;
+    if (in->meta.vocab)
+        *T = encode_text(in, default_text, x, in->m->cfg.n_ctx);
+    else
+        for (const char *c = default_text; *c && *T < in->m->cfg.n_ctx; c++)
+            x[(*T)++] = (unsigned char)*c % in->m->cfg.vocab_in;
     return x;
 }
 
@@ -388,8 +410,8 @@ int heads_run_report(const options *o)
         heads_close_study(&pruned);
     }
     hl_head_report_opts ro = {.model_path = o->model, .meta = &in.meta, .probe = in.probe,
-                              .bytes = in.bytes, .map_tokens = x, .map_T = T,
-                              .text = s.text, .text_size = s.text_size,
+                              .vocab = in.meta.vocab, .map_tokens = x, .map_T = T,
+                              .text = s.text, .text_tokens = s.text_tokens,
                               .text_windows = o->windows, .eval = s.set,
                               .curve_png = o->curve ? out_path(o, "prune_curve.png", curve) : NULL};
     hl_error err = {0};
@@ -399,6 +421,6 @@ int heads_run_report(const options *o)
     free(x);
     if (s.m)
         heads_close_study(&s);
-    hl_gpt_free(in.m);
+    close_model(&in);
     return 0;
 }

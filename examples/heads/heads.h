@@ -35,8 +35,8 @@ typedef struct {
     hl_gpt_meta meta;
     hl_eval_set *set;
     bool toy;
-    unsigned char *text; /* charlm: the --data file */
-    size_t text_size;
+    int32_t *text;       /* charlm: the --data file's tokens */
+    size_t text_tokens;
     char what[160];      /* the evaluation set, in words */
 } study;
 
@@ -50,8 +50,9 @@ study heads_open_study(const options *o);
 void heads_close_study(study *s);
 /* Creates --out once the inputs are known to be good, before the work. */
 void heads_make_out_dir(const options *o);
-/* The whole file; NULL with a message on error. */
-unsigned char *heads_read_file(const char *path, size_t *size);
+/* The whole file as tokens of vocab (*n of them; free them); exits 2 when it
+ * cannot be read. */
+int32_t *heads_read_tokens(const char *path, const hl_vocab *vocab, size_t *n);
 
 /* A text output built in memory and written whole at the end (files/atomic.h),
  * so a run that fails leaves the old file. */

@@ -19,13 +19,13 @@
 
 #include "analysis/head_maps.h"
 #include "analysis/patching.h"
+#include "analysis/probe.h"
 #include "examples/heads/heads.h"
 
 /* The model and the task it is studied on. */
 typedef struct {
     hl_gpt *m;
-    hl_gpt_meta meta;
-    bool bytes;
+    hl_gpt_meta meta; /* meta.vocab: a text model's tokens, else NULL */
     hl_patch_task t;
     int32_t *buf; /* the task's four (B,T) arrays */
     char what[200];
@@ -36,8 +36,11 @@ static void induction_task(const options *o, patch_in *in)
 {
     const hl_gpt_config *c = &in->m->cfg;
     const bool toy = c->vocab_in == HL_TOY_VOCAB + 1 && c->vocab_out == HL_TOY_VOCAB;
-    const int lo = in->bytes ? 'a' : 0;
-    const int hi = in->bytes ? 'z' + 1 : (c->vocab_in < c->vocab_out ? c->vocab_in : c->vocab_out);
+    const hl_probe_opts text = in->meta.vocab ? hl_probe_text_opts(in->meta.vocab)
+                                              : (hl_probe_opts){0};
+    const int lo = text.token_lo;
+    const int hi = text.token_hi ? text.token_hi
+                                 : (c->vocab_in < c->vocab_out ? c->vocab_in : c->vocab_out);
     hl_error err = {0};
     if (hl_patch_induction_task(in->m, o->pairs, toy ? HL_TOY_BOS : -1, lo, hi,
                                 (uint64_t)o->seed, &in->t, &in->buf, &err) != HL_OK)
@@ -65,20 +68,32 @@ static void parse_positions(const char *list, int T, bool *at)
     }
 }
 
-/* --clean or --corrupt as tokens: its bytes (byte models) or token numbers
- * separated by spaces or commas (other models); at most n_ctx. Returns the
- * count. */
+/* --clean or --corrupt as tokens: as the vocabulary encodes it (text
+ * models) or token numbers separated by spaces or commas (other models); at
+ * most n_ctx. Returns the count. */
 static int input_tokens(const char *flag, const char *text, const patch_in *in, int32_t *x)
 {
     const int max = in->m->cfg.n_ctx;
+    if (in->meta.vocab) {
+        int32_t *tokens;
+        size_t n;
+        hl_error err = {0};
+        if (hl_vocab_encode(in->meta.vocab, (const unsigned char *)text, strlen(text), &tokens,
+                            &n, &err) != HL_OK)
+            heads_fail(&err);
+        if (n > (size_t)max) {
+            free(tokens);
+            heads_bad_input("--%s is %zu tokens, longer than the model's context of %d", flag,
+                            n, max);
+        }
+        memcpy(x, tokens, sizeof *x * n);
+        free(tokens);
+        return (int)n;
+    }
     int n = 0;
     for (const char *c = text; *c; n++) {
         if (n == max)
             heads_bad_input("--%s is longer than the model's context of %d tokens", flag, max);
-        if (in->bytes) {
-            x[n] = (unsigned char)*c++;
-            continue;
-        }
         char *end;
         long v = strtol(c, &end, 10);
         if (end == c || v < 0 || v >= in->m->cfg.vocab_in)
@@ -106,11 +121,10 @@ static void text_task(const options *o, patch_in *in)
     const int T = input_tokens("clean", o->clean, in, clean);
     const int T2 = input_tokens("corrupt", o->corrupt, in, corrupt);
     if (T2 != T)
-        heads_bad_input("--clean has %d %s and --corrupt %d: patching needs one length", T,
-                        in->bytes ? "bytes" : "tokens", T2);
+        heads_bad_input("--clean has %d tokens and --corrupt %d: patching needs one length", T,
+                        T2);
     if (T < 2)
-        heads_bad_input("the inputs have %d %s; they need 2 or more", T,
-                        in->bytes ? "bytes" : "tokens");
+        heads_bad_input("the inputs have %d tokens; they need 2 or more", T);
     if (o->positions)
         parse_positions(o->positions, T, at);
     else
@@ -143,7 +157,6 @@ static patch_in open_patch_model(const options *o)
     hl_error err = {0};
     if (!(in.m = hl_gpt_load_meta(o->model, &in.meta, &err)))
         heads_bad_input("%s", err.message);
-    in.bytes = in.m->cfg.vocab_in == 256 && in.m->cfg.vocab_out == 256;
     if (o->clean)
         text_task(o, &in);
     else
@@ -164,6 +177,7 @@ static void close_patch_model(patch_in *in)
 {
     free(in->buf);
     hl_gpt_free(in->m);
+    hl_gpt_meta_clear(&in->meta);
 }
 
 static const char *act_name(hl_act a)
@@ -520,7 +534,7 @@ int heads_run_logit_lens(const options *o)
     char label[HL_TOKEN_LABEL_MAX];
     printf("\nlogit lens (the stream read through the final LayerNorm and unembedding), "
            "sequence 0 at position %d, answer %s:\n%-8s  %10s  top %d\n", at,
-           hl_token_label(in.t.answer[at], in.bytes, label), "stream",
+           hl_token_label(in.t.answer[at], in.meta.vocab, label), "stream",
            o->metric_diff ? "logit diff" : "loss", LENS_TOP);
     text_out t;
     FILE *f = heads_text_begin(&t);
@@ -535,7 +549,7 @@ int heads_run_logit_lens(const options *o)
                 const int32_t tok = top[((size_t)l * T + p) * LENS_TOP + i];
                 fprintf(f, "%s%d", i ? " " : "", tok);
                 if (p == at)
-                    printf(" %s", hl_token_label(tok, in.bytes, label));
+                    printf(" %s", hl_token_label(tok, in.meta.vocab, label));
             }
             fputc('\n', f);
         }

@@ -34,12 +34,19 @@ void heads_make_out_dir(const options *o)
         heads_bad_input("cannot create %s: %s", o->out, strerror(errno));
 }
 
-unsigned char *heads_read_file(const char *path, size_t *size)
+int32_t *heads_read_tokens(const char *path, const hl_vocab *vocab, size_t *n)
 {
-    unsigned char *text = hl_read_file(path, size);
+    size_t size;
+    unsigned char *text = hl_read_file(path, &size);
     if (!text)
-        fprintf(stderr, "heads: cannot read %s: %s\n", path, strerror(errno));
-    return text;
+        heads_bad_input("cannot read %s: %s", path, strerror(errno));
+    int32_t *tokens;
+    hl_error err = {0};
+    hl_status st = hl_vocab_encode(vocab, text, size, &tokens, n, &err);
+    free(text);
+    if (st != HL_OK)
+        heads_fail(&err);
+    return tokens;
 }
 
 FILE *heads_text_begin(text_out *t)
@@ -118,25 +125,6 @@ static hl_eval_set *toy_set(const options *o, hl_error *err)
     return set;
 }
 
-/* Windows of T+1 bytes at evenly spaced offsets: tokens and next bytes. */
-static hl_eval_set *text_set(const unsigned char *text, size_t size, int windows, int T, int batch,
-                             hl_error *err)
-{
-    hl_eval_set *set = hl_eval_set_new(windows, T, 1, batch, err);
-    if (!set)
-        return NULL;
-    size_t room = size - (size_t)T - 1;
-    for (int w = 0; w < windows; w++) {
-        size_t at = windows > 1 ? room * (size_t)w / (size_t)(windows - 1) : 0;
-        for (int t = 0; t < T; t++) {
-            set->tokens[(size_t)w * T + t] = text[at + t];
-            set->targets[0][(size_t)w * T + t] = text[at + t + 1];
-        }
-    }
-    snprintf(set->group_names[0], sizeof set->group_names[0], "text");
-    return set;
-}
-
 /* Loads the model and builds its evaluation set; exits 2 on bad input. */
 study heads_open_study(const options *o)
 {
@@ -153,17 +141,17 @@ study heads_open_study(const options *o)
         if (!strcmp(s.meta.task, "toy_heads"))
             heads_bad_input("%s is a toy_heads model, evaluated on the toy task: drop --data",
                       o->model);
-        if (c->vocab_in != 256 || c->vocab_out != 256)
-            heads_bad_input("%s is not a byte-level model (vocabulary %d in, %d out, not 256): "
-                      "--data needs a charlm model", o->model, c->vocab_in, c->vocab_out);
-        if (!(s.text = heads_read_file(o->data, &s.text_size)))
-            exit(2);
-        if (s.text_size < (size_t)c->n_ctx + 1)
-            heads_bad_input("%s has %zu bytes; windows of the model's %d+1 need at least %d",
-                      o->data, s.text_size, c->n_ctx, c->n_ctx + 1);
-        s.set = text_set(s.text, s.text_size, o->windows, c->n_ctx, o->batch ? o->batch : 16,
-                         &err);
-        snprintf(s.what, sizeof s.what, "%d windows of %d bytes from %s", o->windows,
+        if (!s.meta.vocab)
+            heads_bad_input("%s is not a text model (vocabulary %d in, %d out, and no \"vocab\" "
+                      "in the file): --data needs a charlm model", o->model, c->vocab_in,
+                      c->vocab_out);
+        s.text = heads_read_tokens(o->data, s.meta.vocab, &s.text_tokens);
+        if (s.text_tokens < (size_t)c->n_ctx + 1)
+            heads_bad_input("%s has %zu tokens; windows of the model's %d+1 need at least %d",
+                      o->data, s.text_tokens, c->n_ctx, c->n_ctx + 1);
+        s.set = hl_text_windows(s.text, s.text_tokens, o->windows, c->n_ctx,
+                                o->batch ? o->batch : 16, &err);
+        snprintf(s.what, sizeof s.what, "%d windows of %d tokens from %s", o->windows,
                  c->n_ctx + 1, o->data);
     } else {
         if (!strcmp(s.meta.task, "charlm"))
@@ -189,6 +177,7 @@ study heads_open_study(const options *o)
 void heads_close_study(study *s)
 {
     hl_gpt_free(s->m);
+    hl_gpt_meta_clear(&s->meta);
     hl_eval_set_free(s->set);
     free(s->text);
 }

@@ -137,6 +137,7 @@ int hl_fuzz_gpt(const uint8_t *data, size_t size)
     if (path) {
         hl_gpt_meta meta;
         hl_gpt_free(hl_gpt_load_meta(path, &meta, &err));
+        hl_gpt_meta_clear(&meta);
     }
     return 0;
 }
