@@ -127,12 +127,20 @@ hl_status hl_heads_run_ablate(hl_heads_run *r, const hl_gpt *m, int T, const hl_
 hl_status hl_heads_evaluate(const hl_gpt *m, const hl_eval_set *set, const hl_head_set *ablate,
                             const hl_head_means *means, hl_eval_result *out, hl_error *err)
 {
+    return hl_heads_evaluate_positions(m, set, ablate, means, NULL, out, err);
+}
+
+hl_status hl_heads_evaluate_positions(const hl_gpt *m, const hl_eval_set *set,
+                                      const hl_head_set *ablate, const hl_head_means *means,
+                                      double *position_loss, hl_eval_result *out, hl_error *err)
+{
     if (hl_eval_set_check(set, m, err) != HL_OK)
         return err->status;
     hl_heads_run r;
     hl_status s = hl_heads_run_ablate(&r, m, set->T, ablate, means, err);
     if (s == HL_OK)
-        s = hl_evaluate(m, set, &r.run, NULL, NULL, out, err);
+        s = position_loss ? hl_evaluate_positions(m, set, &r.run, position_loss, out, err)
+                          : hl_evaluate(m, set, &r.run, NULL, NULL, out, err);
     hl_heads_run_free(&r);
     return s;
 }

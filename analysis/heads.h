@@ -83,6 +83,12 @@ void hl_heads_run_free(hl_heads_run *r);
  * not NULL each of them instead outputs its mean (mean ablation). */
 hl_status hl_heads_evaluate(const hl_gpt *m, const hl_eval_set *set, const hl_head_set *ablate,
                             const hl_head_means *means, hl_eval_result *out, hl_error *err);
+/* The same, and the first group's mean loss at each position into
+ * position_loss (T; hl_evaluate_positions), e.g. for the ICL score with heads
+ * ablated. position_loss NULL: hl_heads_evaluate. */
+hl_status hl_heads_evaluate_positions(const hl_gpt *m, const hl_eval_set *set,
+                                      const hl_head_set *ablate, const hl_head_means *means,
+                                      double *position_loss, hl_eval_result *out, hl_error *err);
 
 /* Every head's output averaged over the set's sequences, per position, with
  * no head ablated: means->layer[l] is (H_l,T,D). */

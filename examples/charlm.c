@@ -27,16 +27,16 @@
 #include "analysis/probe.h"
 #include "headlab.h"
 
-#define VAL_BATCHES 8
+#define VAL_WINDOWS_MAX 512 /* the default validation set: this many windows at most */
 #define PROBE_SEQUENCES 20 /* the induction probe at each evaluation */
 #define TEXT_WINDOWS 16    /* validation windows for the detectors on the text */
 #define REPORT_MAP_TOKENS 96 /* the report's maps: this many validation tokens at most */
 
 typedef struct {
     const char *data, *out, *resume, *prompt;
-    const char *schedule;
+    const char *schedule, *pos_init;
     int steps, batch, ctx, d_model, heads, layers, eval_every, sample, threads, seed, warmup;
-    int vocab;
+    int vocab, val_windows;
     double lr, dropout, temperature, clip;
     bool no_mlp, no_layernorm, no_report;
 } options;
@@ -60,12 +60,17 @@ static void usage(FILE *f)
         "  --no-mlp             attention only: no MLP in the blocks\n"
         "  --no-layernorm       no LayerNorm in the blocks or before the head\n"
         "  --no-report          skip the head report at the end (DIR/report/)\n"
+        "  --pos-init NAME      position embeddings at the start: normal (noise of std\n"
+        "                       0.02, as the token embedding; the default) or sinusoidal\n"
+        "                       (Vaswani et al.'s, of the same size)\n"
         "  --lr X               peak learning rate (1e-3)  --dropout X     (0)\n"
         "  --warmup N           steps of linear warm-up (100)\n"
         "  --schedule NAME      after warm-up: cosine (down to 0.1 of the peak at the last\n"
         "                       step; the default) or constant\n"
         "  --clip X             gradient-norm clip, 0 = off (1.0)\n"
         "  --eval-every N       validation interval (200)  --seed N        (0)\n"
+        "  --val-windows N      validation windows of ctx+1 tokens, evenly spread (0: as\n"
+        "                       many as the validation text holds apart, at most 512)\n"
         "  --sample N           tokens to sample at the end (400)\n"
         "  --temperature X      sampling temperature (0.8) --prompt TEXT   sampling prompt\n"
         "  --threads N          OpenMP threads (default: OMP_NUM_THREADS, else each step\n"
@@ -79,15 +84,17 @@ static options parse_options(int argc, char **argv)
     options o = {.out = "out/charlm", .prompt = "\n", .steps = 2000, .batch = 16, .ctx = 64,
                  .d_model = 128, .heads = 4, .layers = 4, .eval_every = 200, .sample = 400,
                  .lr = 1e-3, .temperature = 0.8, .clip = 1.0, .warmup = 100,
-                 .schedule = "cosine"};
+                 .schedule = "cosine", .pos_init = "normal"};
     const hl_opt opts[] = {
         HL_OPTION_TEXT("data", &o.data),
         HL_OPTION_TEXT("out", &o.out),
         HL_OPTION_TEXT("resume", &o.resume),
         HL_OPTION_TEXT("prompt", &o.prompt),
         HL_OPTION_TEXT("schedule", &o.schedule),
+        HL_OPTION_TEXT("pos-init", &o.pos_init),
         HL_OPTION_INT("warmup", &o.warmup, 0, 1e8),
         HL_OPTION_INT("vocab", &o.vocab, 0, HL_VOCAB_MAX),
+        HL_OPTION_INT("val-windows", &o.val_windows, 0, 1 << 20),
         HL_OPTION_INT("steps", &o.steps, 0, 1e8),
         HL_OPTION_INT("batch", &o.batch, 1, 4096),
         HL_OPTION_INT("ctx", &o.ctx, 2, 4096),
@@ -112,6 +119,8 @@ static options parse_options(int argc, char **argv)
         hl_cli_bad_input("charlm", "--data FILE is required (see --help)");
     if (strcmp(o.schedule, "cosine") && strcmp(o.schedule, "constant"))
         hl_cli_bad_input("charlm", "unknown --schedule %s (cosine or constant)", o.schedule);
+    if (strcmp(o.pos_init, "normal") && strcmp(o.pos_init, "sinusoidal"))
+        hl_cli_bad_input("charlm", "unknown --pos-init %s (normal or sinusoidal)", o.pos_init);
     if (o.vocab > 0 && o.vocab <= HL_VOCAB_BYTES)
         hl_cli_bad_input("charlm", "--vocab %d: 0 for the bytes, or more than %d for learnt words",
                          o.vocab, HL_VOCAB_BYTES);
@@ -138,22 +147,22 @@ static void make_batch(text_span s, const size_t *offsets, int B, int T, int32_t
         }
 }
 
-/* VAL_BATCHES·B fixed, evenly spread windows of the validation text. */
-static hl_eval_set *validation_set(text_span val, int B, int T, hl_error *err)
+/* The validation set: --val-windows evenly spread windows of the validation
+ * text, by default as many as it holds without overlap, up to
+ * VAL_WINDOWS_MAX (the ICL score is a difference of two means over positions:
+ * 64 windows left it +-0.1 nats of noise). */
+static hl_eval_set *validation_set(text_span val, int windows, int B, int T, hl_error *err)
 {
-    const size_t n = (size_t)VAL_BATCHES * B, room = val.size - (size_t)T - 1;
-    hl_eval_set *set = hl_eval_set_new((int)n, T, 1, B, err);
-    for (size_t w = 0; set && w < n; w++) {
-        size_t offset = room * w / n;
-        make_batch(val, &offset, 1, T, set->tokens + w * T, set->targets[0] + w * T);
-    }
-    return set;
+    const size_t fit = val.size / ((size_t)T + 1);
+    const int n = windows ? windows : fit > VAL_WINDOWS_MAX ? VAL_WINDOWS_MAX : fit ? (int)fit : 1;
+    return hl_text_windows(val.tokens, val.size, n, T, B, err);
 }
 
 /* ---- training ---- */
 
 /* What heads.png draws against the step, one point per evaluation. */
-enum { CURVE_TRAIN, CURVE_VAL, CURVE_ICL, CURVE_INDUCTION, CURVE_INDUCTION_TEXT, CURVE_PREVIOUS,
+enum { CURVE_TRAIN, CURVE_VAL, CURVE_ICL, CURVE_ICL_BYTE, CURVE_INDUCTION, CURVE_INDUCTION_TEXT,
+       CURVE_PREVIOUS,
        CURVES };
 
 typedef struct {
@@ -180,6 +189,7 @@ typedef struct {
     FILE *heads_log;        /* heads.csv */
     hl_eval_set *text_set;  /* validation windows: the detectors on the text itself */
     double *position_loss;  /* the last evaluation's validation loss per position */
+    double *position_bytes; /* (T) bytes of the validation targets at each position */
     int n_points;           /* evaluations this run, for heads.png */
     double *at_step, *curve[CURVES];
 } run;
@@ -232,12 +242,16 @@ static hl_status plot_heads(const run *r, hl_error *err)
     const double *x = r->at_step;
     hl_plot_series loss[] = {{"train", x, r->curve[CURVE_TRAIN], n},
                              {"validation", x, r->curve[CURVE_VAL], n}};
-    hl_plot_series icl[] = {{"validation ICL score", x, r->curve[CURVE_ICL], n}};
+    const bool words = hl_vocab_size(r->vocab) > HL_VOCAB_BYTES;
+    hl_plot_series icl[] = {{words ? "ICL score (nats/token)" : "validation ICL score", x,
+                             r->curve[CURVE_ICL], n},
+                            {"ICL score (nats/byte)", x, r->curve[CURVE_ICL_BYTE], n}};
     hl_plot_series heads[] = {{"best induction (probe)", x, r->curve[CURVE_INDUCTION], n},
                               {"best induction (text)", x, r->curve[CURVE_INDUCTION_TEXT], n},
                               {"best previous-token", x, r->curve[CURVE_PREVIOUS], n}};
     hl_plot_panel panels[] = {{.y_label = "loss (nats/token)", .series = loss, .n_series = 2},
-                              {.y_label = "late - early loss", .series = icl, .n_series = 1},
+                              {.y_label = "late - early loss", .series = icl,
+                               .n_series = words ? 2 : 1},
                               {.y_label = "head score", .series = heads, .n_series = 3,
                                .y_min = 0, .y_max = 1}};
     hl_plot_opts opts = {.title = "loss, in-context learning and heads", .x_label = "step"};
@@ -291,7 +305,8 @@ static hl_status track_heads(run *r, int64_t step, const double point[CURVES], h
     return plot_heads(r, err);
 }
 
-/* position_loss.csv: the last evaluation's validation loss per position. */
+/* position_loss.csv: the last evaluation's validation loss per position, and
+ * the mean bytes of the tokens it predicts (the ICL score per byte). */
 static hl_status write_position_loss(const run *r, int64_t step, hl_error *err)
 {
     char path[4200];
@@ -299,9 +314,10 @@ static hl_status write_position_loss(const run *r, int64_t step, hl_error *err)
     hl_atomic_file f;
     if (hl_atomic_begin(&f, path, err) != HL_OK)
         return err->status;
-    fprintf(f.f, "step,position,val_loss\n");
+    fprintf(f.f, "step,position,val_loss,target_bytes\n");
     for (int t = 0; t < r->T; t++)
-        fprintf(f.f, "%lld,%d,%.6f\n", (long long)step, t, r->position_loss[t]);
+        fprintf(f.f, "%lld,%d,%.6f,%.4f\n", (long long)step, t, r->position_loss[t],
+                r->position_bytes[t]);
     return hl_atomic_commit(&f, err);
 }
 
@@ -311,22 +327,27 @@ static hl_status record(run *r, int64_t step, double train_loss, double norm,
                         const hl_lr_schedule *sched, double t0, hl_error *err)
 {
     hl_eval_result val;
-    if (hl_evaluate_positions(r->m, r->val_set, r->position_loss, &val, err) != HL_OK)
+    if (hl_evaluate_positions(r->m, r->val_set, NULL, r->position_loss, &val, err) != HL_OK)
         return err->status;
-    const double icl = hl_icl_score(r->position_loss, r->T);
-    fprintf(r->log, "%lld,%.6f,%.6f,%.6f,%.6g,%.4f,%.2f\n", (long long)step, train_loss,
-            val.loss[0], icl, r->o.lr * hl_lr_scale(sched, step), norm, hl_seconds() - t0);
+    const double icl = hl_icl_score(r->position_loss, NULL, r->T);
+    const double icl_byte = hl_icl_score(r->position_loss, r->position_bytes, r->T);
+    fprintf(r->log, "%lld,%.6f,%.6f,%.6f,%.6f,%.6g,%.4f,%.2f\n", (long long)step, train_loss,
+            val.loss[0], icl, icl_byte, r->o.lr * hl_lr_scale(sched, step), norm,
+            hl_seconds() - t0);
     if (fflush(r->log) != 0 || ferror(r->log))
         return hl_error_set(err, HL_ERR_IO, "cannot write %s/train.csv: %s", r->o.out,
                             strerror(errno));
+    char per_byte[48] = "";
+    if (hl_vocab_size(r->vocab) > HL_VOCAB_BYTES)
+        snprintf(per_byte, sizeof per_byte, " (%.4f nats/byte)", icl_byte);
     if (isnan(train_loss)) /* nothing trained yet in this run */
-        printf("step %lld: validation loss %.4f, ICL score %.4f\n", (long long)step,
-               val.loss[0], icl);
+        printf("step %lld: validation loss %.4f, ICL score %.4f%s\n", (long long)step,
+               val.loss[0], icl, per_byte);
     else
-        printf("step %lld: train loss %.4f, validation loss %.4f, ICL score %.4f\n",
-               (long long)step, train_loss, val.loss[0], icl);
+        printf("step %lld: train loss %.4f, validation loss %.4f, ICL score %.4f%s\n",
+               (long long)step, train_loss, val.loss[0], icl, per_byte);
     const double point[CURVES] = {[CURVE_TRAIN] = train_loss, [CURVE_VAL] = val.loss[0],
-                                  [CURVE_ICL] = icl};
+                                  [CURVE_ICL] = icl, [CURVE_ICL_BYTE] = icl_byte};
     if (write_position_loss(r, step, err) != HL_OK || track_heads(r, step, point, err) != HL_OK)
         return err->status;
     return step > r->start ? save_checkpoint(r, step, err) : HL_OK;
@@ -528,6 +549,8 @@ static void start_model(run *r)
     hl_graph_seed(r->g, (uint64_t)r->o.seed + 2 + (uint64_t)hl_dist_rank()); /* dropout */
     if (!r->o.resume) {
         hl_gpt_init_weights(r->m, &init_rng);
+        if (!strcmp(r->o.pos_init, "sinusoidal"))
+            hl_gpt_init_positions_sinusoidal(r->m);
     } else {
         hl_error err = {0};
         hl_checkpoint_rng rngs[] = {{"data", &r->data_rng}, {"dropout", &r->g->rng}};
@@ -559,6 +582,23 @@ static FILE *open_log(const char *dir, const char *name, int64_t resume_step,
     return log;
 }
 
+/* The bytes each validation position predicts, for the ICL score per byte. */
+static bool measure_position_bytes(run *r)
+{
+    const int V = hl_vocab_size(r->vocab);
+    double *token_bytes = malloc(sizeof *token_bytes * (size_t)V);
+    if (!token_bytes)
+        return false;
+    for (int v = 0; v < V; v++) {
+        size_t len;
+        hl_vocab_piece(r->vocab, v, &len);
+        token_bytes[v] = (double)len;
+    }
+    hl_eval_position_weights(r->val_set, token_bytes, r->position_bytes);
+    free(token_bytes);
+    return true;
+}
+
 /* The probe, heads.csv and room for one point per evaluation (rank 0). */
 static void setup_heads(run *r)
 {
@@ -578,6 +618,8 @@ static void setup_heads(run *r)
     for (int k = 0; k < CURVES; k++)
         ok &= (r->curve[k] = malloc(sizeof(double) * n)) != NULL;
     ok &= (r->position_loss = malloc(sizeof(double) * (size_t)r->T)) != NULL;
+    ok &= (r->position_bytes = malloc(sizeof(double) * (size_t)r->T)) != NULL &&
+          measure_position_bytes(r);
     if (!ok || hl_probe_new(r->m, &probe, &r->probe, &err) != HL_OK ||
         !(r->text_set = hl_text_windows(r->val.tokens, r->val.size, TEXT_WINDOWS, r->T, 4,
                                          &err))) {
@@ -616,14 +658,15 @@ static void setup(run *r, const options *o)
     r->x = malloc(sizeof *r->x * (size_t)r->B * r->T);
     r->y = malloc(sizeof *r->y * (size_t)r->B * r->T);
     r->offsets = malloc(sizeof *r->offsets * (size_t)r->B);
-    r->val_set = validation_set(r->val, r->B, r->T, &err);
+    r->val_set = validation_set(r->val, o->val_windows, r->B, r->T, &err);
     if (!r->opt || !r->g || !r->x || !r->y || !r->offsets || !r->val_set) {
         fprintf(stderr, "charlm: %s\n", err.message[0] ? err.message : "out of memory");
         hl_dist_abort(1);
     }
     start_model(r);
     r->log = r->lead ? open_log(o->out, "train.csv", r->start > 0 ? r->start : -1,
-                                "step,train_loss,val_loss,icl_score,lr,grad_norm,seconds")
+                                "step,train_loss,val_loss,icl_score,icl_score_per_byte,lr,grad_norm,"
+                                "seconds")
                      : NULL;
     setup_heads(r);
     if (r->lead)
@@ -680,6 +723,7 @@ static void teardown(run *r)
     for (int k = 0; k < CURVES; k++)
         free(r->curve[k]);
     free(r->position_loss);
+    free(r->position_bytes);
     hl_eval_set_free(r->text_set);
     free(r->x);
     free(r->y);

@@ -193,6 +193,20 @@ void hl_gpt_init_weights(hl_gpt *m, hl_rng *rng)
     init_linear(m->head_w, m->head_b, rng);
 }
 
+void hl_gpt_init_positions_sinusoidal(hl_gpt *m)
+{
+    const int T = m->cfg.n_ctx, D = m->cfg.d_model;
+    /* sin and cos of RMS 1/sqrt(2), scaled to the RMS emb_std of the token
+     * embedding, so neither swamps the other in the LayerNorm. */
+    const double scale = m->cfg.emb_std * sqrt(2.0);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < D; i++) {
+            const double angle = t * pow(10000.0, -(double)(i / 2 * 2) / D);
+            m->pos_emb->data[(size_t)t * D + i] =
+                (hl_real)(scale * (i % 2 ? cos(angle) : sin(angle)));
+        }
+}
+
 static hl_tensor *maybe_layernorm(hl_graph *g, hl_tensor *x, hl_tensor *w, hl_tensor *b)
 {
     return w ? hl_layernorm(g, x, w, b, (hl_real)HL_GPT_LN_EPS) : x;

@@ -85,6 +85,11 @@ void hl_gpt_free(hl_gpt *m);
 /* Every linear layer's weight and bias U(±1/√fan_in) (in-projection included),
  * embeddings N(0, emb_std), LayerNorm weight 1 and bias 0. */
 void hl_gpt_init_weights(hl_gpt *m, hl_rng *rng);
+/* Position embeddings as Vaswani et al.'s sinusoids (pos_emb[t][2i] =
+ * sin(t / 10000^(2i/d)), [2i+1] the cos), of RMS emb_std, instead of noise;
+ * still trained. A shift by one position is then a fixed rotation of them,
+ * which a layer-0 head can learn to attend to the previous token with. */
+void hl_gpt_init_positions_sinusoidal(hl_gpt *m);
 
 /* One forward pass's changes and requests (analysis); every field may be
  * NULL. Layer l's attention gets gate[l] (H_l) and head_offset[l] (H_l,T,D)

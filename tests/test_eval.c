@@ -24,6 +24,36 @@ START_TEST(test_text_windows_and_bad_text)
 }
 END_TEST
 
+/* Repeated text: each window followed by itself, the second half's targets
+ * in "repeat" and the first half's (but its first token) in "first"; the
+ * bytes each position predicts as the mean weight of its targets. */
+START_TEST(test_repeat_windows_and_position_weights)
+{
+    const int32_t text[] = {10, 11, 12, 13, 14, 15, 16};
+    hl_error err = {0};
+    hl_eval_set *w = hl_repeat_windows(text, 7, 2, 3, 2, &err);
+    ck_assert_msg(w, "%s", err.message);
+    ck_assert_int_eq(w->T, 6);
+    ck_assert_str_eq(w->group_names[0], "repeat");
+    ck_assert_str_eq(w->group_names[1], "first");
+    const int32_t x1[] = {14, 15, 16, 14, 15, 16}; /* the last window ends at the end */
+    ck_assert(!memcmp(w->tokens + 6, x1, sizeof x1));
+    const int32_t repeat[] = {-1, -1, 14, 15, 16, -1}, first[] = {15, 16, -1, -1, -1, -1};
+    ck_assert(!memcmp(w->targets[0] + 6, repeat, sizeof repeat));
+    ck_assert(!memcmp(w->targets[1] + 6, first, sizeof first));
+    double token_weight[17] = {0}, position_weight[6];
+    for (int v = 10; v < 17; v++)
+        token_weight[v] = v - 9;
+    hl_eval_position_weights(w, token_weight, position_weight);
+    ck_assert(isnan(position_weight[0]) && isnan(position_weight[5]));
+    ck_assert_double_eq_tol(position_weight[2], (1 + 5) / 2.0, 1e-12); /* tokens 10 and 14 */
+    ck_assert_double_eq_tol(position_weight[4], (3 + 7) / 2.0, 1e-12);
+    hl_eval_set_free(w);
+    ck_assert_ptr_null(hl_repeat_windows(text, 2, 2, 3, 2, &err));
+    ck_assert_ptr_nonnull(strstr(err.message, "2 tokens do not hold 3 to repeat"));
+}
+END_TEST
+
 /* hl_evaluate_positions against each position's cross-entropy computed here
  * from one forward pass's logits; hl_icl_score against the two means over
  * hl_icl_ranges, and the ranges for T = 256 as documented. */
@@ -40,7 +70,7 @@ START_TEST(test_position_loss_and_icl_score)
     }
     double got[7];
     hl_eval_result r;
-    ck_assert_int_eq(hl_evaluate_positions(m, set, got, &r, &err), HL_OK);
+    ck_assert_int_eq(hl_evaluate_positions(m, set, NULL, got, &r, &err), HL_OK);
     hl_graph *g = hl_graph_new(0);
     hl_graph_set_grad_enabled(g, false);
     hl_tensor *logits = hl_gpt_forward(g, m, set->tokens, n, T, NULL);
@@ -78,8 +108,23 @@ START_TEST(test_position_loss_and_icl_score)
         early += loss[t] / 21;
     for (int t = 199; t < 250; t++)
         late += loss[t] / 51;
-    ck_assert(fabs(hl_icl_score(loss, 256) - (late - early)) < 1e-12);
-    ck_assert(isnan(hl_icl_score(loss, 7)));
+    ck_assert(fabs(hl_icl_score(loss, NULL, 256) - (late - early)) < 1e-12);
+    ck_assert(isnan(hl_icl_score(loss, NULL, 7)));
+    /* Per byte: each range's loss over its bytes. */
+    double bytes[256], early_bytes = 0, late_bytes = 0;
+    for (int t = 0; t < 256; t++)
+        bytes[t] = 1 + (t % 5) * 0.5;
+    early = late = 0;
+    for (int t = 40; t < 61; t++) {
+        early += loss[t];
+        early_bytes += bytes[t];
+    }
+    for (int t = 199; t < 250; t++) {
+        late += loss[t];
+        late_bytes += bytes[t];
+    }
+    ck_assert(fabs(hl_icl_score(loss, bytes, 256) - (late / late_bytes - early / early_bytes)) <
+              1e-12);
     hl_eval_set_free(set);
     hl_gpt_free(m);
 }
@@ -90,6 +135,7 @@ Suite *eval_suite(void)
     Suite *s = suite_create("eval");
     TCase *tc = tcase_create("eval");
     tcase_add_test(tc, test_text_windows_and_bad_text);
+    tcase_add_test(tc, test_repeat_windows_and_position_weights);
     tcase_add_test(tc, test_position_loss_and_icl_score);
     suite_add_tcase(s, tc);
     return s;

@@ -273,6 +273,35 @@ START_TEST(test_charlm_learns_and_resumes)
 }
 END_TEST
 
+/* From DIR/SUB/ablation.csv: checks the header (unless NULL), then in the row
+ * starting with `row` reads fields field_a and field_b (1-based; field_b 0:
+ * none). */
+static void read_ablation(const char *dir, const char *sub, const char *header, const char *row,
+                          int field_a, double *a, int field_b, double *b)
+{
+    char path[256], line[1024];
+    snprintf(path, sizeof path, "%s/%s/ablation.csv", dir, sub);
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f, "no %s", path);
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    if (header)
+        ck_assert_msg(!strncmp(line, header, strlen(header)) && line[strlen(header)] == '\n',
+                      "%s: %s", path, line);
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = !strncmp(line, row, strlen(row));
+    fclose(f);
+    ck_assert_msg(found, "%s has no row %s", path, row);
+    int at = 1;
+    for (char *field = line; field; field = strchr(field, ','), field = field ? field + 1 : NULL) {
+        if (at == field_a)
+            *a = strtod(field, NULL);
+        if (at == field_b)
+            *b = strtod(field, NULL);
+        at++;
+    }
+}
+
 /* charlm on learnt words: the model file keeps the vocabulary, a resumed run
  * reads it from the checkpoint, the sample and the maps speak words. */
 START_TEST(test_charlm_words)
@@ -325,6 +354,34 @@ START_TEST(test_charlm_words)
              HL_BUILD_DIR "/charlm --data %s/text.txt --vocab 300 --out %s/lm --resume "
              "%s/lm/checkpoint.safetensors", temp_dir, temp_dir, temp_dir);
     expect_failure(command, 2, "the vocabulary comes from the checkpoint");
+    /* Ablation on repeated text, per token and per byte; on text windows,
+     * with the ICL score. */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads ablate --model %s/lm/model.safetensors --data %s/text.txt "
+             "--repeat --windows 6 --out %s/rep", temp_dir, temp_dir, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "6 windows of 8 tokens from") && strstr(out, "each repeated"),
+                  "%s", out);
+    double loss, per_byte;
+    read_ablation(temp_dir, "rep", "heads,ablation,repeat_loss,repeat_accuracy,first_loss,"
+                  "first_accuracy,delta_repeat_loss,delta_first_loss,repeat_loss_per_byte,"
+                  "first_loss_per_byte", "none,none,", 3, &loss, 9, &per_byte);
+    /* Every repeated target is a word of 3 or 4 bytes or " " or a digit. */
+    ck_assert_msg(per_byte < loss && per_byte > loss / 4, "%g nats/token, %g nats/byte", loss,
+                  per_byte);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads ablate --model %s/lm/model.safetensors --data %s/text.txt "
+             "--windows 6 --out %s/icl", temp_dir, temp_dir, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "ICL score (loss at positions 12..14 minus 2..2)"), "%s", out);
+    double icl, icl_zero;
+    read_ablation(temp_dir, "icl", "heads,ablation,text_loss,text_accuracy,delta_text_loss,"
+                  "text_loss_per_byte,icl_score,icl_score_per_byte", "none,none,", 7, &icl, 0, NULL);
+    read_ablation(temp_dir, "icl", NULL, "L1H0,zero,", 7, &icl_zero, 0, NULL);
+    ck_assert_msg(isfinite(icl) && isfinite(icl_zero) && icl != icl_zero, "ICL %g, zero %g", icl,
+                  icl_zero);
+    expect_failure(HL_BUILD_DIR "/heads scores --model x --repeat", 2,
+                   "--repeat belongs to the ablate and importance commands");
     remove_temp_dir();
 }
 END_TEST

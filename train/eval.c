@@ -184,14 +184,14 @@ static hl_status position_hook(void *ctx, const hl_eval_batch *b, const hl_tenso
     return HL_OK;
 }
 
-hl_status hl_evaluate_positions(const hl_gpt *m, const hl_eval_set *set, double *position_loss,
-                                hl_eval_result *out, hl_error *err)
+hl_status hl_evaluate_positions(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run *run,
+                                double *position_loss, hl_eval_result *out, hl_error *err)
 {
     if (!set)
         return hl_error_set(err, HL_ERR_ARG, "eval: no set");
     position_sums p = {set->T, calloc((size_t)set->T, sizeof(double)),
                        calloc((size_t)set->T, sizeof(int64_t))};
-    hl_status s = p.sum && p.count ? hl_evaluate(m, set, NULL, position_hook, &p, out, err)
+    hl_status s = p.sum && p.count ? hl_evaluate(m, set, run, position_hook, &p, out, err)
                                    : hl_error_set(err, HL_ERR_NOMEM, "eval: out of memory");
     for (int t = 0; s == HL_OK && t < set->T; t++)
         position_loss[t] = p.count[t] ? p.sum[t] / (double)p.count[t] : NAN;
@@ -208,18 +208,39 @@ void hl_icl_ranges(int T, int *early0, int *early1, int *late0, int *late1)
     *late1 = (int)(0.98 * T);
 }
 
-double hl_icl_score(const double *position_loss, int T)
+double hl_icl_score(const double *position_loss, const double *position_weight, int T)
 {
     if (T < 8)
         return NAN;
     int e0, e1, l0, l1;
     hl_icl_ranges(T, &e0, &e1, &l0, &l1);
-    double early = 0, late = 0;
-    for (int t = e0; t < e1; t++)
-        early += position_loss[t] / (e1 - e0);
-    for (int t = l0; t < l1; t++)
-        late += position_loss[t] / (l1 - l0);
-    return late - early;
+    double early = 0, late = 0, early_weight = 0, late_weight = 0;
+    for (int t = e0; t < e1; t++) {
+        early += position_loss[t];
+        early_weight += position_weight ? position_weight[t] : 1;
+    }
+    for (int t = l0; t < l1; t++) {
+        late += position_loss[t];
+        late_weight += position_weight ? position_weight[t] : 1;
+    }
+    return late / late_weight - early / early_weight;
+}
+
+void hl_eval_position_weights(const hl_eval_set *set, const double *token_weight,
+                              double *position_weight)
+{
+    for (int t = 0; t < set->T; t++) {
+        double sum = 0;
+        int64_t count = 0;
+        for (int i = 0; i < set->n; i++) {
+            const int32_t y = set->targets[0][(size_t)i * set->T + t];
+            if (y != HL_EVAL_IGNORE) {
+                sum += token_weight[y];
+                count++;
+            }
+        }
+        position_weight[t] = count ? sum / (double)count : NAN;
+    }
 }
 
 hl_eval_set *hl_text_windows(const int32_t *text, size_t size, int windows, int T, int batch,
@@ -241,6 +262,32 @@ hl_eval_set *hl_text_windows(const int32_t *text, size_t size, int windows, int 
             set->tokens[(size_t)w * T + t] = text[at + t];
             set->targets[0][(size_t)w * T + t] = text[at + t + 1];
         }
+    }
+    return set;
+}
+
+hl_eval_set *hl_repeat_windows(const int32_t *text, size_t size, int windows, int half, int batch,
+                               hl_error *err)
+{
+    if (!text || half < 2 || windows < 1 || size < (size_t)half) {
+        hl_error_set(err, HL_ERR_ARG, "repeated text: %zu tokens do not hold %d to repeat", size,
+                     half);
+        return NULL;
+    }
+    const int T = 2 * half;
+    hl_eval_set *set = hl_eval_set_new(windows, T, 2, batch, err);
+    if (!set)
+        return NULL;
+    snprintf(set->group_names[0], sizeof set->group_names[0], "repeat");
+    snprintf(set->group_names[1], sizeof set->group_names[1], "first");
+    const size_t room = size - (size_t)half;
+    for (int w = 0; w < windows; w++) {
+        const size_t at = windows > 1 ? room * (size_t)w / (size_t)(windows - 1) : 0;
+        int32_t *x = set->tokens + (size_t)w * T;
+        for (int t = 0; t < half; t++)
+            x[t] = x[half + t] = text[at + t];
+        for (int t = 0; t + 1 < T; t++)
+            set->targets[t + 1 < half ? 1 : 0][(size_t)w * T + t] = x[t + 1];
     }
     return set;
 }

@@ -77,20 +77,30 @@ hl_status hl_evaluate(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run 
 /* -log softmax(row)[target] over V logits, in double. */
 double hl_token_loss(const hl_real *row, int V, int32_t target);
 
-/* hl_evaluate, and the mean loss of the first target group at each position
- * t = 0..T-1 into position_loss (NaN where no target is scored). */
-hl_status hl_evaluate_positions(const hl_gpt *m, const hl_eval_set *set, double *position_loss,
-                                hl_eval_result *out, hl_error *err);
+/* hl_evaluate (with the run's gates, offsets and patches; run may be NULL),
+ * and the mean loss of the first target group at each position t = 0..T-1
+ * into position_loss (NaN where no target is scored). */
+hl_status hl_evaluate_positions(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run *run,
+                                double *position_loss, hl_eval_result *out, hl_error *err);
+
+/* The mean of token_weight[target] over the first group's targets at each
+ * position (NaN where none): with a token's bytes as its weight, the bytes
+ * each position predicts. */
+void hl_eval_position_weights(const hl_eval_set *set, const double *token_weight,
+                              double *position_weight);
 
 /* The in-context-learning score of a per-position loss (Olsson et al. 2022:
  * the loss late in the context minus the loss early in it; negative when the
  * model uses the context): the mean over positions [late0, late1) minus the
- * mean over [early0, early1), with, for a context of T positions,
+ * mean over [early0, early1), in nats per token; with position_weight (the
+ * bytes per position, hl_eval_position_weights), each range's loss over its
+ * bytes instead, in nats per byte (exact when every window scores every
+ * position, as text windows do). The ranges, for a context of T positions,
  * early = [0.16 T, 0.24 T) and late = [0.78 T, 0.98 T), rounded down (T = 256:
  * positions 40..60 and 199..249, around Olsson et al.'s tokens 50 and 500 of
  * 512 scaled). NaN when T < 8. */
 void hl_icl_ranges(int T, int *early0, int *early1, int *late0, int *late1);
-double hl_icl_score(const double *position_loss, int T);
+double hl_icl_score(const double *position_loss, const double *position_weight, int T);
 
 /* Evenly spaced windows of T+1 tokens of a text (its bytes, or as a
  * vocabulary encoded it: text/vocab.h) as an evaluation set (inputs and next
@@ -98,5 +108,13 @@ double hl_icl_score(const double *position_loss, int T);
  * tokens. */
 hl_eval_set *hl_text_windows(const int32_t *text, size_t size, int windows, int T, int batch,
                              hl_error *err);
+
+/* Repeated text: evenly spaced windows of `half` tokens of a text, each
+ * followed by itself (2*half tokens), as an evaluation set with the groups
+ * "repeat" (the targets of the second half: predictable by looking back) and
+ * "first" (the first half's, but its first token). HL_ERR_ARG when the text
+ * is shorter than half tokens or half < 2. */
+hl_eval_set *hl_repeat_windows(const int32_t *text, size_t size, int windows, int half, int batch,
+                               hl_error *err);
 
 #endif

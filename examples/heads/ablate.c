@@ -6,11 +6,83 @@
 
 #include "examples/heads/heads.h"
 
+/* A text model's numbers beside loss and accuracy: each group's loss per
+ * byte and, on text windows, the ICL score per token and per byte. */
+typedef struct {
+    double loss_per_byte[HL_EVAL_MAX_GROUPS];
+    double icl, icl_per_byte;
+} text_numbers;
+
 typedef struct {
     char name[1024];
     hl_head_set heads;
     hl_eval_result zero, mean;
+    text_numbers zero_text, mean_text;
 } ablation_row;
+
+/* What a study of a text model measures per byte (NULL members otherwise). */
+typedef struct {
+    bool text;                               /* a text model */
+    bool icl;                                /* on text windows: the ICL score */
+    double bytes_per_target[HL_EVAL_MAX_GROUPS];
+    double *position_bytes;                  /* (T) */
+    double *position_loss;                   /* (T) scratch */
+} text_measure;
+
+/* hl_heads_evaluate with the text numbers, when the study has them. */
+static void evaluate(const study *s, const text_measure *tm, const hl_head_set *heads,
+                     const hl_head_means *means, hl_eval_result *r, text_numbers *t)
+{
+    hl_error err = {0};
+    if (hl_heads_evaluate_positions(s->m, s->set, heads, means,
+                                    tm->icl ? tm->position_loss : NULL, r, &err) != HL_OK)
+        heads_fail(&err);
+    if (!tm->text)
+        return;
+    for (int k = 0; k < s->set->n_groups; k++)
+        t->loss_per_byte[k] = r->loss[k] / tm->bytes_per_target[k];
+    if (tm->icl) {
+        t->icl = hl_icl_score(tm->position_loss, NULL, s->set->T);
+        t->icl_per_byte = hl_icl_score(tm->position_loss, tm->position_bytes, s->set->T);
+    }
+}
+
+static text_measure text_measure_open(const study *s)
+{
+    text_measure tm = {.text = s->meta.vocab && s->text, .icl = !s->toy && s->set->n_groups == 1};
+    if (!tm.text)
+        return tm;
+    const int V = hl_vocab_size(s->meta.vocab), T = s->set->T;
+    double *token_bytes = malloc(sizeof *token_bytes * (size_t)V);
+    tm.position_bytes = malloc(sizeof(double) * (size_t)T);
+    tm.position_loss = malloc(sizeof(double) * (size_t)T);
+    if (!token_bytes || !tm.position_bytes || !tm.position_loss)
+        heads_bad_input("out of memory");
+    for (int v = 0; v < V; v++) {
+        size_t len;
+        hl_vocab_piece(s->meta.vocab, v, &len);
+        token_bytes[v] = (double)len;
+    }
+    for (int k = 0; k < s->set->n_groups; k++) {
+        double bytes = 0;
+        int64_t n = 0;
+        for (size_t i = 0; i < (size_t)s->set->n * T; i++)
+            if (s->set->targets[k][i] != HL_EVAL_IGNORE) {
+                bytes += token_bytes[s->set->targets[k][i]];
+                n++;
+            }
+        tm.bytes_per_target[k] = n ? bytes / (double)n : NAN;
+    }
+    hl_eval_position_weights(s->set, token_bytes, tm.position_bytes);
+    free(token_bytes);
+    return tm;
+}
+
+static void text_measure_close(text_measure *tm)
+{
+    free(tm->position_bytes);
+    free(tm->position_loss);
+}
 
 static int by_zero_damage(const void *pa, const void *pb)
 {
@@ -26,16 +98,37 @@ static void print_cells(const hl_eval_set *set, const hl_eval_result *r, const h
         printf("  %7.4f (%+7.4f) %6.4f", r->loss[k], r->loss[k] - base->loss[k], r->accuracy[k]);
 }
 
-static void write_ablation_csv(FILE *f, const hl_eval_set *set, const char *heads,
-                               const char *kind, const hl_eval_result *r,
-                               const hl_eval_result *base)
+static void write_ablation_csv(FILE *f, const hl_eval_set *set, const text_measure *tm,
+                               const char *heads, const char *kind, const hl_eval_result *r,
+                               const hl_eval_result *base, const text_numbers *t)
 {
     fprintf(f, "%s,%s", heads, kind);
     for (int k = 0; k < set->n_groups; k++)
         fprintf(f, ",%.6f,%.6f", r->loss[k], r->accuracy[k]);
     for (int k = 0; k < set->n_groups; k++)
         fprintf(f, ",%.6f", r->loss[k] - base->loss[k]);
+    for (int k = 0; tm->text && k < set->n_groups; k++)
+        fprintf(f, ",%.6f", t->loss_per_byte[k]);
+    if (tm->icl)
+        fprintf(f, ",%.6f,%.6f", t->icl, t->icl_per_byte);
     fprintf(f, "\n");
+}
+
+/* The baseline's loss per byte of each group and its ICL score. */
+static void print_text_numbers(const hl_eval_set *set, const text_measure *tm,
+                               const text_numbers *t)
+{
+    printf("per byte:");
+    for (int k = 0; k < set->n_groups; k++)
+        printf("%s %s loss %.4f nats/byte (%.3f bytes per target)", k ? ";" : "",
+               set->group_names[k], t->loss_per_byte[k], tm->bytes_per_target[k]);
+    printf("\n");
+    if (tm->icl) {
+        int e0, e1, l0, l1;
+        hl_icl_ranges(set->T, &e0, &e1, &l0, &l1);
+        printf("ICL score (loss at positions %d..%d minus %d..%d): %.4f nats/token, %.4f "
+               "nats/byte\n", l0, l1 - 1, e0, e1 - 1, t->icl, t->icl_per_byte);
+    }
 }
 
 int heads_run_ablate(const options *o, study *s)
@@ -67,16 +160,20 @@ int heads_run_ablate(const options *o, study *s)
     }
     heads_make_out_dir(o);
     heads_print_model(s, o->model);
+    text_measure tm = text_measure_open(s);
     hl_eval_result base;
+    text_numbers base_text = {0};
     hl_head_means means;
-    if (hl_heads_evaluate(s->m, set, NULL, NULL, &base, &err) ||
-        hl_heads_mean_outputs(s->m, set, &means, &err))
+    evaluate(s, &tm, NULL, NULL, &base, &base_text);
+    if (hl_heads_mean_outputs(s->m, set, &means, &err))
         heads_fail(&err);
     heads_print_result(set, "baseline", &base);
-    for (int i = 0; i < n; i++)
-        if (hl_heads_evaluate(s->m, set, &rows[i].heads, NULL, &rows[i].zero, &err) ||
-            hl_heads_evaluate(s->m, set, &rows[i].heads, &means, &rows[i].mean, &err))
-            heads_fail(&err);
+    if (tm.text)
+        print_text_numbers(set, &tm, &base_text);
+    for (int i = 0; i < n; i++) {
+        evaluate(s, &tm, &rows[i].heads, NULL, &rows[i].zero, &rows[i].zero_text);
+        evaluate(s, &tm, &rows[i].heads, &means, &rows[i].mean, &rows[i].mean_text);
+    }
     hl_head_means_free(&means);
 
     /* The CSV in model order, the table ranked by the zero ablation's damage. */
@@ -87,11 +184,17 @@ int heads_run_ablate(const options *o, study *s)
         fprintf(f, ",%s_loss,%s_accuracy", set->group_names[k], set->group_names[k]);
     for (int k = 0; k < set->n_groups; k++)
         fprintf(f, ",delta_%s_loss", set->group_names[k]);
+    for (int k = 0; tm.text && k < set->n_groups; k++)
+        fprintf(f, ",%s_loss_per_byte", set->group_names[k]);
+    if (tm.icl)
+        fprintf(f, ",icl_score,icl_score_per_byte");
     fprintf(f, "\n");
-    write_ablation_csv(f, set, "none", "none", &base, &base);
+    write_ablation_csv(f, set, &tm, "none", "none", &base, &base, &base_text);
     for (int i = 0; i < n; i++) {
-        write_ablation_csv(f, set, rows[i].name, "zero", &rows[i].zero, &base);
-        write_ablation_csv(f, set, rows[i].name, "mean", &rows[i].mean, &base);
+        write_ablation_csv(f, set, &tm, rows[i].name, "zero", &rows[i].zero, &base,
+                           &rows[i].zero_text);
+        write_ablation_csv(f, set, &tm, rows[i].name, "mean", &rows[i].mean, &base,
+                           &rows[i].mean_text);
     }
     qsort(rows, (size_t)n, sizeof *rows, by_zero_damage);
     printf("\nranked by the zero ablation's %s loss; each cell: loss (change) accuracy\n",
@@ -106,14 +209,21 @@ int heads_run_ablate(const options *o, study *s)
             snprintf(label, sizeof label, "%s: %s", kind ? "mean" : "zero", set->group_names[k]);
             printf("  %-24s", label);
         }
+    if (tm.icl)
+        printf("  %-17s  %-17s", "zero: ICL score", "mean: ICL score");
     printf("\n");
     for (int i = 0; i < n; i++) {
         printf("%4d  %-*s", i + 1, width, rows[i].name);
         print_cells(set, &rows[i].zero, &base);
         print_cells(set, &rows[i].mean, &base);
+        if (tm.icl)
+            printf("  %7.4f (%+7.4f)  %7.4f (%+7.4f)", rows[i].zero_text.icl,
+                   rows[i].zero_text.icl - base_text.icl, rows[i].mean_text.icl,
+                   rows[i].mean_text.icl - base_text.icl);
         printf("\n");
     }
     free(rows);
+    text_measure_close(&tm);
     if (heads_text_save(&csv, o->out, "ablation.csv"))
         return 1;
     printf("wrote %s/ablation.csv\n", o->out);

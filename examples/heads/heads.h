@@ -25,7 +25,7 @@ typedef struct {
     const char *model, *data, *finetune_data, *out, *heads, *text;
     const char *act, *clean, *corrupt, *positions, *metric; /* patch, paths, attrib, logit-lens */
     int seed, sequences, windows, batch, threads, finetune, timing_runs, offset, pairs;
-    bool curve, per_position, metric_diff;
+    bool curve, per_position, metric_diff, repeat;
     double step_fraction, lr;
 } options;
 

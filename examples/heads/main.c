@@ -19,7 +19,7 @@
  * The evaluation set: for a toy_heads model, the toy generator (by default
  * toy_heads' own held-out set, 1000 sequences from seed 1000003), scored on
  * the repeated half ("scored" targets) and on the rest ("other"); for a
- * charlm model, --data FILE cut into evenly spaced windows of n_ctx+1 bytes.
+ * charlm model, --data FILE cut into evenly spaced windows of n_ctx+1 tokens.
  * Heads are named L<layer>H<head> by their index in the model as trained, also
  * after pruning. Writes into DIR (default out/heads): ablation.csv,
  * importance.csv and importance.png, pruned.safetensors, prune_curve.csv and
@@ -52,8 +52,9 @@ static void usage(FILE *f)
         "Heads are named L<layer>H<head> by their index as trained, in every command and\n"
         "file and in --heads: a pruned model's heads keep their names.\n"
         "  scores      detectors for every head on the induction probe (random tokens\n"
-        "              repeated once: toy models 15 of their 16 tokens after BOS, byte\n"
-        "              models n_ctx/2 letters a..z), with --data also on windows of the\n"
+        "              repeated once: toy models 15 of their 16 tokens after BOS, charlm\n"
+        "              models n_ctx/2 letters a..z, or learnt words with --vocab), with\n"
+        "              --data also on windows of the\n"
         "              text: previous_token A[t,t-1]; duplicate_token, attention to earlier\n"
         "              copies of the query's token; induction, on the probe attention from\n"
         "              a second-half token to the token after its first occurrence, on text\n"
@@ -68,8 +69,9 @@ static void usage(FILE *f)
         "              TransformerLens's detect_head computes them (\"mul\": sum(A*P)/sum(A)\n"
         "              over every row, the mean over sequences; no role thresholds).\n"
         "              A role table; scores.csv, scores.png (scores_text.* with --data)\n"
-        "  maps        each head's attention on the input (at most n_ctx tokens; bytes\n"
-        "              for charlm, token numbers for other models), tokens on the axes:\n"
+        "  maps        each head's attention on the input (at most n_ctx tokens; text\n"
+        "              in the model's vocabulary for charlm, token numbers for other\n"
+        "              models), tokens on the axes:\n"
         "              attn_L<l>H<h>.png, maps_grid.png, maps.csv (each query's top key)\n"
         "  circuits    Q-, K-, V-composition between heads of different layers (Elhage et\n"
         "              al. 2021, as TransformerLens: |W_OV W_QK|_F/(|W_OV|_F |W_QK|_F),\n"
@@ -109,11 +111,15 @@ static void usage(FILE *f)
         "                        charlm, or a model pruned by this program)\n"
         "  --out DIR             where the files go (out/heads)\n"
         "  --heads L.H,...       heads by layer and head index, e.g. 1.3,0.2\n"
-        "  --text STR            maps, report: the input (charlm: its bytes)\n"
+        "  --text STR            maps, report: the input (charlm: text, in the model's\n"
+        "                        vocabulary)\n"
         "  --offset N            maps, report with --data: where the input starts (0)\n"
         "  --data FILE           charlm models: the text to evaluate on (scores: detectors\n"
         "                        on its windows too; maps: the input)\n"
-        "  --windows N           charlm: evenly spaced windows of n_ctx+1 bytes (64)\n"
+        "  --windows N           charlm: evenly spaced windows of n_ctx+1 tokens (64)\n"
+        "  --repeat              ablate, importance on charlm: instead, windows of n_ctx/2\n"
+        "                        tokens each followed by itself, scored on the second half\n"
+        "                        (\"repeat\") and the first (\"first\")\n"
         "  --seed N              toy models: seed of the evaluation sequences (1000003,\n"
         "                        toy_heads' held-out set)\n"
         "  --sequences N         toy models: evaluation sequences (1000)\n"
@@ -176,7 +182,7 @@ static void check_combinations(const options *o, const hl_opt *opts)
     static const char *const curve_only[] = {"step-fraction", "finetune", "finetune-data", "lr",
                                              NULL};
     static const char *const toy_only[] = {"seed", "sequences", NULL};
-    static const char *const text_only[] = {"windows", "finetune-data", NULL};
+    static const char *const text_only[] = {"windows", "finetune-data", "repeat", NULL};
     const char *curve_flag = first_given(opts, curve_only), *toy_flag = first_given(opts, toy_only);
     const char *text_flag = first_given(opts, text_only);
     if (!o->model)
@@ -210,6 +216,8 @@ static void check_combinations(const options *o, const hl_opt *opts)
         heads_bad_input("give --text or --data, not both");
     if (o->offset && !o->data)
         heads_bad_input("--offset is a position in --data FILE");
+    if (o->repeat && o->cmd != CMD_ABLATE && o->cmd != CMD_IMPORTANCE)
+        heads_bad_input("--repeat belongs to the ablate and importance commands");
     if (o->heads && (o->cmd == CMD_SCORES || o->cmd == CMD_CIRCUITS || o->cmd == CMD_REPORT))
         heads_bad_input("%s looks at every head; --heads is for maps, ablate and prune",
                         o->cmd == CMD_SCORES ? "scores" : o->cmd == CMD_CIRCUITS ? "circuits"
@@ -254,6 +262,7 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_REAL("step-fraction", &o.step_fraction, 1e-6, 1),
         HL_OPTION_REAL("lr", &o.lr, 0, 10),
         HL_OPTION_FLAG("curve", &o.curve),
+        HL_OPTION_FLAG("repeat", &o.repeat),
         HL_OPTION_TEXT("act", &o.act),
         HL_OPTION_TEXT("clean", &o.clean),
         HL_OPTION_TEXT("corrupt", &o.corrupt),

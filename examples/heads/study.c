@@ -149,10 +149,15 @@ study heads_open_study(const options *o)
         if (s.text_tokens < (size_t)c->n_ctx + 1)
             heads_bad_input("%s has %zu tokens; windows of the model's %d+1 need at least %d",
                       o->data, s.text_tokens, c->n_ctx, c->n_ctx + 1);
-        s.set = hl_text_windows(s.text, s.text_tokens, o->windows, c->n_ctx,
-                                o->batch ? o->batch : 16, &err);
-        snprintf(s.what, sizeof s.what, "%d windows of %d tokens from %s", o->windows,
-                 c->n_ctx + 1, o->data);
+        const int batch = o->batch ? o->batch : 16;
+        if (o->repeat)
+            s.set = hl_repeat_windows(s.text, s.text_tokens, o->windows, c->n_ctx / 2, batch,
+                                      &err);
+        else
+            s.set = hl_text_windows(s.text, s.text_tokens, o->windows, c->n_ctx, batch, &err);
+        snprintf(s.what, sizeof s.what, o->repeat ? "%d windows of %d tokens from %s, each "
+                 "repeated" : "%d windows of %d tokens from %s", o->windows,
+                 o->repeat ? c->n_ctx / 2 : c->n_ctx + 1, o->data);
     } else {
         if (!strcmp(s.meta.task, "charlm"))
             heads_bad_input("%s is a charlm model: give the text to evaluate on with --data FILE",

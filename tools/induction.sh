@@ -1,0 +1,111 @@
+#!/bin/sh
+# make induction: an induction head forming on real text, in one command.
+#
+# Trains the recipe below on the King James Bible (tools/kjv.sh, Debian's
+# bible-kjv), then measures on the model it wrote: the phase-change table
+# (every evaluation: step, validation loss, ICL score, best induction and
+# previous-token scores, from train.csv and heads.csv), and the causal
+# evidence on the validation text, with `heads`:
+#   - the best layer-1 induction head mean-ablated: the loss on the second half
+#     of repeated text (ablate --repeat) and the ICL score (ablate);
+#   - the best layer-0 previous-token head ablated: the induction head's own
+#     score (circuits, ablation_effects.csv), and the K-composition between the
+#     two against the random baseline (composition.csv).
+# Usage: tools/induction.sh [OUT] (default out/induction); DATA=FILE trains on
+# another text with the same recipe. Writes OUT/{model.safetensors, train.csv,
+# heads.csv, position_loss.csv, heads.png, report/report.html, causal/,
+# phase_change.csv, summary.txt}.
+set -eu
+cd "$(dirname "$0")/.."
+out=${1:-out/induction}
+data=${DATA:-out/kjv/kjv.txt}
+build=${BUILD:-build}
+
+# The recipe (README, "An induction head on real text"): found by the search
+# the README lists.
+recipe="--vocab 2048 --layers 2 --heads 8 --d-model 128 --ctx 256 --batch 8 --no-mlp \
+        --lr 5e-3 --warmup 300 --schedule constant --steps 8000 --eval-every 500 --seed 0"
+
+[ -n "${DATA:-}" ] || [ -s "$data" ] || tools/kjv.sh "$data"
+make --no-print-directory "$build/charlm" "$build/heads" >/dev/null
+mkdir -p "$out/causal"
+start=$(date +%s)
+# shellcheck disable=SC2086
+"$build/charlm" --data "$data" $recipe --sample 200 --out "$out"
+
+# The validation text: the last tenth of the file, as charlm splits it.
+size=$(wc -c <"$data")
+tail -c $((size / 10)) "$data" >"$out/causal/validation.txt"
+
+# The heads at the last evaluation: the best induction head in layer 1 or
+# later (by the probe) and the best previous-token head of layer 0.
+last=$(tail -n 1 "$out/heads.csv" | cut -d, -f1)
+pick() { # pick LAYER_TEST COLUMN -> "layer.head score"
+    awk -F, -v last="$last" -v col="$2" -v test="$1" '
+        NR == 1 { for (i = 1; i <= NF; i++) if ($i == col) c = i; next }
+        $1 == last && ((test == "later" && $2 >= 1) || (test == "first" && $2 == 0)) &&
+            (best == "" || $c > score) { best = $2 "." $3; score = $c }
+        END { print best, score }' "$out/heads.csv"
+}
+set -- $(pick later induction)
+induction=$1
+set -- $(pick first previous_token)
+previous=$1
+model="$out/model.safetensors"
+valid="$out/causal/validation.txt"
+"$build/heads" ablate --model "$model" --data "$valid" --heads "$induction" --repeat \
+    --windows 256 --out "$out/causal/repeat" >"$out/causal/repeat.txt"
+"$build/heads" ablate --model "$model" --data "$valid" --heads "$induction" --windows 512 \
+    --out "$out/causal/text" >"$out/causal/text.txt"
+"$build/heads" circuits --model "$model" --out "$out/causal/circuits" >"$out/causal/circuits.txt"
+seconds=$(($(date +%s) - start))
+
+# The phase-change table: train.csv and heads.csv joined by step.
+awk -F, '
+    FNR == 1 { for (i = 1; i <= NF; i++) col[FILENAME, $i] = i; next }
+    FILENAME ~ /train.csv$/ {
+        step[++n] = $1; loss[$1] = $col[FILENAME, "val_loss"]
+        icl[$1] = $col[FILENAME, "icl_score"]; iclb[$1] = $col[FILENAME, "icl_score_per_byte"]
+        next }
+    { s = $1; ind = $col[FILENAME, "induction"]; txt = $col[FILENAME, "induction_text"]
+      prev = $col[FILENAME, "previous_token"]
+      if ($2 >= 1 && ind > bi[s]) bi[s] = ind
+      if ($2 >= 1 && txt > bt[s]) bt[s] = txt
+      if ($2 == 0 && prev > bp[s]) bp[s] = prev }
+    END {
+        print "step,val_loss,icl_score,icl_score_per_byte,best_induction,best_induction_text,best_previous_token"
+        for (i = 1; i <= n; i++) { s = step[i]
+            printf "%s,%.4f,%.4f,%.4f,%.3f,%.3f,%.3f\n", s, loss[s], icl[s], iclb[s], bi[s] + 0,
+                   bt[s] + 0, bp[s] + 0 } }' "$out/train.csv" "$out/heads.csv" >"$out/phase_change.csv"
+
+# The causal numbers, from the files just written.
+field() { # field FILE HEADS ABLATION COLUMN
+    awk -F, -v heads="$2" -v kind="$3" -v name="$4" '
+        NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i; next }
+        $1 == heads && $2 == kind { print $c }' "$1"
+}
+rep="$out/causal/repeat/ablation.csv"
+txt="$out/causal/text/ablation.csv"
+ind_name="L$(echo "$induction" | tr . H)"
+prev_name="L$(echo "$previous" | tr . H)"
+k_score=$(awk -F, -v s="$prev_name" -v d="$ind_name" '$1 == "k" && $2 == s && $3 == d { print $4 }' \
+    "$out/causal/circuits/composition.csv")
+k_base=$(sed -n 's/^random baseline (matrices of the same shapes, mean of 200): //p' \
+    "$out/causal/circuits.txt")
+effect=$(awk -F, -v s="$prev_name" -v d="$ind_name" '$1 == s && $2 == d && $3 == "induction" {
+    print $4 " -> " $5 }' "$out/causal/circuits/ablation_effects.csv")
+{
+    echo "induction: the phase change (every evaluation; scores of layer-1 induction and layer-0 previous-token heads)"
+    column -s, -t "$out/phase_change.csv" 2>/dev/null || cat "$out/phase_change.csv"
+    echo
+    echo "heads at step $last: induction $ind_name, previous-token $prev_name"
+    echo "mean-ablating $ind_name, repeated validation text (second half):"
+    echo "  loss $(field "$rep" none none repeat_loss) -> $(field "$rep" "$ind_name" mean repeat_loss) nats/token," \
+         "$(field "$rep" none none repeat_loss_per_byte) -> $(field "$rep" "$ind_name" mean repeat_loss_per_byte) nats/byte"
+    echo "mean-ablating $ind_name, ICL score on validation windows:"
+    echo "  $(field "$txt" none none icl_score) -> $(field "$txt" "$ind_name" mean icl_score) nats/token," \
+         "$(field "$txt" none none icl_score_per_byte) -> $(field "$txt" "$ind_name" mean icl_score_per_byte) nats/byte"
+    echo "ablating $prev_name: $ind_name's induction score on the probe $effect"
+    echo "K-composition $prev_name -> $ind_name: $k_score (random baseline $k_base)"
+    echo "wall time: $seconds s (training, report and measurements)"
+} | tee "$out/summary.txt"
