@@ -41,8 +41,9 @@ hl_tensor *hl_heads_attention(const hl_gpt *m, const int32_t *tokens, int T, hl_
     return maps;
 }
 
-/* One byte of a label: printable ASCII as itself, else an escape. */
-static void append_byte(char *buf, size_t *at, unsigned char c, bool in_word)
+/* One byte of a label: printable ASCII as itself, else an escape; false when
+ * it does not fit. */
+static bool append_byte(char *buf, size_t *at, unsigned char c, bool in_word)
 {
     char piece[8];
     if (c == ' ')
@@ -58,10 +59,11 @@ static void append_byte(char *buf, size_t *at, unsigned char c, bool in_word)
     else
         snprintf(piece, sizeof piece, "\\x%02x", (unsigned)c);
     const size_t len = strlen(piece);
-    if (*at + len < HL_TOKEN_LABEL_MAX) {
-        memcpy(buf + *at, piece, len + 1);
-        *at += len;
-    }
+    if (*at + len >= HL_TOKEN_LABEL_MAX)
+        return false;
+    memcpy(buf + *at, piece, len + 1);
+    *at += len;
+    return true;
 }
 
 const char *hl_token_label(int32_t token, const hl_vocab *vocab, char buf[HL_TOKEN_LABEL_MAX])
@@ -73,7 +75,7 @@ const char *hl_token_label(int32_t token, const hl_vocab *vocab, char buf[HL_TOK
         return buf;
     }
     buf[0] = 0;
-    for (size_t i = 0; i < len; i++)
-        append_byte(buf, &at, piece[i], len > 1);
+    for (size_t i = 0; i < len && append_byte(buf, &at, piece[i], len > 1); i++)
+        ;
     return buf;
 }

@@ -26,9 +26,10 @@ hl_tensor *hl_heads_attention(const hl_gpt *m, const int32_t *tokens, int T, hl_
 
 /* A token as a label: with a vocabulary (text/vocab.h), its text with
  * printable ASCII as itself, \n \t \r as escapes and other bytes as \xNN; a
- * space is "' '" alone and "_" inside a word (" the" is "_the"); cut to
- * HL_TOKEN_LABEL_MAX - 1 characters. Without one (vocab NULL, or a token
- * outside it), its number. */
+ * space is "' '" alone and "_" inside a word (" the" is "_the"); cut before
+ * the first character that would pass HL_TOKEN_LABEL_MAX - 1 (the PNG axes
+ * cut further, to HL_HEATMAP_TOKEN_CHARS). Without one (vocab NULL, or a
+ * token outside it), its number. */
 const char *hl_token_label(int32_t token, const hl_vocab *vocab, char buf[HL_TOKEN_LABEL_MAX]);
 
 #endif

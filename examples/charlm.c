@@ -37,7 +37,7 @@ typedef struct {
     const char *schedule, *pos_init;
     int steps, batch, ctx, d_model, heads, layers, eval_every, sample, threads, seed, warmup;
     int vocab, val_windows;
-    double lr, dropout, temperature, clip;
+    double lr, dropout, temperature, clip, emb_std;
     bool no_mlp, no_layernorm, no_report;
 } options;
 
@@ -60,9 +60,9 @@ static void usage(FILE *f)
         "  --no-mlp             attention only: no MLP in the blocks\n"
         "  --no-layernorm       no LayerNorm in the blocks or before the head\n"
         "  --no-report          skip the head report at the end (DIR/report/)\n"
-        "  --pos-init NAME      position embeddings at the start: normal (noise of std\n"
-        "                       0.02, as the token embedding; the default) or sinusoidal\n"
-        "                       (Vaswani et al.'s, of the same size)\n"
+        "  --emb-std X          token and position embeddings start as N(0, X) (0.02)\n"
+        "  --pos-init NAME      position embeddings at the start: normal (the default) or\n"
+        "                       sinusoidal (Vaswani et al.'s, of RMS --emb-std)\n"
         "  --lr X               peak learning rate (1e-3)  --dropout X     (0)\n"
         "  --warmup N           steps of linear warm-up (100)\n"
         "  --schedule NAME      after warm-up: cosine (down to 0.1 of the peak at the last\n"
@@ -84,7 +84,7 @@ static options parse_options(int argc, char **argv)
     options o = {.out = "out/charlm", .prompt = "\n", .steps = 2000, .batch = 16, .ctx = 64,
                  .d_model = 128, .heads = 4, .layers = 4, .eval_every = 200, .sample = 400,
                  .lr = 1e-3, .temperature = 0.8, .clip = 1.0, .warmup = 100,
-                 .schedule = "cosine", .pos_init = "normal"};
+                 .schedule = "cosine", .pos_init = "normal", .emb_std = 0.02};
     const hl_opt opts[] = {
         HL_OPTION_TEXT("data", &o.data),
         HL_OPTION_TEXT("out", &o.out),
@@ -107,6 +107,7 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_INT("seed", &o.seed, 0, 1 << 30),
         HL_OPTION_REAL("lr", &o.lr, 0, 10),
         HL_OPTION_REAL("dropout", &o.dropout, 0, 0.99),
+        HL_OPTION_REAL("emb-std", &o.emb_std, 1e-6, 100),
         HL_OPTION_REAL("clip", &o.clip, 0, 1e9),
         HL_OPTION_REAL("temperature", &o.temperature, 1e-3, 100),
         HL_OPTION_FLAG("no-mlp", &o.no_mlp),
@@ -222,7 +223,7 @@ static hl_status save_checkpoint(run *r, int64_t step, hl_error *err)
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", r->o.out);
     hl_checkpoint_rng rngs[] = {{"data", &r->data_rng}, {"dropout", &r->g->rng}};
     bool failed;
-    char *vocab = hl_gpt_vocab_metadata(r->vocab, &failed);
+    char *vocab = hl_gpt_meta_format_vocab(r->vocab, &failed);
     if (failed)
         return hl_error_set(err, HL_ERR_NOMEM, "checkpoint: out of memory");
     hl_checkpoint_meta meta[] = {{"config", r->config}, {"task", "charlm"}, {"vocab", vocab}};
@@ -235,7 +236,8 @@ static hl_status save_checkpoint(run *r, int64_t step, hl_error *err)
 /* ---- heads over training ---- */
 
 /* heads.png: the phase change on one step axis — loss, the in-context-learning
- * score, and the best induction (probe and text) and previous-token scores. */
+ * score, and the best induction (probe and text; layers 1..) and previous-token
+ * (layer 0) scores. */
 static hl_status plot_heads(const run *r, hl_error *err)
 {
     const int n = r->n_points;
@@ -246,9 +248,11 @@ static hl_status plot_heads(const run *r, hl_error *err)
     hl_plot_series icl[] = {{words ? "ICL score (nats/token)" : "validation ICL score", x,
                              r->curve[CURVE_ICL], n},
                             {"ICL score (nats/byte)", x, r->curve[CURVE_ICL_BYTE], n}};
-    hl_plot_series heads[] = {{"best induction (probe)", x, r->curve[CURVE_INDUCTION], n},
-                              {"best induction (text)", x, r->curve[CURVE_INDUCTION_TEXT], n},
-                              {"best previous-token", x, r->curve[CURVE_PREVIOUS], n}};
+    hl_plot_series heads[] = {{"best induction, layers 1.. (probe)", x,
+                               r->curve[CURVE_INDUCTION], n},
+                              {"best induction, layers 1.. (text)", x,
+                               r->curve[CURVE_INDUCTION_TEXT], n},
+                              {"best previous-token, layer 0", x, r->curve[CURVE_PREVIOUS], n}};
     hl_plot_panel panels[] = {{.y_label = "loss (nats/token)", .series = loss, .n_series = 2},
                               {.y_label = "late - early loss", .series = icl,
                                .n_series = words ? 2 : 1},
@@ -277,7 +281,9 @@ static hl_status track_heads(run *r, int64_t step, const double point[CURVES], h
         free(ts);
         return st;
     }
-    double best[3] = {0, 0, 0}; /* induction on the probe, on the text; previous-token */
+    /* The two halves of an induction circuit: induction in a later layer
+     * (probe, text), previous-token in layer 0. */
+    double best[3] = {0, 0, 0};
     for (int l = 0; l < c->n_layers; l++)
         for (int h = 0; h < hl_gpt_layer_heads(c, l); h++) {
             const double *v = s[l * c->n_heads + h].v;
@@ -286,9 +292,12 @@ static hl_status track_heads(run *r, int64_t step, const double point[CURVES], h
             for (int d = 0; d < HL_DETECTORS; d++)
                 fprintf(r->heads_log, ",%.6f", v[d]);
             fprintf(r->heads_log, ",%.6f\n", text);
-            best[0] = fmax(best[0], v[HL_DETECT_INDUCTION]);
-            best[1] = fmax(best[1], text);
-            best[2] = fmax(best[2], v[HL_DETECT_PREVIOUS]);
+            if (l > 0) {
+                best[0] = fmax(best[0], v[HL_DETECT_INDUCTION]);
+                best[1] = fmax(best[1], text);
+            } else {
+                best[2] = fmax(best[2], v[HL_DETECT_PREVIOUS]);
+            }
         }
     fflush(r->heads_log);
     free(s);
@@ -300,7 +309,8 @@ static hl_status track_heads(run *r, int64_t step, const double point[CURVES], h
     r->curve[CURVE_INDUCTION][i] = best[0];
     r->curve[CURVE_INDUCTION_TEXT][i] = best[1];
     r->curve[CURVE_PREVIOUS][i] = best[2];
-    printf("  heads: best induction %.3f (on the text %.3f), best previous-token %.3f\n",
+    printf("  heads: best induction in layers 1.. %.3f (on the text %.3f), best previous-token "
+           "in layer 0 %.3f\n",
            best[0], best[1], best[2]);
     return plot_heads(r, err);
 }
@@ -407,8 +417,10 @@ static void sample_text(hl_graph *g, const hl_gpt *m, const hl_vocab *vocab, con
     size_t len_prompt = 0;
     hl_error err = {0};
     if (hl_vocab_encode(vocab, (const unsigned char *)prompt, strlen(prompt), &prompt_tokens,
-                        &len_prompt, &err) != HL_OK)
+                        &len_prompt, &err) != HL_OK) {
+        fprintf(stderr, "charlm: sampling: %s\n", err.message);
         return;
+    }
     int32_t *context = malloc(sizeof *context * (len_prompt + (size_t)n + 1));
     double *p = malloc(sizeof *p * (size_t)V);
     if (!context || !p) {
@@ -471,6 +483,7 @@ static void load_text(run *r)
     if (!r->vocab ||
         hl_vocab_encode(r->vocab, text, n_train, &r->tokens[0], &n[0], &err) != HL_OK ||
         hl_vocab_encode(r->vocab, text + n_train, n_val, &r->tokens[1], &n[1], &err) != HL_OK) {
+        free(text);
         fprintf(stderr, "charlm: %s\n", err.message[0] ? err.message : "out of memory");
         hl_dist_abort(1);
     }
@@ -514,7 +527,7 @@ static hl_gpt *build_model(const options *o, hl_vocab **vocab, hl_error *err)
     hl_gpt_config cfg = {.vocab_in = V, .vocab_out = V, .n_ctx = o->ctx,
                          .d_model = o->d_model, .n_heads = o->heads, .n_layers = o->layers,
                          .mlp = !o->no_mlp, .layernorm = !o->no_layernorm,
-                         .dropout = o->dropout, .emb_std = 0.02};
+                         .dropout = o->dropout, .emb_std = o->emb_std};
     return hl_gpt_new(&cfg, err);
 }
 
@@ -589,11 +602,7 @@ static bool measure_position_bytes(run *r)
     double *token_bytes = malloc(sizeof *token_bytes * (size_t)V);
     if (!token_bytes)
         return false;
-    for (int v = 0; v < V; v++) {
-        size_t len;
-        hl_vocab_piece(r->vocab, v, &len);
-        token_bytes[v] = (double)len;
-    }
+    hl_vocab_token_bytes(r->vocab, token_bytes);
     hl_eval_position_weights(r->val_set, token_bytes, r->position_bytes);
     free(token_bytes);
     return true;

@@ -8,11 +8,9 @@
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
 
-hl_gpt *hl_gpt_load(const char *path, hl_error *err)
+/* The model a file's config describes, with its weights. */
+static hl_gpt *gpt_from_file(const hl_safetensors *f, hl_error *err)
 {
-    hl_safetensors *f = NULL;
-    if (hl_safetensors_read(path, &f, err) != HL_OK)
-        return NULL;
     hl_gpt_config cfg;
     hl_head_set pruned;
     hl_gpt *m = NULL;
@@ -29,6 +27,15 @@ hl_gpt *hl_gpt_load(const char *path, hl_error *err)
             m = NULL;
         }
     }
+    return m;
+}
+
+hl_gpt *hl_gpt_load(const char *path, hl_error *err)
+{
+    hl_safetensors *f = NULL;
+    if (hl_safetensors_read(path, &f, err) != HL_OK)
+        return NULL;
+    hl_gpt *m = gpt_from_file(f, err);
     hl_safetensors_free(f);
     return m;
 }
@@ -63,11 +70,13 @@ static hl_status load_vocab(const hl_safetensors *f, const hl_gpt_config *c, hl_
 hl_gpt *hl_gpt_load_meta(const char *path, hl_gpt_meta *meta, hl_error *err)
 {
     memset(meta, 0, sizeof *meta);
+    hl_safetensors *f = NULL;
+    if (hl_safetensors_read(path, &f, err) != HL_OK)
+        return NULL; /* the message names the file */
     /* A private record, so the message can be prefixed with the path. */
     hl_error local = {0};
-    hl_gpt *m = hl_gpt_load(path, &local);
-    hl_safetensors *f = NULL;
-    if (m && hl_safetensors_read(path, &f, &local) == HL_OK) {
+    hl_gpt *m = gpt_from_file(f, &local);
+    if (m) {
         const char *task = hl_safetensors_metadata(f, "task");
         const char *step = hl_safetensors_metadata(f, "step");
         snprintf(meta->task, sizeof meta->task, "%s", task ? task : "");
@@ -91,7 +100,7 @@ void hl_gpt_meta_clear(hl_gpt_meta *meta)
     meta->vocab = NULL;
 }
 
-char *hl_gpt_vocab_metadata(const hl_vocab *v, bool *failed)
+char *hl_gpt_meta_format_vocab(const hl_vocab *v, bool *failed)
 {
     *failed = false;
     if (!v || hl_vocab_size(v) == HL_VOCAB_BYTES)
@@ -109,8 +118,13 @@ hl_status hl_gpt_save_meta(const char *path, const hl_gpt *m, const hl_gpt_meta 
     int k = hl_pruned_heads_format(&meta->pruned, &m->cfg, pruned, sizeof pruned);
     if (n < 0 || (size_t)n >= sizeof config || k < 0 || (size_t)k >= sizeof pruned)
         return hl_error_set(err, HL_ERR_ARG, "save %s: the model config is too long", path);
+    const int V = meta->vocab ? hl_vocab_size(meta->vocab) : 0;
+    if (meta->vocab && (V != m->cfg.vocab_in || V != m->cfg.vocab_out))
+        return hl_error_set(err, HL_ERR_ARG, "save %s: a vocabulary of %d tokens for a model "
+                            "that reads %d and predicts %d", path, V, m->cfg.vocab_in,
+                            m->cfg.vocab_out);
     bool failed;
-    char *vocab = hl_gpt_vocab_metadata(meta->vocab, &failed);
+    char *vocab = hl_gpt_meta_format_vocab(meta->vocab, &failed);
     if (failed)
         return hl_error_set(err, HL_ERR_NOMEM, "save %s: out of memory", path);
     hl_checkpoint_meta entries[4] = {{"config", config}, {"pruned_heads", pruned}};

@@ -8,6 +8,8 @@
  *     hl_gpt_meta meta;
  *     hl_gpt *m = hl_gpt_load_meta("model.safetensors", &meta, &err);
  *     hl_gpt_save_meta("copy.safetensors", m, &meta, &err);
+ *     hl_gpt_meta_clear(&meta);                       // its vocabulary
+ *     hl_gpt_free(m);
  */
 #ifndef HL_MODEL_IO_H
 #define HL_MODEL_IO_H
@@ -39,7 +41,8 @@ typedef struct hl_gpt_meta {
     char task[32];      /* metadata "task" ("toy_heads", "charlm"), "" when absent */
     int64_t step;       /* metadata "step", 0 when absent */
     hl_head_set pruned; /* original heads removed ("pruned_heads") */
-    hl_vocab *vocab;    /* a text model's tokens, or NULL (see below) */
+    hl_vocab *vocab;    /* a text model's tokens, or NULL (see below); owned after
+                         * hl_gpt_load_meta, borrowed when the caller sets it to save */
 } hl_gpt_meta;
 
 /* hl_gpt_load, and the metadata above, checked against the config. The
@@ -51,9 +54,10 @@ void hl_gpt_meta_clear(hl_gpt_meta *meta);
 /* The "vocab" metadata string of v (malloc'd), or NULL when v is NULL or the
  * bytes alone, which a file states by leaving it out; *failed when out of
  * memory. For checkpoints, which store it too. */
-char *hl_gpt_vocab_metadata(const hl_vocab *v, bool *failed);
+char *hl_gpt_meta_format_vocab(const hl_vocab *v, bool *failed);
 /* Weights, config, task, step, pruned_heads and a learnt vocabulary, written
- * atomically; loads back with hl_gpt_load or hl_gpt_load_meta. */
+ * atomically; loads back with hl_gpt_load or hl_gpt_load_meta. HL_ERR_ARG
+ * for a vocabulary whose size is not the model's vocab_in and vocab_out. */
 hl_status hl_gpt_save_meta(const char *path, const hl_gpt *m, const hl_gpt_meta *meta,
                            hl_error *err);
 

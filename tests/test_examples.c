@@ -292,14 +292,15 @@ static void read_ablation(const char *dir, const char *sub, const char *header, 
         found = !strncmp(line, row, strlen(row));
     fclose(f);
     ck_assert_msg(found, "%s has no row %s", path, row);
-    int at = 1;
+    int at = 1, read = 0;
     for (char *field = line; field; field = strchr(field, ','), field = field ? field + 1 : NULL) {
         if (at == field_a)
-            *a = strtod(field, NULL);
+            *a = strtod(field, NULL), read++;
         if (at == field_b)
-            *b = strtod(field, NULL);
+            *b = strtod(field, NULL), read++;
         at++;
     }
+    ck_assert_msg(read == (field_b ? 2 : 1), "%s: row %s is short", path, row);
 }
 
 /* charlm on learnt words: the model file keeps the vocabulary, a resumed run

@@ -340,6 +340,31 @@ START_TEST(test_gpt_size_limits)
 }
 END_TEST
 
+/* Sinusoidal positions: sin and cos of t / 10000^(2i/d), of RMS emb_std, in
+ * place of the noise. */
+START_TEST(test_gpt_sinusoidal_positions)
+{
+    hl_gpt_config cfg = {.vocab_in = 5, .vocab_out = 5, .n_ctx = 9, .d_model = 6, .n_heads = 2,
+                         .n_layers = 1, .emb_std = 0.5};
+    hl_error err = {0};
+    hl_gpt *m = hl_gpt_new(&cfg, &err);
+    ck_assert_msg(m, "%s", err.message);
+    hl_gpt_init_positions_sinusoidal(m);
+    double sum_sq = 0;
+    for (int t = 0; t < 9; t++)
+        for (int i = 0; i < 6; i++) {
+            const double angle = t / pow(10000.0, (i / 2 * 2) / 6.0);
+            const double want = 0.5 * sqrt(2.0) * (i % 2 ? cos(angle) : sin(angle));
+            const double got = m->pos_emb->data[t * 6 + i];
+            ck_assert_msg(fabs(got - want) < 1e-6, "t %d, i %d: %g, wanted %g", t, i, got, want);
+            sum_sq += got * got;
+        }
+    /* Over many positions, the RMS tends to emb_std (here, 9 positions). */
+    ck_assert_msg(fabs(sqrt(sum_sq / 54) - 0.5) < 0.1, "RMS %g", sqrt(sum_sq / 54));
+    hl_gpt_free(m);
+}
+END_TEST
+
 Suite *gpt_suite(void)
 {
     Suite *s = suite_create("gpt");
@@ -348,6 +373,7 @@ Suite *gpt_suite(void)
     tcase_add_test(tc, test_gpt_matches_pytorch);
     tcase_add_test(tc, test_gpt_gradcheck);
     tcase_add_test(tc, test_gpt_patches);
+    tcase_add_test(tc, test_gpt_sinusoidal_positions);
     tcase_add_test(tc, test_gpt_config_round_trip);
     tcase_add_test(tc, test_gpt_errors);
     tcase_add_test(tc, test_gpt_size_limits);

@@ -82,6 +82,11 @@ START_TEST(test_token_labels)
     ck_assert_str_eq(hl_token_label(256, words, b), "_Abcdefghijklmn");
     ck_assert_str_eq(hl_token_label(257, words, b), "_the");
     hl_vocab_free(words);
+    /* A label is cut before the first character that does not fit whole. */
+    const unsigned char *utf8[] = {(const unsigned char *)"abcdefghijkl\xc3\xa9z"};
+    words = hl_vocab_from_pieces(utf8, (size_t[]){15}, 1, &err);
+    ck_assert_str_eq(hl_token_label(256, words, b), "abcdefghijkl");
+    hl_vocab_free(words);
     hl_vocab_free(bytes);
 }
 END_TEST

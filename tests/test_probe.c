@@ -37,11 +37,29 @@ START_TEST(test_probe_repeats_its_first_half)
 }
 END_TEST
 
+/* A text model's probe: letters for the bytes, learnt words for a learnt
+ * vocabulary. */
+START_TEST(test_probe_of_text_models)
+{
+    hl_vocab *bytes = hl_vocab_bytes();
+    hl_probe_opts o = hl_probe_text_opts(bytes);
+    ck_assert(o.token_lo == 'a' && o.token_hi == 'z' + 1 && o.bos < 0);
+    const unsigned char *pieces[] = {(const unsigned char *)" the", (const unsigned char *)"And"};
+    hl_error err = {0};
+    hl_vocab *words = hl_vocab_from_pieces(pieces, (size_t[]){4, 3}, 2, &err);
+    o = hl_probe_text_opts(words);
+    ck_assert(o.token_lo == 256 && o.token_hi == 258 && o.bos < 0);
+    hl_vocab_free(words);
+    hl_vocab_free(bytes);
+}
+END_TEST
+
 Suite *probe_suite(void)
 {
     Suite *s = suite_create("probe");
     TCase *tc = tcase_create("probe");
     tcase_add_test(tc, test_probe_repeats_its_first_half);
+    tcase_add_test(tc, test_probe_of_text_models);
     suite_add_tcase(s, tc);
     return s;
 }

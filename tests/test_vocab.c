@@ -182,6 +182,11 @@ START_TEST(test_bad_vocab_and_tokens)
     expect_parse_error("headlab-words-1\n"
                        "0123456789012345678901234567890123456789012345678",
                        "line 2: a piece longer than 48 bytes");
+    /* Pieces of the wrong length. */
+    hl_error err0 = {0};
+    const unsigned char *one[] = {(const unsigned char *)"a"};
+    ck_assert_ptr_null(hl_vocab_from_pieces(one, (size_t[]){1}, 1, &err0));
+    ck_assert_msg(strstr(err0.message, "piece 256 has 1 bytes (2..48)"), "%s", err0.message);
     /* Tokens outside the vocabulary do not decode; the message names where. */
     hl_vocab *v = hl_vocab_bytes();
     hl_error err = {0};
@@ -232,10 +237,20 @@ START_TEST(test_model_file_keeps_its_vocab)
     hl_gpt_meta_clear(&back);
     ck_assert_ptr_null(back.vocab);
     hl_gpt_free(m);
-    /* The same vocabulary on a model of 256 tokens does not fit it. */
+    /* The same vocabulary with a model of 256 tokens: not saved, and a file
+     * that has them anyway does not load. */
     cfg.vocab_in = cfg.vocab_out = 256;
     m = hl_gpt_new(&cfg, &err);
-    ck_assert_int_eq(hl_gpt_save_meta(path, m, &meta, &err), HL_OK);
+    ck_assert_int_eq(hl_gpt_save_meta(path, m, &meta, &err), HL_ERR_ARG);
+    ck_assert_msg(strstr(err.message, "a vocabulary of 260 tokens for a model that reads 256"),
+                  "%s", err.message);
+    hl_error_clear(&err);
+    char config[512], *stored = hl_vocab_format(v);
+    hl_gpt_config_format(&m->cfg, config, sizeof config);
+    hl_checkpoint_meta mismatched[] = {{"config", config}, {"vocab", stored}};
+    ck_assert_int_eq(hl_checkpoint_save(path, m->params, NULL, 0, NULL, 0, mismatched, 2, &err),
+                     HL_OK);
+    free(stored);
     ck_assert_ptr_null(hl_gpt_load_meta(path, &back, &err));
     ck_assert_msg(strstr(err.message, path) &&
                   strstr(err.message, "\"vocab\" has 260 tokens but the model reads 256"),
@@ -246,6 +261,7 @@ START_TEST(test_model_file_keeps_its_vocab)
     meta.vocab = NULL;
     ck_assert_int_eq(hl_gpt_save_meta(path, m, &meta, &err), HL_OK);
     loaded = hl_gpt_load_meta(path, &back, &err);
+    ck_assert_msg(loaded && back.vocab, "%s", err.message);
     ck_assert_int_eq(hl_vocab_size(back.vocab), 256);
     hl_gpt_free(loaded);
     hl_gpt_meta_clear(&back);
@@ -262,7 +278,6 @@ START_TEST(test_model_file_keeps_its_vocab)
     /* A corrupt vocabulary in the file: its line is named. */
     cfg.vocab_in = cfg.vocab_out = 257;
     m = hl_gpt_new(&cfg, &err);
-    char config[512];
     hl_gpt_config_format(&m->cfg, config, sizeof config);
     hl_checkpoint_meta corrupt[] = {{"config", config}, {"vocab", "headlab-words-1\na\\q"}};
     ck_assert_int_eq(hl_checkpoint_save(path, m->params, NULL, 0, NULL, 0, corrupt, 2, &err),

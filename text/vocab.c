@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text/hash.h"
+
 struct hl_vocab {
     int size;                /* tokens */
     unsigned char *bytes;    /* every piece, back to back */
@@ -12,19 +14,10 @@ struct hl_vocab {
     size_t n_slots;          /* a power of two, at least twice the learnt pieces */
 };
 
-/* FNV-1a: the table's hash of a piece. */
-static uint64_t piece_hash(const unsigned char *s, size_t len)
-{
-    uint64_t h = 1469598103934665603u;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ s[i]) * 1099511628211u;
-    return h;
-}
-
 /* The slot holding the learnt piece s, or the empty slot where it would go. */
 static size_t find_slot(const hl_vocab *v, const unsigned char *s, size_t len)
 {
-    size_t i = (size_t)piece_hash(s, len) & (v->n_slots - 1);
+    size_t i = (size_t)hl_text_hash(s, len) & (v->n_slots - 1);
     for (;; i = (i + 1) & (v->n_slots - 1)) {
         const int32_t t = v->slot[i];
         if (t < 0)
@@ -126,6 +119,12 @@ const unsigned char *hl_vocab_piece(const hl_vocab *v, int32_t token, size_t *le
         return NULL;
     *len = v->offset[token + 1] - v->offset[token];
     return v->bytes + v->offset[token];
+}
+
+void hl_vocab_token_bytes(const hl_vocab *v, double *bytes)
+{
+    for (int t = 0; t < v->size; t++)
+        bytes[t] = (double)(v->offset[t + 1] - v->offset[t]);
 }
 
 static int is_letter(unsigned char c)

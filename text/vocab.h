@@ -49,6 +49,10 @@ int hl_vocab_size(const hl_vocab *v);
  * 0..size-1. */
 const unsigned char *hl_vocab_piece(const hl_vocab *v, int32_t token, size_t *len);
 
+/* Each token's length in bytes into bytes (size of them), e.g. to turn a loss
+ * per token into one per byte. */
+void hl_vocab_token_bytes(const hl_vocab *v, double *bytes);
+
 /* The end of the word that starts at text[i] (i < n): see the top. */
 size_t hl_vocab_next_word(const unsigned char *text, size_t n, size_t i);
 
@@ -65,9 +69,9 @@ hl_status hl_vocab_decode(const hl_vocab *v, const int32_t *tokens, size_t n,
 /* The learnt pieces as one printable-ASCII string (malloc'd; NULL when out of
  * memory): "headlab-words-1" and then each piece of 256.. on a line of its
  * own, with \\, \n and the bytes outside 0x20..0x7e written as \\, \n, \xNN.
- * hl_vocab_parse reads it back, refusing (HL_ERR_FORMAT, naming the line) any
- * other header, a bad escape, an empty or one-byte or too long piece, and a
- * piece given twice. */
+ * hl_vocab_parse reads it back, refusing (HL_ERR_FORMAT) any other header, and,
+ * naming the line, a bad escape or an empty, one-byte or too long piece;
+ * naming both tokens, a piece given twice. */
 char *hl_vocab_format(const hl_vocab *v);
 hl_vocab *hl_vocab_parse(const char *s, hl_error *err);
 

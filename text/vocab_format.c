@@ -49,8 +49,8 @@ static int hex_value(char c)
     return -1;
 }
 
-/* One line's piece, unescaped into out (room for HL_VOCAB_PIECE_MAX bytes);
- * its length, or -1 with the reason in err. */
+/* One line's piece, unescaped into out (room for the line's length); its
+ * length, or -1 with the reason in err. */
 static long unescape_line(const char *line, size_t line_len, int line_no, unsigned char *out,
                           hl_error *err)
 {
@@ -98,7 +98,13 @@ hl_vocab *hl_vocab_parse(const char *s, hl_error *err)
     size_t n = 0;
     for (const char *c = s + header_len; *c; c++)
         n += *c == '\n';
-    unsigned char *bytes = malloc(n * HL_VOCAB_PIECE_MAX + 1);
+    if (n > HL_VOCAB_MAX - HL_VOCAB_BYTES) {
+        hl_error_set(err, HL_ERR_FORMAT, "vocab: %zu pieces; at most %d fit", n,
+                     HL_VOCAB_MAX - HL_VOCAB_BYTES);
+        return NULL;
+    }
+    /* Unescaped, a piece is never longer than its line. */
+    unsigned char *bytes = malloc(strlen(s) + 1);
     const unsigned char **pieces = malloc(sizeof *pieces * (n + 1));
     size_t *lens = malloc(sizeof *lens * (n + 1));
     hl_vocab *v = NULL;
@@ -112,7 +118,7 @@ hl_vocab *hl_vocab_parse(const char *s, hl_error *err)
         const char *end = strchr(line, '\n');
         const size_t line_len = end ? (size_t)(end - line) : strlen(line);
         const int line_no = (int)i + 2;
-        unsigned char *out = bytes + i * HL_VOCAB_PIECE_MAX;
+        unsigned char *out = bytes + (line - s);
         const long len = unescape_line(line, line_len, line_no, out, err);
         if (len < 0)
             goto done;

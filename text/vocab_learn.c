@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text/hash.h"
+
 typedef struct {
     const unsigned char *word; /* into the text; NULL for an empty slot */
     size_t len;
@@ -16,17 +18,9 @@ typedef struct {
     size_t n_slots, used; /* n_slots a power of two, kept at least twice used */
 } word_table;
 
-static uint64_t word_hash(const unsigned char *s, size_t len)
-{
-    uint64_t h = 1469598103934665603u;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ s[i]) * 1099511628211u;
-    return h;
-}
-
 static word_count *find(word_table *t, const unsigned char *s, size_t len)
 {
-    size_t i = (size_t)word_hash(s, len) & (t->n_slots - 1);
+    size_t i = (size_t)hl_text_hash(s, len) & (t->n_slots - 1);
     while (t->slot[i].word && (t->slot[i].len != len || memcmp(t->slot[i].word, s, len) != 0))
         i = (i + 1) & (t->n_slots - 1);
     return &t->slot[i];

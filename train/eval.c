@@ -243,6 +243,13 @@ void hl_eval_position_weights(const hl_eval_set *set, const double *token_weight
     }
 }
 
+/* Window w of `windows` spread evenly over room + 1 starts: the first at 0,
+ * the last at room. */
+static size_t window_start(size_t room, int w, int windows)
+{
+    return windows > 1 ? room * (size_t)w / (size_t)(windows - 1) : 0;
+}
+
 hl_eval_set *hl_text_windows(const int32_t *text, size_t size, int windows, int T, int batch,
                              hl_error *err)
 {
@@ -257,7 +264,7 @@ hl_eval_set *hl_text_windows(const int32_t *text, size_t size, int windows, int 
     snprintf(set->group_names[0], sizeof set->group_names[0], "text");
     const size_t room = size - (size_t)T - 1;
     for (int w = 0; w < windows; w++) {
-        const size_t at = windows > 1 ? room * (size_t)w / (size_t)(windows - 1) : 0;
+        const size_t at = window_start(room, w, windows);
         for (int t = 0; t < T; t++) {
             set->tokens[(size_t)w * T + t] = text[at + t];
             set->targets[0][(size_t)w * T + t] = text[at + t + 1];
@@ -282,7 +289,7 @@ hl_eval_set *hl_repeat_windows(const int32_t *text, size_t size, int windows, in
     snprintf(set->group_names[1], sizeof set->group_names[1], "first");
     const size_t room = size - (size_t)half;
     for (int w = 0; w < windows; w++) {
-        const size_t at = windows > 1 ? room * (size_t)w / (size_t)(windows - 1) : 0;
+        const size_t at = window_start(room, w, windows);
         int32_t *x = set->tokens + (size_t)w * T;
         for (int t = 0; t < half; t++)
             x[t] = x[half + t] = text[at + t];

@@ -49,20 +49,19 @@ static void evaluate(const study *s, const text_measure *tm, const hl_head_set *
 
 static text_measure text_measure_open(const study *s)
 {
-    text_measure tm = {.text = s->meta.vocab && s->text, .icl = !s->toy && s->set->n_groups == 1};
+    text_measure tm = {.text = s->meta.vocab && s->text};
+    tm.icl = tm.text && s->set->n_groups == 1; /* text windows, not repeated text */
     if (!tm.text)
         return tm;
     const int V = hl_vocab_size(s->meta.vocab), T = s->set->T;
     double *token_bytes = malloc(sizeof *token_bytes * (size_t)V);
     tm.position_bytes = malloc(sizeof(double) * (size_t)T);
     tm.position_loss = malloc(sizeof(double) * (size_t)T);
-    if (!token_bytes || !tm.position_bytes || !tm.position_loss)
-        heads_bad_input("out of memory");
-    for (int v = 0; v < V; v++) {
-        size_t len;
-        hl_vocab_piece(s->meta.vocab, v, &len);
-        token_bytes[v] = (double)len;
+    if (!token_bytes || !tm.position_bytes || !tm.position_loss) {
+        fprintf(stderr, "heads: out of memory\n");
+        exit(1);
     }
+    hl_vocab_token_bytes(s->meta.vocab, token_bytes);
     for (int k = 0; k < s->set->n_groups; k++) {
         double bytes = 0;
         int64_t n = 0;

@@ -405,9 +405,15 @@ int heads_run_report(const options *o)
     char curve[4200];
     if (o->curve) {
         study pruned = heads_open_study(o); /* the curve prunes the model it is given */
-        if (heads_run_prune_curve(o, &pruned))
-            return 1;
+        const int failed = heads_run_prune_curve(o, &pruned);
         heads_close_study(&pruned);
+        if (failed) {
+            free(x);
+            if (s.m)
+                heads_close_study(&s);
+            close_model(&in);
+            return 1;
+        }
     }
     hl_head_report_opts ro = {.model_path = o->model, .meta = &in.meta, .probe = in.probe,
                               .vocab = in.meta.vocab, .map_tokens = x, .map_T = T,
