@@ -94,7 +94,7 @@ CLI_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard examples/common/*.c))
 TEST_SRC := $(wildcard tests/*.c) tests/fuzz/fuzz_entry.c
 TEST_BIN := $(BUILD)/test_headlab
 
-.PHONY: all lib examples demo test test-one test-other-sets arm asan fuzz bench deps test-deps clean kjv
+.PHONY: all lib examples demo test test-one test-other-sets arm asan fuzz bench deps test-deps clean kjv induction
 all: lib examples
 lib: $(LIB)
 examples: $(EXAMPLES)
@@ -135,6 +135,11 @@ $(TEST_BIN): $(TEST_SRC) $(wildcard tests/*.h tests/fuzz/*.h) $(CLI_OBJ) $(LIB) 
 # The King James Bible as plain text (Debian's bible-kjv), for charlm.
 kjv:
 	@tools/kjv.sh
+
+# An induction head on real text: the recipe of README's section trained on the
+# King James Bible, its phase-change table and causal numbers (tools/induction.sh).
+induction: deps
+	@tools/induction.sh
 
 deps:
 	@tools/deps.sh $(MPI_PKGS)

@@ -400,6 +400,11 @@ START_TEST(test_charlm_bad_input)
     expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --vocab 100", 2,
                    "--vocab 100: 0 for the bytes, or more than 256 for learnt words");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --vocab x", 2, "--vocab");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --pos-init fourier", 2,
+                   "unknown --pos-init fourier (normal or sinusoidal)");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --emb-std 0", 2, "--emb-std");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --val-windows -3", 2,
+                   "--val-windows");
 }
 END_TEST
 

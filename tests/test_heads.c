@@ -727,7 +727,7 @@ START_TEST(test_program_outputs)
     tu_run_ok(command);
     snprintf(path, sizeof path, "%s/t/ablation.csv", work);
     ck_assert_int_eq(count_lines(path, first, sizeof first), 1 + 1 + 2 * 4);
-    ck_assert_str_eq(first, "heads,ablation,text_loss,text_accuracy,delta_text_loss\n");
+    ck_assert_str_eq(first, "heads,ablation,text_loss,text_accuracy,delta_text_loss,icl_score\n");
     snprintf(command, sizeof command,
              HEADS "prune --curve --model %s/char/checkpoint.safetensors --data README.md "
              "--windows 8 --finetune 2 --finetune-data tests/suites.h --timing-runs 1 "

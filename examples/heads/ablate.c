@@ -20,9 +20,10 @@ typedef struct {
     text_numbers zero_text, mean_text;
 } ablation_row;
 
-/* What a study of a text model measures per byte (NULL members otherwise). */
+/* What a study of a text model measures besides loss and accuracy. */
 typedef struct {
     bool text;                               /* a text model */
+    bool per_byte;                           /* tokens longer than a byte: also per byte */
     bool icl;                                /* on text windows: the ICL score */
     double bytes_per_target[HL_EVAL_MAX_GROUPS];
     double *position_bytes;                  /* (T) */
@@ -50,6 +51,7 @@ static void evaluate(const study *s, const text_measure *tm, const hl_head_set *
 static text_measure text_measure_open(const study *s)
 {
     text_measure tm = {.text = s->meta.vocab && s->text};
+    tm.per_byte = tm.text && hl_vocab_size(s->meta.vocab) > HL_VOCAB_BYTES;
     tm.icl = tm.text && s->set->n_groups == 1; /* text windows, not repeated text */
     if (!tm.text)
         return tm;
@@ -106,10 +108,12 @@ static void write_ablation_csv(FILE *f, const hl_eval_set *set, const text_measu
         fprintf(f, ",%.6f,%.6f", r->loss[k], r->accuracy[k]);
     for (int k = 0; k < set->n_groups; k++)
         fprintf(f, ",%.6f", r->loss[k] - base->loss[k]);
-    for (int k = 0; tm->text && k < set->n_groups; k++)
+    for (int k = 0; tm->per_byte && k < set->n_groups; k++)
         fprintf(f, ",%.6f", t->loss_per_byte[k]);
     if (tm->icl)
-        fprintf(f, ",%.6f,%.6f", t->icl, t->icl_per_byte);
+        fprintf(f, ",%.6f", t->icl);
+    if (tm->icl && tm->per_byte)
+        fprintf(f, ",%.6f", t->icl_per_byte);
     fprintf(f, "\n");
 }
 
@@ -117,16 +121,21 @@ static void write_ablation_csv(FILE *f, const hl_eval_set *set, const text_measu
 static void print_text_numbers(const hl_eval_set *set, const text_measure *tm,
                                const text_numbers *t)
 {
-    printf("per byte:");
-    for (int k = 0; k < set->n_groups; k++)
-        printf("%s %s loss %.4f nats/byte (%.3f bytes per target)", k ? ";" : "",
-               set->group_names[k], t->loss_per_byte[k], tm->bytes_per_target[k]);
-    printf("\n");
+    if (tm->per_byte) {
+        printf("per byte:");
+        for (int k = 0; k < set->n_groups; k++)
+            printf("%s %s loss %.4f nats/byte (%.3f bytes per target)", k ? ";" : "",
+                   set->group_names[k], t->loss_per_byte[k], tm->bytes_per_target[k]);
+        printf("\n");
+    }
     if (tm->icl) {
         int e0, e1, l0, l1;
         hl_icl_ranges(set->T, &e0, &e1, &l0, &l1);
-        printf("ICL score (loss at positions %d..%d minus %d..%d): %.4f nats/token, %.4f "
-               "nats/byte\n", l0, l1 - 1, e0, e1 - 1, t->icl, t->icl_per_byte);
+        printf("ICL score (loss at positions %d..%d minus %d..%d): %.4f nats/token", l0,
+               l1 - 1, e0, e1 - 1, t->icl);
+        if (tm->per_byte)
+            printf(", %.4f nats/byte", t->icl_per_byte);
+        printf("\n");
     }
 }
 
@@ -183,10 +192,12 @@ int heads_run_ablate(const options *o, study *s)
         fprintf(f, ",%s_loss,%s_accuracy", set->group_names[k], set->group_names[k]);
     for (int k = 0; k < set->n_groups; k++)
         fprintf(f, ",delta_%s_loss", set->group_names[k]);
-    for (int k = 0; tm.text && k < set->n_groups; k++)
+    for (int k = 0; tm.per_byte && k < set->n_groups; k++)
         fprintf(f, ",%s_loss_per_byte", set->group_names[k]);
     if (tm.icl)
-        fprintf(f, ",icl_score,icl_score_per_byte");
+        fprintf(f, ",icl_score");
+    if (tm.icl && tm.per_byte)
+        fprintf(f, ",icl_score_per_byte");
     fprintf(f, "\n");
     write_ablation_csv(f, set, &tm, "none", "none", &base, &base, &base_text);
     for (int i = 0; i < n; i++) {
