@@ -139,7 +139,8 @@ kjv:
 # An induction head on real text: the recipe of README's section trained on the
 # King James Bible, its phase-change table and causal numbers (tools/induction.sh).
 induction: deps
-	@tools/induction.sh
+	@$(MAKE) --no-print-directory $(BUILD)/charlm $(BUILD)/heads
+	@BUILD=$(BUILD) tools/induction.sh
 
 deps:
 	@tools/deps.sh $(MPI_PKGS)

@@ -199,17 +199,24 @@ START_TEST(test_toy_heads_short_run)
 }
 END_TEST
 
-START_TEST(test_charlm_learns_and_resumes)
+/* temp_dir/text.txt, a text with structure to learn: a repeated verse with a
+ * counter; its path into path. */
+static void write_verse_text(char *path, size_t size)
 {
-    make_temp_dir();
-    char path[256], command[1024], out[4096];
-    /* A text with structure to learn: a repeated verse with a counter. */
-    snprintf(path, sizeof path, "%s/text.txt", temp_dir);
+    snprintf(path, size, "%s/text.txt", temp_dir);
     FILE *f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
     for (int i = 0; i < 400; i++)
         fprintf(f, "the cat sat on mat %d.\n", i % 10);
     fclose(f);
+}
+
+START_TEST(test_charlm_learns_and_resumes)
+{
+    make_temp_dir();
+    char path[256], command[1024], out[4096];
+    write_verse_text(path, sizeof path);
+    FILE *f;
     const char *model = "--ctx 16 --d-model 32 --heads 2 --layers 1 --batch 8 --eval-every 50";
     snprintf(command, sizeof command,
              HL_BUILD_DIR "/charlm --data %s %s --steps 150 --out %s/lm --sample 40", path, model,
@@ -387,6 +394,42 @@ START_TEST(test_charlm_words)
 }
 END_TEST
 
+/* tools/induction.sh (make induction) end to end on a small text and a
+ * few steps: the phase-change table with a row per evaluation, and every
+ * causal number named. */
+START_TEST(test_induction_script)
+{
+    make_temp_dir();
+    char path[256], command[1024], out[16384];
+    write_verse_text(path, sizeof path);
+    FILE *f;
+    snprintf(command, sizeof command,
+             "BUILD=" HL_BUILD_DIR " DATA=%s CHARLM_FLAGS='--steps 20 --eval-every 10 --ctx 16 "
+             "--threads 1' tools/induction.sh %s/ind", path, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    const char *said[] = {"heads at step 20: induction L1H", "previous-token L0H",
+                          "repeated validation text (second half)", "ICL score on validation",
+                          "zero-ablating L0H", "K-composition L0H", "(random baseline 0.", "wall time"};
+    for (size_t i = 0; i < sizeof said / sizeof said[0]; i++)
+        ck_assert_msg(strstr(out, said[i]), "the summary lacks \"%s\": %s", said[i], out);
+    snprintf(path, sizeof path, "%s/ind/phase_change.csv", temp_dir);
+    char line[256];
+    int rows = 0;
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert_str_eq(line, "step,val_loss,icl_score,icl_score_per_byte,best_induction,"
+                           "best_induction_text,best_previous_token\n");
+    while (fgets(line, sizeof line, f))
+        ck_assert_int_eq(atoi(line), 10 * rows++);
+    fclose(f);
+    ck_assert_int_eq(rows, 3);
+    snprintf(path, sizeof path, "%s/ind/summary.txt", temp_dir);
+    ck_assert_int_eq(access(path, F_OK), 0);
+    remove_temp_dir();
+}
+END_TEST
+
 START_TEST(test_charlm_bad_input)
 {
     expect_failure(HL_BUILD_DIR "/charlm", 2, "--data");
@@ -511,6 +554,7 @@ Suite *examples_suite(void)
     tcase_add_test(tc, test_toy_heads_short_run);
     tcase_add_test(tc, test_charlm_learns_and_resumes);
     tcase_add_test(tc, test_charlm_words);
+    tcase_add_test(tc, test_induction_script);
     tcase_add_test(tc, test_charlm_bad_input);
     tcase_add_test(tc, test_programs_kernel_sets);
     tcase_add_test(tc, test_check_layers_both_include_forms);
