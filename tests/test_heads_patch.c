@@ -145,7 +145,7 @@ START_TEST(test_heads_patch_bad_input)
     static const struct {
         const char *args, *message;
     } cases[] = {
-        {"patch --clean abcd --corrupt abc", "--clean has 4 bytes and --corrupt 3"},
+        {"patch --clean abcd --corrupt abc", "--clean has 4 tokens and --corrupt 3"},
         {"patch --clean abcd --corrupt abce --positions 3", "position 3 is out of range"},
         {"patch --clean abcd --corrupt abce --positions x", "--positions wants numbers"},
         {"patch --metric accuracy", "unknown --metric accuracy"},
@@ -157,7 +157,7 @@ START_TEST(test_heads_patch_bad_input)
         {"patch --clean abcd --corrupt abcd", "score the same"},
         {"attrib --clean abca --corrupt abcb --metric logit-diff --positions 1",
          "both inputs continue with the same token"},
-        {"patch --clean abcd --corrupt abc\xff\xfe", "--clean has 4 bytes and --corrupt 5"},
+        {"patch --clean abcd --corrupt abc\xff\xfe", "--clean has 4 tokens and --corrupt 5"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snprintf(command, sizeof command, HL_BUILD_DIR "/heads %s --model %s --out %s/out 2>&1",
