@@ -24,6 +24,7 @@
  *     hl_gpt *m = hl_gpt_load_meta("model.safetensors", &meta, &err);
  *     hl_gpt *small = hl_gpt_prune(m, &off, &meta.pruned, &err);    // meta.pruned grows
  *     hl_gpt_save_meta("pruned.safetensors", small, &meta, &err);
+ *     hl_gpt_meta_clear(&meta);                                     // its vocabulary
  *
  * Heads are named by their index in the model at hand (0..layer_heads-1), as
  * the gates are. A pruned model keeps the remaining heads in their original

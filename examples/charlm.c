@@ -186,7 +186,7 @@ typedef struct {
     hl_thread_tuner tuner;  /* each step's thread count, unless the user fixed it */
     FILE *log;
     char config[512];
-    hl_probe probe;         /* random letters repeated once, for the head detectors */
+    hl_probe probe;         /* random letters or words repeated once: the detectors */
     FILE *heads_log;        /* heads.csv */
     hl_eval_set *text_set;  /* validation windows: the detectors on the text itself */
     double *position_loss;  /* the last evaluation's validation loss per position */
