@@ -48,6 +48,9 @@ START_TEST(test_repeat_windows_and_position_weights)
     ck_assert(isnan(position_weight[0]) && isnan(position_weight[5]));
     ck_assert_double_eq_tol(position_weight[2], (1 + 5) / 2.0, 1e-12); /* tokens 10 and 14 */
     ck_assert_double_eq_tol(position_weight[4], (3 + 7) / 2.0, 1e-12);
+    /* Over a whole group: "repeat" 10..12 and 14..16, "first" 11, 12, 15, 16. */
+    ck_assert_double_eq_tol(hl_eval_mean_weight(w, 0, token_weight), 4.0, 1e-12);
+    ck_assert_double_eq_tol(hl_eval_mean_weight(w, 1, token_weight), 4.5, 1e-12);
     hl_eval_set_free(w);
     ck_assert_ptr_null(hl_repeat_windows(text, 2, 2, 3, 2, &err));
     ck_assert_ptr_nonnull(strstr(err.message, "2 tokens do not hold 3 to repeat"));

@@ -226,21 +226,34 @@ double hl_icl_score(const double *position_loss, const double *position_weight, 
     return late / late_weight - early / early_weight;
 }
 
-void hl_eval_position_weights(const hl_eval_set *set, const double *token_weight,
-                              double *position_weight)
+/* The mean of token_weight over targets[group] at positions [t0, t1) of every
+ * sequence; NaN when none is scored. */
+static double mean_weight(const hl_eval_set *set, int group, int t0, int t1,
+                          const double *token_weight)
 {
-    for (int t = 0; t < set->T; t++) {
-        double sum = 0;
-        int64_t count = 0;
-        for (int i = 0; i < set->n; i++) {
-            const int32_t y = set->targets[0][(size_t)i * set->T + t];
+    double sum = 0;
+    int64_t count = 0;
+    for (int i = 0; i < set->n; i++)
+        for (int t = t0; t < t1; t++) {
+            const int32_t y = set->targets[group][(size_t)i * set->T + t];
             if (y != HL_EVAL_IGNORE) {
                 sum += token_weight[y];
                 count++;
             }
         }
-        position_weight[t] = count ? sum / (double)count : NAN;
-    }
+    return count ? sum / (double)count : NAN;
+}
+
+void hl_eval_position_weights(const hl_eval_set *set, const double *token_weight,
+                              double *position_weight)
+{
+    for (int t = 0; t < set->T; t++)
+        position_weight[t] = mean_weight(set, 0, t, t + 1, token_weight);
+}
+
+double hl_eval_mean_weight(const hl_eval_set *set, int group, const double *token_weight)
+{
+    return mean_weight(set, group, 0, set->T, token_weight);
 }
 
 /* Window w of `windows` spread evenly over room + 1 starts: the first at 0,

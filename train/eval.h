@@ -88,6 +88,9 @@ hl_status hl_evaluate_positions(const hl_gpt *m, const hl_eval_set *set, const h
  * each position predicts. */
 void hl_eval_position_weights(const hl_eval_set *set, const double *token_weight,
                               double *position_weight);
+/* The mean of token_weight[target] over all of a group's targets (NaN when it
+ * has none): e.g. its bytes per target. */
+double hl_eval_mean_weight(const hl_eval_set *set, int group, const double *token_weight);
 
 /* The in-context-learning score of a per-position loss (Olsson et al. 2022:
  * the loss late in the context minus the loss early in it; negative when the

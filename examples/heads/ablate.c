@@ -64,16 +64,8 @@ static text_measure text_measure_open(const study *s)
         exit(1);
     }
     hl_vocab_token_bytes(s->meta.vocab, token_bytes);
-    for (int k = 0; k < s->set->n_groups; k++) {
-        double bytes = 0;
-        int64_t n = 0;
-        for (size_t i = 0; i < (size_t)s->set->n * T; i++)
-            if (s->set->targets[k][i] != HL_EVAL_IGNORE) {
-                bytes += token_bytes[s->set->targets[k][i]];
-                n++;
-            }
-        tm.bytes_per_target[k] = n ? bytes / (double)n : NAN;
-    }
+    for (int k = 0; k < s->set->n_groups; k++)
+        tm.bytes_per_target[k] = hl_eval_mean_weight(s->set, k, token_bytes);
     hl_eval_position_weights(s->set, token_bytes, tm.position_bytes);
     free(token_bytes);
     return tm;
