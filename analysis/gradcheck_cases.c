@@ -136,10 +136,35 @@ static hl_tensor *build_layernorm(hl_graph *g, hl_tensor *const *in, void *ctx)
     return hl_layernorm(g, in[0], in[1], in[2], LN_EPS);
 }
 
+static hl_tensor *build_rmsnorm(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    return hl_rmsnorm(g, in[0], in[1], LN_EPS);
+}
+
 static hl_tensor *build_gelu(hl_graph *g, hl_tensor *const *in, void *ctx)
 {
     (void)ctx;
     return hl_gelu(g, in[0]);
+}
+
+static hl_tensor *build_swiglu(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    return hl_swiglu(g, in[0]);
+}
+
+/* A small base, so that positions far apart turn by visibly different angles. */
+static hl_tensor *build_rope(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    return hl_rope(g, in[0], 100);
+}
+
+static hl_tensor *build_smear(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    return hl_smear(g, in[0], in[1]);
 }
 
 static hl_tensor *build_dropout(hl_graph *g, hl_tensor *const *in, void *ctx)
@@ -423,7 +448,14 @@ static const case_entry cases[] = {
     {.name = "layernorm", .fn = build_layernorm, .n_inputs = 3,
      .in = {IN_RANGE("x", 2, -2, 2, 3, 17), IN_RANGE("gamma", 1, 0.5, 1.5, 17),
             IN("beta", 1, 17)}},
+    {.name = "rmsnorm", .fn = build_rmsnorm, .n_inputs = 2,
+     .in = {IN_RANGE("x", 2, -2, 2, 3, 17), IN_RANGE("gamma", 1, 0.5, 1.5, 17)}},
     {.name = "gelu", .fn = build_gelu, .n_inputs = 1, .in = {IN_RANGE("x", 3, -3, 3, 3, 1, 17)}},
+    {.name = "swiglu", .fn = build_swiglu, .n_inputs = 1,
+     .in = {IN_RANGE("x", 3, -3, 3, 3, 1, 34)}},
+    {.name = "rope", .fn = build_rope, .n_inputs = 1, .in = {IN("x", 4, 2, 3, 7, 6)}},
+    {.name = "smear", .fn = build_smear, .n_inputs = 2,
+     .in = {IN("k", 4, 2, 3, 5, 3), IN_RANGE("alpha", 1, -1.5, 1.5, 3)}},
     {.name = "dropout", .fn = build_dropout, .n_inputs = 1, .in = {IN("x", 3, 3, 1, 17)},
      .p = 0.4},
     {.name = "cross_entropy", .fn = build_cross_entropy, .n_inputs = 1,

@@ -95,7 +95,11 @@ void hl_mask_backward(hl_graph *g, hl_node *n);
 void hl_attention_backward(hl_graph *g, hl_node *n);
 void hl_embedding_backward(hl_graph *g, hl_node *n);
 void hl_layernorm_backward(hl_graph *g, hl_node *n);
+void hl_rmsnorm_backward(hl_graph *g, hl_node *n);
 void hl_gelu_backward(hl_graph *g, hl_node *n);
+void hl_swiglu_backward(hl_graph *g, hl_node *n);
+void hl_rope_backward(hl_graph *g, hl_node *n);
+void hl_smear_backward(hl_graph *g, hl_node *n);
 void hl_dropout_backward(hl_graph *g, hl_node *n);
 void hl_cross_entropy_backward(hl_graph *g, hl_node *n);
 

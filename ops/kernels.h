@@ -71,7 +71,17 @@ typedef struct {
     void (*gelu)(const hl_real *x, hl_real *y, size_t n);
     void (*gelu_grad)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
                       bool overwrite);
+    void (*swiglu)(const hl_real *gate, const hl_real *up, hl_real *y, size_t n);
+    void (*swiglu_grad)(const hl_real *gate, const hl_real *up, const hl_real *dy,
+                        hl_real *dgate, hl_real *dup, size_t n, bool overwrite);
 } hl_vmath_kernels;
+
+/* ---- The rotary row kernel (see ops/rope.c): for i < half,
+ *     y[i]      (+)= x[i]·c[i] - x[half + i]·(sign·s[i])
+ *     y[half+i] (+)= x[half + i]·c[i] + x[i]·(sign·s[i])
+ * sign +1 rotates by the angles, -1 back (the transpose, for backward). */
+typedef void hl_rope_row_fn(const hl_real *x, const hl_real *cosines, const hl_real *sines,
+                            hl_real sign, hl_real *y, size_t half, bool accumulate);
 
 typedef struct hl_kernel_set {
     hl_isa isa;
@@ -80,6 +90,7 @@ typedef struct hl_kernel_set {
     hl_gemm_pack_fn *gemm_pack, *gemm_pack_transposed;
     hl_tile_gemm_fn *tile_gemm;
     hl_vmath_kernels vmath;
+    hl_rope_row_fn *rope_row;
     /* iterations of independent FMAs on the calling thread, *flops set to
      * their floating-point operations (2 per lane): a benchmark's yardstick
      * of the core's peak (bench's peak row). Returns a value to keep. */

@@ -102,8 +102,9 @@ typedef struct hl_attention_masks {
 hl_tensor *hl_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v, hl_real scale,
                         const hl_attention_masks *masks);
 
-/* ---- transformer ops (ops/embedding.c, ops/layernorm.c, ops/gelu.c,
- *      ops/dropout.c, ops/cross_entropy.c) ---- */
+/* ---- transformer ops (ops/embedding.c, ops/layernorm.c, ops/rmsnorm.c,
+ *      ops/gelu.c, ops/swiglu.c, ops/rope.c, ops/smear.c, ops/dropout.c,
+ *      ops/cross_entropy.c) ---- */
 
 /* weight (V,E) gathered at ids (shape given by rank/shape) -> (shape...,E). */
 hl_tensor *hl_embedding(hl_graph *g, hl_tensor *weight, const int32_t *ids, int rank,
@@ -112,8 +113,26 @@ hl_tensor *hl_embedding(hl_graph *g, hl_tensor *weight, const int32_t *ids, int 
  * var the biased variance (as PyTorch). gamma and beta (N) may be NULL. */
 hl_tensor *hl_layernorm(hl_graph *g, hl_tensor *x, hl_tensor *gamma, hl_tensor *beta,
                         hl_real eps);
+/* Normalises over the last dim by the root mean square: x / sqrt(mean(x²) +
+ * eps) * gamma (Zhang & Sennrich 2019; Llama's RMSNorm). gamma (N) may be NULL. */
+hl_tensor *hl_rmsnorm(hl_graph *g, hl_tensor *x, hl_tensor *gamma, hl_real eps);
 /* The exact GELU, x·Φ(x), as torch.nn.GELU() by default. */
 hl_tensor *hl_gelu(hl_graph *g, hl_tensor *x);
+/* SwiGLU's gate (Shazeer 2020): x (...,2F) -> (...,F), silu(x[..., :F]) ·
+ * x[..., F:], silu(a) = a·σ(a). With x = linear(h, [W1; W3]) this is Llama's
+ * silu(W1·h) ⊙ (W3·h). */
+hl_tensor *hl_swiglu(hl_graph *g, hl_tensor *x);
+/* Rotary position embedding (Su et al. 2021) of x (...,T,D), D even, by the
+ * rotate-half convention of GPT-NeoX and Llama: for i < D/2 and position t
+ * (the index along dim -2), θ = t·base^(-2i/D) and
+ *     y[i]       = x[i]·cos θ - x[i + D/2]·sin θ
+ *     y[i + D/2] = x[i + D/2]·cos θ + x[i]·sin θ
+ * The angles and their sines and cosines are computed in double, then rounded. */
+hl_tensor *hl_rope(hl_graph *g, hl_tensor *x, hl_real base);
+/* Smeared keys (Olsson et al. 2022): k (B,H,S,D) and alpha (H) ->
+ *     k'[s] = σ(alpha_h)·k[s] + (1 - σ(alpha_h))·k[s-1]   for s >= 1,
+ * k'[0] = k[0]: each key mixes in its predecessor by a learned weight per head. */
+hl_tensor *hl_smear(hl_graph *g, hl_tensor *k, hl_tensor *alpha);
 /* In training mode, zeroes each element with probability p (drawn from the
  * graph's seeded RNG) and scales the rest by 1/(1-p). Otherwise (eval mode or
  * p = 0) it returns x itself, recording nothing. */

@@ -67,6 +67,7 @@ HL_SIMD_INLINE void hl_vstore_mask(hl_real *p, hl_vec v, hl_vmask m) { _mm512_ma
 HL_SIMD_INLINE hl_vec hl_vadd(hl_vec a, hl_vec b) { return _mm512_add_pd(a, b); }
 HL_SIMD_INLINE hl_vec hl_vsub(hl_vec a, hl_vec b) { return _mm512_sub_pd(a, b); }
 HL_SIMD_INLINE hl_vec hl_vmul(hl_vec a, hl_vec b) { return _mm512_mul_pd(a, b); }
+HL_SIMD_INLINE hl_vec hl_vdiv(hl_vec a, hl_vec b) { return _mm512_div_pd(a, b); }
 HL_SIMD_INLINE hl_vec hl_vfma(hl_vec a, hl_vec b, hl_vec c) { return _mm512_fmadd_pd(a, b, c); }
 HL_SIMD_INLINE hl_vec hl_vmax(hl_vec a, hl_vec b) { return _mm512_max_pd(a, b); }
 #else
@@ -82,6 +83,7 @@ HL_SIMD_INLINE void hl_vstore_mask(hl_real *p, hl_vec v, hl_vmask m) { _mm512_ma
 HL_SIMD_INLINE hl_vec hl_vadd(hl_vec a, hl_vec b) { return _mm512_add_ps(a, b); }
 HL_SIMD_INLINE hl_vec hl_vsub(hl_vec a, hl_vec b) { return _mm512_sub_ps(a, b); }
 HL_SIMD_INLINE hl_vec hl_vmul(hl_vec a, hl_vec b) { return _mm512_mul_ps(a, b); }
+HL_SIMD_INLINE hl_vec hl_vdiv(hl_vec a, hl_vec b) { return _mm512_div_ps(a, b); }
 HL_SIMD_INLINE hl_vec hl_vfma(hl_vec a, hl_vec b, hl_vec c) { return _mm512_fmadd_ps(a, b, c); }
 HL_SIMD_INLINE hl_vec hl_vmax(hl_vec a, hl_vec b) { return _mm512_max_ps(a, b); }
 HL_SIMD_INLINE hl_vec hl_vmin(hl_vec a, hl_vec b) { return _mm512_min_ps(a, b); }
@@ -151,6 +153,7 @@ HL_SIMD_INLINE void hl_vstore_mask(hl_real *p, hl_vec v, hl_vmask m) { _mm256_ma
 HL_SIMD_INLINE hl_vec hl_vadd(hl_vec a, hl_vec b) { return _mm256_add_pd(a, b); }
 HL_SIMD_INLINE hl_vec hl_vsub(hl_vec a, hl_vec b) { return _mm256_sub_pd(a, b); }
 HL_SIMD_INLINE hl_vec hl_vmul(hl_vec a, hl_vec b) { return _mm256_mul_pd(a, b); }
+HL_SIMD_INLINE hl_vec hl_vdiv(hl_vec a, hl_vec b) { return _mm256_div_pd(a, b); }
 HL_SIMD_INLINE hl_vec hl_vfma(hl_vec a, hl_vec b, hl_vec c) { return _mm256_fmadd_pd(a, b, c); }
 HL_SIMD_INLINE hl_vec hl_vmax(hl_vec a, hl_vec b) { return _mm256_max_pd(a, b); }
 #else
@@ -169,6 +172,7 @@ HL_SIMD_INLINE void hl_vstore_mask(hl_real *p, hl_vec v, hl_vmask m) { _mm256_ma
 HL_SIMD_INLINE hl_vec hl_vadd(hl_vec a, hl_vec b) { return _mm256_add_ps(a, b); }
 HL_SIMD_INLINE hl_vec hl_vsub(hl_vec a, hl_vec b) { return _mm256_sub_ps(a, b); }
 HL_SIMD_INLINE hl_vec hl_vmul(hl_vec a, hl_vec b) { return _mm256_mul_ps(a, b); }
+HL_SIMD_INLINE hl_vec hl_vdiv(hl_vec a, hl_vec b) { return _mm256_div_ps(a, b); }
 HL_SIMD_INLINE hl_vec hl_vfma(hl_vec a, hl_vec b, hl_vec c) { return _mm256_fmadd_ps(a, b, c); }
 HL_SIMD_INLINE hl_vec hl_vmax(hl_vec a, hl_vec b) { return _mm256_max_ps(a, b); }
 HL_SIMD_INLINE hl_vec hl_vmin(hl_vec a, hl_vec b) { return _mm256_min_ps(a, b); }
@@ -263,6 +267,7 @@ HL_SIMD_INLINE void hl_vstore_mask(hl_real *p, hl_vec v, hl_vmask m)
 HL_SIMD_INLINE hl_vec hl_vadd(hl_vec a, hl_vec b) { return a + b; }
 HL_SIMD_INLINE hl_vec hl_vsub(hl_vec a, hl_vec b) { return a - b; }
 HL_SIMD_INLINE hl_vec hl_vmul(hl_vec a, hl_vec b) { return a * b; }
+HL_SIMD_INLINE hl_vec hl_vdiv(hl_vec a, hl_vec b) { return a / b; }
 HL_SIMD_INLINE hl_vec hl_vfma(hl_vec a, hl_vec b, hl_vec c)
 {
 #if defined(__aarch64__) && defined(HL_REAL_DOUBLE)

@@ -1,6 +1,6 @@
 /*
  * vmath.h: vectorised row kernels for the transcendental parts of softmax,
- * cross-entropy and GELU (internal to ops/).
+ * cross-entropy, GELU and SwiGLU (internal to ops/).
  *
  * The float build evaluates exp and erf with its own polynomials on the
  * vectors of the active kernel set (ops/kernels/vmath.c, one compilation per
@@ -62,6 +62,22 @@ static inline void hl_vmath_gelu_grad(const hl_real *x, const hl_real *dy, hl_re
                                       size_t n, bool overwrite)
 {
     hl_kernels()->vmath.gelu_grad(x, dy, dx, n, overwrite);
+}
+
+/* SwiGLU's gate: y[i] = silu(gate[i])·up[i] = gate·σ(gate)·up, σ the logistic
+ * function (PyTorch's F.silu(gate) * up). */
+static inline void hl_vmath_swiglu(const hl_real *gate, const hl_real *up, hl_real *y, size_t n)
+{
+    hl_kernels()->vmath.swiglu(gate, up, y, n);
+}
+
+/* dgate[i] (+)= dy·up·σ·(1 + gate·(1 - σ)) and dup[i] (+)= dy·gate·σ: added,
+ * or stored when overwrite. */
+static inline void hl_vmath_swiglu_grad(const hl_real *gate, const hl_real *up,
+                                        const hl_real *dy, hl_real *dgate, hl_real *dup,
+                                        size_t n, bool overwrite)
+{
+    hl_kernels()->vmath.swiglu_grad(gate, up, dy, dgate, dup, n, overwrite);
 }
 
 #endif

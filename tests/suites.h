@@ -24,7 +24,11 @@
     X(mask)               \
     X(attention)          \
     X(layernorm)          \
+    X(rmsnorm)            \
     X(gelu)               \
+    X(swiglu)             \
+    X(rope)               \
+    X(smear)              \
     X(dropout)            \
     X(embedding)          \
     X(cross_entropy)      \

@@ -221,7 +221,7 @@ static size_t compute_rows(hl_real *out, size_t cap)
     x[40] = (hl_real)-95;
     size_t used = 0;
     for (size_t n = 0; n <= LEN; n++) {
-        ck_assert(used + 6 * n + 2 <= cap);
+        ck_assert(used + 12 * n + 2 <= cap);
         out[used] = hl_vmath_max(x, n);
         out[used + 1] = (hl_real)hl_vmath_exp_sum(x, 1, out + used + 2, n);
         used += n + 2;
@@ -236,11 +236,27 @@ static size_t compute_rows(hl_real *out, size_t cap)
         memcpy(out + used, dy, n * sizeof *dy);
         hl_vmath_gelu_grad(x, dy, out + used, n, false);
         used += n;
+        /* SwiGLU with x as the gate and dy as up; rotary with x's rows as
+         * cosines and dy's as sines (any values: the bits are the point). */
+        hl_vmath_swiglu(x, dy, out + used, n);
+        used += n;
+        hl_vmath_swiglu_grad(x, dy, dy, out + used, out + used + n, n, true);
+        used += 2 * n;
+        memcpy(out + used, x, n * sizeof *x);
+        memcpy(out + used + n, dy, n * sizeof *dy);
+        hl_vmath_swiglu_grad(dy, x, x, out + used, out + used + n, n, false);
+        used += 2 * n;
+        if (n % 2 == 0) {
+            hl_kernels()->rope_row(x, dy, x + n / 2, 1, out + used, n / 2, false);
+            memcpy(out + used + n, x, n * sizeof *x);
+            hl_kernels()->rope_row(dy, x, dy, -1, out + used + n, n / 2, true);
+            used += 2 * n;
+        }
     }
     return used;
 }
 
-START_TEST(test_isa_vmath_same_bits) { check_sets_agree("vmath", compute_rows, 1 << 16); }
+START_TEST(test_isa_vmath_same_bits) { check_sets_agree("vmath", compute_rows, 1 << 17); }
 END_TEST
 
 /* A graph's output and every input gradient, into out. */
@@ -308,6 +324,38 @@ static size_t compute_block(hl_real *out, size_t cap)
 START_TEST(test_isa_ops_same_bits) { check_sets_agree("ops", compute_block, 1 << 14); }
 END_TEST
 
+/* The same with today's parts: RMSNorm, a SwiGLU MLP, rotary q and k, smeared
+ * keys. */
+static hl_tensor *build_modern_block(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    static const int32_t targets[] = {1, 4, 0, 2, 3, 4, 1, 0, 2, 3, 1, 2, 0};
+    hl_tensor *h = hl_rmsnorm(g, in[0], NULL, (hl_real)1e-5);
+    h = hl_swiglu(g, hl_linear(g, h, in[1], NULL)); /* (13,21) */
+    hl_tensor *x = hl_reshape(g, hl_narrow(g, h, 1, 0, 20), 4, (int[]){1, 1, 13, 20});
+    hl_tensor *q = hl_rope(g, x, 10000), *k = hl_rope(g, hl_smear(g, x, in[2]), 10000);
+    hl_tensor *p = hl_softmax(g, hl_matmul(g, q, k, HL_TRANS_B));
+    h = hl_reshape(g, hl_matmul(g, p, x, 0), 2, (int[]){13, 20});
+    return hl_cross_entropy(g, hl_narrow(g, h, 1, 0, 5), targets, -1);
+}
+
+static size_t compute_modern_block(hl_real *out, size_t cap)
+{
+    hl_tensor *in[3] = {tu_random("x", 2, (int[]){13, 37}, true, 53, -2, 2),
+                        tu_random("w", 2, (int[]){42, 37}, true, 54, -0.5, 0.5),
+                        tu_random("alpha", 1, (int[]){1}, true, 55, -1, 1)};
+    const size_t n = forward_backward(build_modern_block, in, 3, out, cap);
+    for (int i = 0; i < 3; i++)
+        hl_tensor_free(in[i]);
+    return n;
+}
+
+START_TEST(test_isa_modern_ops_same_bits)
+{
+    check_sets_agree("modern ops", compute_modern_block, 1 << 14);
+}
+END_TEST
+
 Suite *isa_suite(void)
 {
     Suite *s = suite_create("isa");
@@ -317,6 +365,7 @@ Suite *isa_suite(void)
     tcase_add_test(tc, test_isa_gemm_same_bits);
     tcase_add_test(tc, test_isa_tile_gemm_same_bits);
     tcase_add_test(tc, test_isa_vmath_same_bits);
+    tcase_add_test(tc, test_isa_modern_ops_same_bits);
     tcase_add_test(tc, test_isa_attention_same_bits);
     tcase_add_test(tc, test_isa_ops_same_bits);
     suite_add_tcase(s, tc);

@@ -24,6 +24,9 @@ const hl_kernel_set HL_SIMD_FN(hl_kernel_set) = {
             .erf = HL_SIMD_FN(hl_vmath_erf),
             .gelu = HL_SIMD_FN(hl_vmath_gelu),
             .gelu_grad = HL_SIMD_FN(hl_vmath_gelu_grad),
+            .swiglu = HL_SIMD_FN(hl_vmath_swiglu),
+            .swiglu_grad = HL_SIMD_FN(hl_vmath_swiglu_grad),
         },
+    .rope_row = HL_SIMD_FN(hl_rope_row),
     .fma_peak = HL_SIMD_FN(hl_fma_peak),
 };

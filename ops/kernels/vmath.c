@@ -80,6 +80,24 @@ void HL_SIMD_FN(hl_vmath_gelu_grad)(const hl_real *x, const hl_real *dy, hl_real
     }
 }
 
+void HL_SIMD_FN(hl_vmath_swiglu)(const hl_real *gate, const hl_real *up, hl_real *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = gate[i] / (1 + exp(-gate[i])) * up[i];
+}
+
+void HL_SIMD_FN(hl_vmath_swiglu_grad)(const hl_real *gate, const hl_real *up, const hl_real *dy,
+                                      hl_real *dgate, hl_real *dup, size_t n, bool overwrite)
+{
+    for (size_t i = 0; i < n; i++) {
+        const hl_real sig = 1 / (1 + exp(-gate[i]));
+        const hl_real dg = dy[i] * up[i] * sig * (1 + gate[i] * (1 - sig));
+        const hl_real du = dy[i] * gate[i] * sig;
+        dgate[i] = overwrite ? dg : dgate[i] + dg;
+        dup[i] = overwrite ? du : dup[i] + du;
+    }
+}
+
 #else /* float */
 
 /* ---- exp: e^x = 2^n·e^r with n = round(x/ln 2) and |r| ≤ ln2/2, e^r by its
@@ -262,6 +280,55 @@ void HL_SIMD_FN(hl_vmath_gelu_grad)(const hl_real *x, const hl_real *dy, hl_real
         const hl_vmask m = hl_vmask_first((int)(n - i));
         const hl_vec d = hl_vmul(hl_vload_mask(dy + i, m), gelu_slope(hl_vload_mask(x + i, m)));
         hl_vstore_mask(dx + i, overwrite ? d : hl_vadd(hl_vload_mask(dx + i, m), d), m);
+    }
+}
+
+/* σ(g) = 1/(1 + e^-g): e^-g overflows to inf for g < -88 and σ is then 0. */
+HL_SIMD_INLINE hl_vec sigmoid(hl_vec g)
+{
+    const hl_vec one = hl_vset1(1);
+    return hl_vdiv(one, hl_vadd(one, vexp(hl_vsub(hl_vzero(), g))));
+}
+
+/* y = silu(gate)·up = (gate·σ(gate))·up. */
+HL_SIMD_INLINE hl_vec swiglu(hl_vec g, hl_vec u) { return hl_vmul(hl_vmul(g, sigmoid(g)), u); }
+
+void HL_SIMD_FN(hl_vmath_swiglu)(const hl_real *gate, const hl_real *up, hl_real *y, size_t n)
+{
+    size_t i = 0;
+    for (; i + V <= n; i += V)
+        hl_vstore(y + i, swiglu(hl_vload(gate + i), hl_vload(up + i)));
+    if (i < n) {
+        const hl_vmask m = hl_vmask_first((int)(n - i));
+        hl_vstore_mask(y + i, swiglu(hl_vload_mask(gate + i, m), hl_vload_mask(up + i, m)), m);
+    }
+}
+
+/* d gate = dy·up·σ·(1 + gate·(1 - σ)), d up = dy·gate·σ. */
+HL_SIMD_INLINE void swiglu_grad(hl_vec g, hl_vec u, hl_vec dy, hl_vec *dg, hl_vec *du)
+{
+    const hl_vec one = hl_vset1(1), sig = sigmoid(g);
+    const hl_vec slope = hl_vmul(sig, hl_vadd(one, hl_vmul(g, hl_vsub(one, sig))));
+    *dg = hl_vmul(hl_vmul(dy, u), slope);
+    *du = hl_vmul(hl_vmul(dy, g), sig);
+}
+
+void HL_SIMD_FN(hl_vmath_swiglu_grad)(const hl_real *gate, const hl_real *up, const hl_real *dy,
+                                      hl_real *dgate, hl_real *dup, size_t n, bool overwrite)
+{
+    size_t i = 0;
+    hl_vec dg, du;
+    for (; i + V <= n; i += V) {
+        swiglu_grad(hl_vload(gate + i), hl_vload(up + i), hl_vload(dy + i), &dg, &du);
+        hl_vstore(dgate + i, overwrite ? dg : hl_vadd(hl_vload(dgate + i), dg));
+        hl_vstore(dup + i, overwrite ? du : hl_vadd(hl_vload(dup + i), du));
+    }
+    if (i < n) {
+        const hl_vmask m = hl_vmask_first((int)(n - i));
+        swiglu_grad(hl_vload_mask(gate + i, m), hl_vload_mask(up + i, m),
+                    hl_vload_mask(dy + i, m), &dg, &du);
+        hl_vstore_mask(dgate + i, overwrite ? dg : hl_vadd(hl_vload_mask(dgate + i, m), dg), m);
+        hl_vstore_mask(dup + i, overwrite ? du : hl_vadd(hl_vload_mask(dup + i, m), du), m);
     }
 }
 

@@ -1,0 +1,106 @@
+/* Root-mean-square normalisation over the last dim: see ops.h. Statistics and
+ * each element's arithmetic in double, as ops/layernorm.c. */
+#include <math.h>
+
+#include "ops/internal.h"
+
+/* Columns per block in gamma's gradient (as in ops/layernorm.c). */
+#define PARAM_GRAD_BLOCK 64
+
+/* 1 / sqrt(mean(x²) + eps) of one row, the squares summed in double. */
+static double row_rstd(const hl_real *x, int n, double eps)
+{
+    double sq = 0;
+    for (int j = 0; j < n; j++)
+        sq += (double)x[j] * (double)x[j];
+    return 1.0 / sqrt(sq / n + eps);
+}
+
+hl_tensor *hl_rmsnorm(hl_graph *g, hl_tensor *x, hl_tensor *gamma, hl_real eps)
+{
+    if (!hl_op_inputs_ok(g, HL_OP_RMSNORM, 1, &x))
+        return &g->poison;
+    const int cols = x->shape[x->rank - 1];
+    char gs[HL_SHAPE_STR_MAX], xs[HL_SHAPE_STR_MAX];
+    if (gamma && hl_tensor_is_poison(gamma))
+        return hl_op_fail(g, HL_OP_RMSNORM, HL_ERR_ARG, "gamma is a poisoned tensor");
+    if (gamma && (gamma->rank != 1 || gamma->shape[0] != cols))
+        return hl_op_fail(g, HL_OP_RMSNORM, HL_ERR_SHAPE,
+                          "gamma %s does not match the last dim of input %s (it must be (%d))",
+                          hl_shape_str(gamma, gs), hl_shape_str(x, xs), cols);
+    if (!(eps > 0))
+        return hl_op_fail(g, HL_OP_RMSNORM, HL_ERR_ARG, "eps %g must be > 0", (double)eps);
+    const size_t rows = x->numel / (size_t)cols;
+    hl_tensor *out = hl_op_output(g, HL_OP_RMSNORM, x->rank, x->shape);
+    double *rstd = hl_graph_alloc(g, rows * sizeof *rstd);
+    if (hl_graph_failed(g))
+        return &g->poison;
+    const hl_real *gw = gamma ? gamma->data : NULL;
+#pragma omp parallel for if (x->numel >= HL_PARALLEL_MIN_WORK) schedule(static)
+    for (size_t r = 0; r < rows; r++) {
+        const hl_real *xr = x->data + r * cols;
+        hl_real *yr = out->data + r * cols;
+        const double s = rstd[r] = row_rstd(xr, cols, (double)eps);
+        for (int j = 0; j < cols; j++)
+            yr[j] = (hl_real)((double)xr[j] * s * (gw ? (double)gw[j] : 1.0));
+    }
+    hl_tensor *inputs[2] = {x, gamma};
+    hl_node *n = hl_op_record(g, HL_OP_RMSNORM, out, 2, inputs);
+    if (n)
+        n->saved = rstd;
+    return hl_graph_failed(g) ? &g->poison : out;
+}
+
+/* dgamma += Σ_rows dy·x̂, threads splitting the columns and each column summed
+ * over the rows in order (independent of the thread count). */
+static void gamma_grad(const hl_real *x, const hl_real *dy, const double *rstd, size_t rows,
+                       int cols, hl_real *dgamma)
+{
+    const int blocks = (cols + PARAM_GRAD_BLOCK - 1) / PARAM_GRAD_BLOCK;
+#pragma omp parallel for if (rows * (size_t)cols >= HL_PARALLEL_MIN_WORK) schedule(static)
+    for (int b = 0; b < blocks; b++) {
+        const int j0 = b * PARAM_GRAD_BLOCK;
+        const int width = cols - j0 < PARAM_GRAD_BLOCK ? cols - j0 : PARAM_GRAD_BLOCK;
+        double acc[PARAM_GRAD_BLOCK] = {0};
+        for (size_t r = 0; r < rows; r++) {
+            const hl_real *xr = x + r * cols + j0, *dyr = dy + r * cols + j0;
+            for (int j = 0; j < width; j++)
+                acc[j] += (double)dyr[j] * ((double)xr[j] * rstd[r]);
+        }
+        for (int j = 0; j < width; j++)
+            dgamma[j0 + j] += (hl_real)acc[j];
+    }
+}
+
+/* With dŷ = dy·gamma and x̂ = x·rstd: dx (+)= rstd·(dŷ - x̂·mean(dŷ·x̂)). */
+void hl_rmsnorm_backward(hl_graph *g, hl_node *n)
+{
+    hl_tensor *x = n->inputs[0], *gamma = n->inputs[1];
+    const double *rstd = n->saved;
+    const hl_real *dy = n->out->grad, *gw = gamma ? gamma->data : NULL;
+    const int cols = x->shape[x->rank - 1];
+    const size_t rows = x->numel / (size_t)cols;
+    hl_real *dgamma = hl_op_grad(g, gamma);
+    if (dgamma)
+        gamma_grad(x->data, dy, rstd, rows, cols, dgamma);
+    /* Fetched last: x may also be gamma, whose sum is in by now. */
+    bool overwrite;
+    hl_real *dx = hl_op_grad_first(g, x, &overwrite);
+    if (!dx)
+        return;
+#pragma omp parallel for if (x->numel >= HL_PARALLEL_MIN_WORK) schedule(static)
+    for (size_t r = 0; r < rows; r++) {
+        const hl_real *xr = x->data + r * cols, *dyr = dy + r * cols;
+        hl_real *dxr = dx + r * cols;
+        const double s = rstd[r];
+        double sum_dx = 0;
+        for (int j = 0; j < cols; j++)
+            sum_dx += (double)dyr[j] * (gw ? (double)gw[j] : 1.0) * ((double)xr[j] * s);
+        const double mean_dx = sum_dx / cols;
+        for (int j = 0; j < cols; j++) {
+            const double d = (double)dyr[j] * (gw ? (double)gw[j] : 1.0);
+            const hl_real v = (hl_real)(s * (d - (double)xr[j] * s * mean_dx));
+            dxr[j] = overwrite ? v : dxr[j] + v;
+        }
+    }
+}
