@@ -384,7 +384,7 @@ static hl_status setup_mha_cross(case_data *d, hl_gradcheck_case *c, hl_rng *rng
 static hl_status setup_gpt(case_data *d, hl_gradcheck_case *c, hl_rng *rng, hl_error *err)
 {
     hl_gpt_config cfg = {.vocab_in = 5, .vocab_out = 4, .n_ctx = 7, .d_model = 6, .n_heads = 2,
-                         .n_layers = 2, .mlp = true, .layernorm = true, .emb_std = 0.5};
+                         .n_layers = 2, .mlp = true, .norm = HL_GPT_NORM_LAYER, .emb_std = 0.5};
     d->gpt = hl_gpt_new(&cfg, err);
     if (!d->gpt)
         return err->status;

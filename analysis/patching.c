@@ -397,8 +397,7 @@ static hl_tensor *receiver_input(hl_graph *g, const hl_gpt *m, const captured *c
     const hl_gpt_block *blk = &m->blocks[lr];
     const hl_mha *recv = &blk->attn;
     const int Hr = recv->cfg.num_heads, Dr = recv->cfg.head_dim, inner = Hr * Dr;
-    hl_tensor *a = blk->ln1_w ? hl_layernorm(g, x, blk->ln1_w, blk->ln1_b, (hl_real)HL_GPT_LN_EPS)
-                              : x;
+    hl_tensor *a = hl_gpt_normalize(g, m, x, blk->ln1_w, blk->ln1_b);
     const int part = act == HL_ACT_Q ? 0 : act == HL_ACT_K ? 1 : 2;
     hl_tensor *w = hl_narrow(g, recv->in_proj_weight, 0, part * inner, inner);
     hl_tensor *bias = recv->in_proj_bias ? hl_narrow(g, recv->in_proj_bias, 0, part * inner, inner)
@@ -575,15 +574,20 @@ hl_status hl_direct_logit_attribution(const hl_gpt *m, const hl_patch_task *t, d
                     vec[e] = sum;
                     mean += sum / E;
                 }
+                /* The final norm's scale is frozen at the clean run's; LayerNorm
+                 * also removes the mean, RMSNorm does not. */
                 double scale = 1;
                 if (m->lnf_w) {
                     const hl_real *r = cl.resid[L]->data + (size_t)i * E;
+                    const bool centred = c->norm == HL_GPT_NORM_LAYER;
                     double mu = 0, var = 0;
-                    for (int e = 0; e < E; e++)
+                    for (int e = 0; centred && e < E; e++)
                         mu += (double)r[e] / E;
                     for (int e = 0; e < E; e++)
                         var += ((double)r[e] - mu) * ((double)r[e] - mu) / E;
                     scale = 1 / sqrt(var + HL_GPT_LN_EPS);
+                    if (!centred)
+                        mean = 0;
                 } else {
                     mean = 0;
                 }
@@ -620,8 +624,7 @@ hl_status hl_logit_lens(const hl_gpt *m, const hl_patch_task *t, int k, double *
     for (int l = 0; s == HL_OK && l <= L; l++) {
         hl_graph_reset(g);
         hl_tensor *x = cl.resid[l];
-        if (m->lnf_w)
-            x = hl_layernorm(g, x, m->lnf_w, m->lnf_b, (hl_real)HL_GPT_LN_EPS);
+        x = hl_gpt_normalize(g, m, x, m->lnf_w, m->lnf_b);
         hl_tensor *logits = hl_linear(g, x, m->head_w, m->head_b);
         if (hl_graph_failed(g)) {
             s = hl_error_set(err, hl_graph_status(g), "logit lens: %s", hl_graph_message(g));

@@ -64,6 +64,8 @@ static void copy_kept_heads(const hl_mha *a, hl_mha *b, const bool *removed)
             memcpy(b->out_proj_weight->data + (size_t)o * K * D + (size_t)i * D,
                    a->out_proj_weight->data + (size_t)o * H * D + (size_t)h * D,
                    D * sizeof(hl_real));
+        if (a->smear)
+            b->smear->data[i] = a->smear->data[h];
         i++;
     }
 }

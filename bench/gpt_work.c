@@ -46,7 +46,7 @@ static int build_model(bench_gpt *w)
     const bench_gpt_shape *s = &w->shape;
     hl_gpt_config cfg = {.vocab_in = GPT_VOCAB, .vocab_out = GPT_VOCAB, .n_ctx = s->ctx,
                          .d_model = s->d_model, .n_heads = s->heads, .n_layers = s->layers,
-                         .mlp = true, .layernorm = true, .emb_std = 0.02};
+                         .mlp = true, .norm = HL_GPT_NORM_LAYER, .emb_std = 0.02};
     hl_error err = {0};
     w->model = hl_gpt_new(&cfg, &err);
     if (!w->model)

@@ -526,7 +526,7 @@ static hl_gpt *build_model(const options *o, hl_vocab **vocab, hl_error *err)
     const int V = hl_vocab_size(*vocab);
     hl_gpt_config cfg = {.vocab_in = V, .vocab_out = V, .n_ctx = o->ctx,
                          .d_model = o->d_model, .n_heads = o->heads, .n_layers = o->layers,
-                         .mlp = !o->no_mlp, .layernorm = !o->no_layernorm,
+                         .mlp = !o->no_mlp, .norm = !o->no_layernorm,
                          .dropout = o->dropout, .emb_std = o->emb_std};
     return hl_gpt_new(&cfg, err);
 }

@@ -16,31 +16,51 @@ static hl_tensor *declare(hl_params *p, const char *name, int rank, const int *s
 
 static void declare_block(hl_gpt *m, int l, hl_error *err)
 {
-    const int d = m->cfg.d_model;
+    const hl_gpt_config *c = &m->cfg;
+    const int d = c->d_model, F = hl_gpt_mlp_width(c);
+    const int fc_rows = c->mlp == HL_GPT_MLP_SWIGLU ? 2 * F : F;
     hl_gpt_block *b = &m->blocks[l];
     hl_params *p = m->params;
     char name[HL_NAME_MAX], prefix[HL_NAME_MAX];
 #define NAME(suffix) (snprintf(name, sizeof name, "blocks.%d." suffix, l), name)
-    if (m->cfg.layernorm) {
+    if (c->norm) {
         b->ln1_w = declare(p, NAME("ln1.weight"), 1, &d);
-        b->ln1_b = declare(p, NAME("ln1.bias"), 1, &d);
+        if (c->norm == HL_GPT_NORM_LAYER)
+            b->ln1_b = declare(p, NAME("ln1.bias"), 1, &d);
     }
     snprintf(prefix, sizeof prefix, "blocks.%d.attn.", l);
-    hl_mha_config attn = {.embed_dim = d, .num_heads = hl_gpt_layer_heads(&m->cfg, l),
-                          .head_dim = d / m->cfg.n_heads, .bias = true};
+    hl_mha_config attn = {.embed_dim = d, .num_heads = hl_gpt_layer_heads(c, l),
+                          .head_dim = d / c->n_heads, .bias = true,
+                          .smear_keys = c->smear_keys};
+    if (c->pos == HL_GPT_POS_ROPE)
+        attn.rotary_base = c->rope_base > 0 ? c->rope_base : HL_GPT_ROPE_BASE;
     if (hl_mha_declare(&b->attn, p, prefix, &attn, err) != HL_OK)
         return;
-    if (m->cfg.mlp) {
-        if (m->cfg.layernorm) {
+    if (c->mlp) {
+        if (c->norm) {
             b->ln2_w = declare(p, NAME("ln2.weight"), 1, &d);
-            b->ln2_b = declare(p, NAME("ln2.bias"), 1, &d);
+            if (c->norm == HL_GPT_NORM_LAYER)
+                b->ln2_b = declare(p, NAME("ln2.bias"), 1, &d);
         }
-        b->fc_w = declare(p, NAME("mlp.fc.weight"), 2, (int[]){4 * d, d});
-        b->fc_b = declare(p, NAME("mlp.fc.bias"), 1, (int[]){4 * d});
-        b->proj_w = declare(p, NAME("mlp.proj.weight"), 2, (int[]){d, 4 * d});
+        b->fc_w = declare(p, NAME("mlp.fc.weight"), 2, (int[]){fc_rows, d});
+        b->fc_b = declare(p, NAME("mlp.fc.bias"), 1, &fc_rows);
+        b->proj_w = declare(p, NAME("mlp.proj.weight"), 2, (int[]){d, F});
         b->proj_b = declare(p, NAME("mlp.proj.bias"), 1, &d);
     }
 #undef NAME
+}
+
+int hl_gpt_mlp_width(const hl_gpt_config *cfg)
+{
+    switch (cfg->mlp) {
+    case HL_GPT_MLP_GELU:
+        return 4 * cfg->d_model;
+    case HL_GPT_MLP_SWIGLU:
+        /* Llama's 2/3 of 4d, so that three matrices hold what GELU's two do. */
+        return (int)(((8 * (int64_t)cfg->d_model + 2) / 3 + 15) / 16 * 16);
+    default:
+        return 0;
+    }
 }
 
 /* a·b and a·b·c, saturating at UINT64_MAX. */
@@ -53,17 +73,24 @@ static uint64_t sum(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64
 static uint64_t parameter_count(const hl_gpt_config *cfg)
 {
     const uint64_t d = (uint64_t)cfg->d_model, head_dim = d / (uint64_t)cfg->n_heads;
-    uint64_t n = sum(product(cfg->vocab_in, d, 1), product(cfg->n_ctx, d, 1));
-    n = sum(n, product(cfg->vocab_out, d + 1, 1));
-    if (cfg->layernorm)
-        n = sum(n, 2 * d);
+    const uint64_t F = (uint64_t)hl_gpt_mlp_width(cfg);
+    const uint64_t norm = cfg->norm == HL_GPT_NORM_LAYER ? 2 * d : cfg->norm ? d : 0;
+    uint64_t n = product(cfg->vocab_in, d, 1);
+    if (cfg->pos == HL_GPT_POS_LEARNED)
+        n = sum(n, product(cfg->n_ctx, d, 1));
+    n = sum(n, product(cfg->vocab_out, cfg->tie_embeddings ? 1 : d + 1, 1));
+    n = sum(n, norm);
     for (int l = 0; l < cfg->n_layers; l++) {
-        const uint64_t inner = product((uint64_t)hl_gpt_layer_heads(cfg, l), head_dim, 1);
+        const uint64_t heads = (uint64_t)hl_gpt_layer_heads(cfg, l);
+        const uint64_t inner = product(heads, head_dim, 1);
         n = sum(n, sum(product(4, inner, d), 3 * inner + d)); /* in- and out-projections */
-        if (cfg->layernorm)
-            n = sum(n, product(cfg->mlp ? 4 : 2, d, 1));
-        if (cfg->mlp)
-            n = sum(n, sum(product(8, d, d), 5 * d));
+        if (cfg->smear_keys)
+            n = sum(n, heads);
+        n = sum(n, product(cfg->mlp ? 2 : 1, norm, 1));
+        if (cfg->mlp) {
+            const uint64_t fc = cfg->mlp == HL_GPT_MLP_SWIGLU ? 2 * F : F;
+            n = sum(n, sum(product(fc + F, d, 1), fc + d));
+        }
     }
     return n;
 }
@@ -92,17 +119,45 @@ static bool size_ok(const hl_gpt_config *cfg, hl_error *err)
     return true;
 }
 
+/* Vaswani et al.'s sinusoids (dst[t][2i] = sin(t / 10000^(2i/D)), [2i+1] the
+ * cos) of RMS std: sin and cos have RMS 1/√2, hence the √2. */
+static void fill_sinusoids(hl_real *dst, int T, int D, double std)
+{
+    const double scale = std * sqrt(2.0);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < D; i++) {
+            const double angle = t * pow(10000.0, -(double)(i / 2 * 2) / D);
+            dst[(size_t)t * D + i] = (hl_real)(scale * (i % 2 ? cos(angle) : sin(angle)));
+        }
+}
+
 hl_gpt *hl_gpt_new(const hl_gpt_config *cfg, hl_error *err)
 {
+
     if (!cfg || cfg->vocab_in < 1 || cfg->vocab_out < 1 || cfg->n_ctx < 1 || cfg->d_model < 1 ||
         cfg->n_heads < 1 || cfg->n_layers < 1 || cfg->n_layers > HL_GPT_MAX_LAYERS ||
-        !(cfg->dropout >= 0 && cfg->dropout < 1) || !(cfg->emb_std > 0)) {
+        !(cfg->dropout >= 0 && cfg->dropout < 1) || !(cfg->emb_std > 0) ||
+        (unsigned)cfg->pos >= HL_GPT_POS_KINDS || (unsigned)cfg->norm >= HL_GPT_NORM_KINDS ||
+        (unsigned)cfg->mlp >= HL_GPT_MLP_KINDS || !(cfg->rope_base >= 0)) {
         hl_error_set(err, HL_ERR_ARG,
                      "gpt: bad config (vocab_in, vocab_out, n_ctx, d_model, n_heads >= 1; "
-                     "1 <= n_layers <= %d; 0 <= dropout < 1; emb_std > 0)",
+                     "1 <= n_layers <= %d; 0 <= dropout < 1; emb_std > 0; known pos, norm "
+                     "and mlp; rope_base >= 0)",
                      HL_GPT_MAX_LAYERS);
         return NULL;
     }
+    if (cfg->tie_embeddings && cfg->vocab_in != cfg->vocab_out) {
+        hl_error_set(err, HL_ERR_ARG, "gpt: tied embeddings need vocab_in = vocab_out, not %d "
+                     "and %d", cfg->vocab_in, cfg->vocab_out);
+        return NULL;
+    }
+    if (cfg->pos == HL_GPT_POS_ROPE && cfg->n_heads <= cfg->d_model &&
+        (cfg->d_model / cfg->n_heads) % 2) {
+        hl_error_set(err, HL_ERR_ARG, "gpt: rotary positions need an even head width, not "
+                     "d_model %d / n_heads %d", cfg->d_model, cfg->n_heads);
+        return NULL;
+    }
+
     for (int l = 0; l < cfg->n_layers; l++)
         if (cfg->layer_heads[l] < 0 || cfg->layer_heads[l] > cfg->n_heads) {
             hl_error_set(err, HL_ERR_ARG, "gpt: layer %d has %d heads; it may have 1 to %d", l,
@@ -130,18 +185,30 @@ hl_gpt *hl_gpt_new(const hl_gpt_config *cfg, hl_error *err)
     hl_error local = {0};
     const int d = cfg->d_model;
     m->tok_emb = declare(m->params, "tok_emb.weight", 2, (int[]){cfg->vocab_in, d});
-    m->pos_emb = declare(m->params, "pos_emb.weight", 2, (int[]){cfg->n_ctx, d});
+    if (cfg->pos == HL_GPT_POS_LEARNED)
+        m->pos_emb = declare(m->params, "pos_emb.weight", 2, (int[]){cfg->n_ctx, d});
     for (int l = 0; l < cfg->n_layers && !hl_error_failed(&local); l++)
         declare_block(m, l, &local);
-    if (cfg->layernorm) {
+    if (cfg->norm) {
         m->lnf_w = declare(m->params, "ln_f.weight", 1, &d);
-        m->lnf_b = declare(m->params, "ln_f.bias", 1, &d);
+        if (cfg->norm == HL_GPT_NORM_LAYER)
+            m->lnf_b = declare(m->params, "ln_f.bias", 1, &d);
     }
-    m->head_w = declare(m->params, "head.weight", 2, (int[]){cfg->vocab_out, d});
+    if (!cfg->tie_embeddings)
+        m->head_w = declare(m->params, "head.weight", 2, (int[]){cfg->vocab_out, d});
     m->head_b = declare(m->params, "head.bias", 1, &cfg->vocab_out);
     if (!hl_error_failed(&local) && hl_params_commit(m->params) != HL_OK)
         hl_error_set(&local, hl_params_error(m->params)->status, "gpt: %s",
                      hl_params_error(m->params)->message);
+    if (!hl_error_failed(&local) && cfg->tie_embeddings)
+        m->head_w = m->tok_emb;
+    if (!hl_error_failed(&local) && cfg->pos == HL_GPT_POS_SINUSOIDAL) {
+        m->pos_table = hl_tensor_new("pos_table", 2, (int[]){cfg->n_ctx, d}, false);
+        if (m->pos_table)
+            fill_sinusoids(m->pos_table->data, cfg->n_ctx, d, cfg->emb_std);
+        else
+            hl_error_set(&local, HL_ERR_NOMEM, "gpt: out of memory");
+    }
     if (hl_error_failed(&local)) {
         hl_error_set(err, local.status, "%s", local.message);
         hl_gpt_free(m);
@@ -155,6 +222,7 @@ void hl_gpt_free(hl_gpt *m)
     if (!m)
         return;
     hl_params_free(m->params);
+    hl_tensor_free(m->pos_table);
     free(m);
 }
 
@@ -177,12 +245,15 @@ static void init_layernorm(hl_tensor *w, hl_tensor *b)
 void hl_gpt_init_weights(hl_gpt *m, hl_rng *rng)
 {
     hl_init_normal(m->tok_emb, rng, 0, m->cfg.emb_std);
-    hl_init_normal(m->pos_emb, rng, 0, m->cfg.emb_std);
+    if (m->pos_emb)
+        hl_init_normal(m->pos_emb, rng, 0, m->cfg.emb_std);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         hl_gpt_block *b = &m->blocks[l];
         init_layernorm(b->ln1_w, b->ln1_b);
         init_linear(b->attn.in_proj_weight, b->attn.in_proj_bias, rng);
         init_linear(b->attn.out_proj_weight, b->attn.out_proj_bias, rng);
+        if (b->attn.smear)
+            hl_tensor_fill(b->attn.smear, 0);
         init_layernorm(b->ln2_w, b->ln2_b);
         if (b->fc_w) {
             init_linear(b->fc_w, b->fc_b, rng);
@@ -190,26 +261,37 @@ void hl_gpt_init_weights(hl_gpt *m, hl_rng *rng)
         }
     }
     init_layernorm(m->lnf_w, m->lnf_b);
-    init_linear(m->head_w, m->head_b, rng);
+    if (m->cfg.tie_embeddings) /* the head's bias as an untied head's would be */
+        hl_init_kaiming_uniform(m->head_b, rng, m->cfg.d_model);
+    else
+        init_linear(m->head_w, m->head_b, rng);
 }
 
 void hl_gpt_init_positions_sinusoidal(hl_gpt *m)
 {
-    const int T = m->cfg.n_ctx, D = m->cfg.d_model;
-    /* sin and cos of RMS 1/sqrt(2), scaled to the RMS emb_std of the token
-     * embedding, so neither swamps the other in the LayerNorm. */
-    const double scale = m->cfg.emb_std * sqrt(2.0);
-    for (int t = 0; t < T; t++)
-        for (int i = 0; i < D; i++) {
-            const double angle = t * pow(10000.0, -(double)(i / 2 * 2) / D);
-            m->pos_emb->data[(size_t)t * D + i] =
-                (hl_real)(scale * (i % 2 ? cos(angle) : sin(angle)));
-        }
+    if (m->pos_emb)
+        fill_sinusoids(m->pos_emb->data, m->cfg.n_ctx, m->cfg.d_model, m->cfg.emb_std);
 }
 
-static hl_tensor *maybe_layernorm(hl_graph *g, hl_tensor *x, hl_tensor *w, hl_tensor *b)
+hl_tensor *hl_gpt_normalize(hl_graph *g, const hl_gpt *m, hl_tensor *x, hl_tensor *w,
+                            hl_tensor *b)
 {
-    return w ? hl_layernorm(g, x, w, b, (hl_real)HL_GPT_LN_EPS) : x;
+    switch (m->cfg.norm) {
+    case HL_GPT_NORM_LAYER:
+        return hl_layernorm(g, x, w, b, (hl_real)HL_GPT_LN_EPS);
+    case HL_GPT_NORM_RMS:
+        return hl_rmsnorm(g, x, w, (hl_real)HL_GPT_LN_EPS);
+    default:
+        return x;
+    }
+}
+
+/* The MLP of block b on the normalised x. */
+static hl_tensor *mlp(hl_graph *g, const hl_gpt *m, const hl_gpt_block *b, hl_tensor *x)
+{
+    hl_tensor *hidden = hl_linear(g, x, b->fc_w, b->fc_b);
+    hidden = m->cfg.mlp == HL_GPT_MLP_SWIGLU ? hl_swiglu(g, hidden) : hl_gelu(g, hidden);
+    return hl_linear(g, hidden, b->proj_w, b->proj_b);
 }
 
 hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, int B, int T,
@@ -229,8 +311,10 @@ hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, i
         return &g->poison;
     for (int i = 0; i < B * T; i++)
         positions[i] = i % T;
-    hl_tensor *h = hl_add(g, hl_embedding(g, m->tok_emb, tokens, 2, (int[]){B, T}),
-                          hl_embedding(g, m->pos_emb, positions, 2, (int[]){B, T}));
+    hl_tensor *h = hl_embedding(g, m->tok_emb, tokens, 2, (int[]){B, T});
+    hl_tensor *pos = m->pos_emb ? m->pos_emb : m->pos_table; /* NULL: rotary or none */
+    if (pos)
+        h = hl_add(g, h, hl_embedding(g, pos, positions, 2, (int[]){B, T}));
     if (p > 0)
         h = hl_dropout(g, h, p);
     for (int i = 0; run && i < run->n_patches; i++)
@@ -254,7 +338,7 @@ hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, i
         h = hl_act_patch_apply(g, h, HL_ACT_RESID_PRE, mine, n);
         if (run && run->resid)
             run->resid[l] = h;
-        hl_tensor *a = maybe_layernorm(g, h, b->ln1_w, b->ln1_b);
+        hl_tensor *a = hl_gpt_normalize(g, m, h, b->ln1_w, b->ln1_b);
         hl_mha_run layer = {0};
         if (run)
             layer = (hl_mha_run){.gate = run->gate[l], .head_offset = run->head_offset[l],
@@ -263,15 +347,14 @@ hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, i
         hl_tensor *y = hl_mha_forward(g, &b->attn, a, a, a, &causal, run ? &layer : NULL);
         h = hl_add(g, h, p > 0 ? hl_dropout(g, y, p) : y);
         if (b->fc_w) {
-            hl_tensor *x = maybe_layernorm(g, h, b->ln2_w, b->ln2_b);
-            y = hl_linear(g, hl_gelu(g, hl_linear(g, x, b->fc_w, b->fc_b)), b->proj_w, b->proj_b);
+            y = mlp(g, m, b, hl_gpt_normalize(g, m, h, b->ln2_w, b->ln2_b));
             h = hl_add(g, h, p > 0 ? hl_dropout(g, y, p) : y);
         }
         h = hl_act_patch_apply(g, h, HL_ACT_RESID_POST, mine, n);
     }
     if (run && run->resid)
         run->resid[m->cfg.n_layers] = h;
-    h = maybe_layernorm(g, h, m->lnf_w, m->lnf_b);
+    h = hl_gpt_normalize(g, m, h, m->lnf_w, m->lnf_b);
     hl_tensor *logits = hl_linear(g, h, m->head_w, m->head_b);
     if (!hl_graph_failed(g))
         hl_tensor_set_name(logits, "logits");
@@ -299,33 +382,98 @@ int hl_gpt_head_index(const hl_gpt_config *cfg, int l, int h)
     return n + h;
 }
 
+static const char *const pos_names[] = {"learned", "sinusoidal", "rope", "none"};
+static const char *const norm_names[] = {"none", "layernorm", "rmsnorm"};
+static const char *const mlp_names[] = {"none", "gelu", "swiglu"};
+_Static_assert(sizeof pos_names / sizeof *pos_names == HL_GPT_POS_KINDS, "a name per pos");
+_Static_assert(sizeof norm_names / sizeof *norm_names == HL_GPT_NORM_KINDS, "a name per norm");
+_Static_assert(sizeof mlp_names / sizeof *mlp_names == HL_GPT_MLP_KINDS, "a name per mlp");
+
+static int find_name(const char *const *names, int n, const char *name)
+{
+    for (int i = 0; name && i < n; i++)
+        if (!strcmp(names[i], name))
+            return i;
+    return -1;
+}
+
+const char *hl_gpt_pos_name(hl_gpt_pos pos)
+{
+    return (unsigned)pos < HL_GPT_POS_KINDS ? pos_names[pos] : "?";
+}
+const char *hl_gpt_norm_name(hl_gpt_norm norm)
+{
+    return (unsigned)norm < HL_GPT_NORM_KINDS ? norm_names[norm] : "?";
+}
+const char *hl_gpt_mlp_name(hl_gpt_mlp mlp)
+{
+    return (unsigned)mlp < HL_GPT_MLP_KINDS ? mlp_names[mlp] : "?";
+}
+int hl_gpt_pos_parse(const char *name) { return find_name(pos_names, HL_GPT_POS_KINDS, name); }
+int hl_gpt_norm_parse(const char *name) { return find_name(norm_names, HL_GPT_NORM_KINDS, name); }
+int hl_gpt_mlp_parse(const char *name) { return find_name(mlp_names, HL_GPT_MLP_KINDS, name); }
+
+/* mlp= and layernorm= keep their old places and meanings for 0 and 1 (2 is
+ * SwiGLU and RMSNorm); the later options follow layer_heads by name. */
 int hl_gpt_config_format(const hl_gpt_config *c, char *buf, size_t size)
 {
     int n = snprintf(buf, size,
                      "vocab_in=%d vocab_out=%d n_ctx=%d d_model=%d n_heads=%d n_layers=%d "
                      "mlp=%d layernorm=%d dropout=%.17g emb_std=%.17g layer_heads=",
                      c->vocab_in, c->vocab_out, c->n_ctx, c->d_model, c->n_heads, c->n_layers,
-                     c->mlp, c->layernorm, c->dropout, c->emb_std);
+                     (int)c->mlp, (int)c->norm, c->dropout, c->emb_std);
     for (int l = 0; l < c->n_layers && n >= 0 && (size_t)n < size; l++)
         n += snprintf(buf + n, size - (size_t)n, l ? ",%d" : "%d", hl_gpt_layer_heads(c, l));
+    if (n >= 0 && (size_t)n < size)
+        n += snprintf(buf + n, size - (size_t)n, " pos=%s rope_base=%.17g tie=%d smear=%d",
+                      hl_gpt_pos_name(c->pos), c->rope_base, c->tie_embeddings, c->smear_keys);
     return n;
+}
+
+/* One " key=value" of the options after layer_heads; false for anything else. */
+static bool parse_option(const char **p, hl_gpt_config *c)
+{
+    char key[16], value[32];
+    int used = 0;
+    if (sscanf(*p, " %15[a-z_]=%31s%n", key, value, &used) != 2)
+        return false;
+    char *end;
+    if (!strcmp(key, "pos")) {
+        const int pos = hl_gpt_pos_parse(value);
+        if (pos < 0)
+            return false;
+        c->pos = (hl_gpt_pos)pos;
+    } else if (!strcmp(key, "rope_base")) {
+        c->rope_base = strtod(value, &end);
+        if (*end || !(c->rope_base >= 0))
+            return false;
+    } else if (!strcmp(key, "tie") || !strcmp(key, "smear")) {
+        if (strcmp(value, "0") && strcmp(value, "1"))
+            return false;
+        *(!strcmp(key, "tie") ? &c->tie_embeddings : &c->smear_keys) = value[0] == '1';
+    } else {
+        return false;
+    }
+    *p += used;
+    return true;
 }
 
 hl_status hl_gpt_config_parse(const char *text, hl_gpt_config *c, hl_error *err)
 {
-    int mlp, layernorm, used = 0;
+    int mlp, norm, used = 0;
     memset(c, 0, sizeof *c);
     if (!text ||
         sscanf(text,
                "vocab_in=%d vocab_out=%d n_ctx=%d d_model=%d n_heads=%d n_layers=%d mlp=%d "
                "layernorm=%d dropout=%lg emb_std=%lg%n",
                &c->vocab_in, &c->vocab_out, &c->n_ctx, &c->d_model, &c->n_heads, &c->n_layers,
-               &mlp, &layernorm, &c->dropout, &c->emb_std, &used) != 10 ||
-        c->n_layers < 1 || c->n_layers > HL_GPT_MAX_LAYERS)
+               &mlp, &norm, &c->dropout, &c->emb_std, &used) != 10 ||
+        c->n_layers < 1 || c->n_layers > HL_GPT_MAX_LAYERS || mlp < 0 ||
+        mlp >= HL_GPT_MLP_KINDS || norm < 0 || norm >= HL_GPT_NORM_KINDS)
         return hl_error_set(err, HL_ERR_FORMAT, "gpt: cannot parse the model config \"%s\"",
                             text ? text : "(missing)");
-    c->mlp = mlp != 0;
-    c->layernorm = layernorm != 0;
+    c->mlp = (hl_gpt_mlp)mlp;
+    c->norm = (hl_gpt_norm)norm;
     /* Optional: " layer_heads=4,3" (written by every version that can prune). */
     const char *p = text + used;
     if (!strncmp(p, " layer_heads=", 13)) {
@@ -340,6 +488,12 @@ hl_status hl_gpt_config_parse(const char *text, hl_gpt_config *c, hl_error *err)
             p = end + (*end == ',');
         }
     }
+    /* Optional, by name: pos, rope_base, tie, smear (older files have none:
+     * learned positions, untied, no smearing). */
+    while (*p)
+        if (!parse_option(&p, c))
+            return hl_error_set(err, HL_ERR_FORMAT,
+                                "gpt: bad option \"%.40s\" in the model config", p);
     return HL_OK;
 }
 

@@ -1,21 +1,32 @@
 /*
  * gpt.h: a small GPT-style decoder, composed of ops and the MHA module.
  *
- *   h = tok_emb[x] + pos_emb[t]                         (then dropout)
- *   per block:  h = h + dropout(MHA(ln1(h)))            (causal)
- *               h = h + dropout(proj(gelu(fc(ln2(h))))) (when mlp is on)
- *   logits = head(ln_f(h))
- * The LayerNorms exist only with layernorm on; the MLP is 4x wide.
+ *   h = tok_emb[x] + pos[t]                             (then dropout)
+ *   per block:  h = h + dropout(MHA(norm1(h)))          (causal)
+ *               h = h + dropout(proj(act(fc(norm2(h)))))  (when there is an MLP)
+ *   logits = head(norm_f(h))
+ *
+ * The options, today's parts beside GPT-2's:
+ *   pos    learned (pos_emb, a parameter), sinusoidal (Vaswani et al.'s fixed
+ *          table, of RMS emb_std, not a parameter), rope (rotary positions on
+ *          every head's q and k, models/mha.h; nothing added to h) or none
+ *   norm   LayerNorm (weight and bias), RMSNorm (weight) or none
+ *   mlp    GELU (fc 4d wide) or SwiGLU (fc 2F wide, then silu(first half) ·
+ *          second half, F = hl_gpt_mlp_width: 8d/3 rounded up to a multiple of
+ *          16, so both have about 8d² weights) or none
+ *   tie_embeddings   head.weight is tok_emb.weight (vocab_in = vocab_out)
+ *   smear_keys       every head smears its keys (ops.h hl_smear)
  *
  * Parameter names (as a PyTorch module would have them): tok_emb.weight,
  * pos_emb.weight, blocks.<l>.attn.{in_proj_weight,in_proj_bias,out_proj.weight,
- * out_proj.bias}, blocks.<l>.ln1.{weight,bias}, blocks.<l>.ln2.*,
+ * out_proj.bias,smear}, blocks.<l>.ln1.{weight,bias}, blocks.<l>.ln2.*,
  * blocks.<l>.mlp.fc.{weight,bias}, blocks.<l>.mlp.proj.*, ln_f.*, head.weight,
- * head.bias.
+ * head.bias; each only where the options call for it.
  *
  *     hl_gpt_config cfg = {.vocab_in = 256, .vocab_out = 256, .n_ctx = 64,
  *                          .d_model = 128, .n_heads = 4, .n_layers = 4,
- *                          .mlp = true, .layernorm = true, .emb_std = 0.02};
+ *                          .mlp = HL_GPT_MLP_GELU, .norm = HL_GPT_NORM_LAYER,
+ *                          .emb_std = 0.02};          // .pos = HL_GPT_POS_ROPE, ...
  *     hl_gpt *m = hl_gpt_new(&cfg, &err);
  *     hl_gpt_init_weights(m, &rng);
  *     hl_tensor *logits = hl_gpt_forward(g, m, tokens, B, T, NULL);
@@ -45,6 +56,32 @@
 /* Heads per layer a GPT (and a head set, models/head_set.h) may have. */
 #define HL_HEADS_MAX 256
 
+/* Where positions enter (see the top). */
+typedef enum hl_gpt_pos {
+    HL_GPT_POS_LEARNED,
+    HL_GPT_POS_SINUSOIDAL,
+    HL_GPT_POS_ROPE,
+    HL_GPT_POS_NONE,
+    HL_GPT_POS_KINDS
+} hl_gpt_pos;
+
+typedef enum hl_gpt_norm {
+    HL_GPT_NORM_NONE,
+    HL_GPT_NORM_LAYER, /* LayerNorm */
+    HL_GPT_NORM_RMS,   /* RMSNorm */
+    HL_GPT_NORM_KINDS
+} hl_gpt_norm;
+
+typedef enum hl_gpt_mlp {
+    HL_GPT_MLP_NONE,
+    HL_GPT_MLP_GELU,
+    HL_GPT_MLP_SWIGLU,
+    HL_GPT_MLP_KINDS
+} hl_gpt_mlp;
+
+/* The rotary base when the config leaves it 0 (RoFormer's and Llama's). */
+#define HL_GPT_ROPE_BASE 10000.0
+
 typedef struct hl_gpt_config {
     int vocab_in;     /* rows of the token embedding */
     int vocab_out;    /* logits per position */
@@ -53,25 +90,33 @@ typedef struct hl_gpt_config {
     int n_heads;      /* heads per layer as built; head width d_model / n_heads */
     int n_layers;
     int layer_heads[HL_GPT_MAX_LAYERS]; /* heads left in layer l after pruning; 0 = n_heads */
-    bool mlp;         /* a 4x GELU MLP in every block */
-    bool layernorm;   /* pre-LayerNorm in blocks and a final LayerNorm */
+    hl_gpt_mlp mlp;   /* the MLP of every block (true: GELU) */
+    hl_gpt_norm norm; /* pre-norm in blocks and a final norm (true: LayerNorm) */
     double dropout;   /* after embeddings, attention and MLP (training only) */
     double emb_std;   /* embeddings ~ N(0, emb_std) */
+    hl_gpt_pos pos;   /* learned (0) unless set */
+    double rope_base; /* rotary base with pos rope; 0 means HL_GPT_ROPE_BASE */
+    bool tie_embeddings;
+    bool smear_keys;
 } hl_gpt_config;
 
 typedef struct hl_gpt_block {
     hl_tensor *ln1_w, *ln1_b, *ln2_w, *ln2_b;          /* (d) each, or NULL */
     hl_mha attn;
-    hl_tensor *fc_w, *fc_b, *proj_w, *proj_b;          /* (4d,d) (4d) (d,4d) (d), or NULL */
+    hl_tensor *fc_w, *fc_b, *proj_w, *proj_b;          /* (W,d) (W) (d,F) (d), or NULL:
+                                                        * GELU W = F = 4d, SwiGLU W = 2F */
 } hl_gpt_block;
 
 typedef struct hl_gpt {
     hl_gpt_config cfg;
     hl_params *params;
-    hl_tensor *tok_emb, *pos_emb;                      /* (vocab_in,d), (n_ctx,d) */
+    hl_tensor *tok_emb;                                /* (vocab_in,d) */
+    hl_tensor *pos_emb;   /* (n_ctx,d): learned positions, a parameter; else NULL */
+    hl_tensor *pos_table; /* (n_ctx,d): sinusoidal positions, fixed; else NULL */
     hl_gpt_block blocks[HL_GPT_MAX_LAYERS];
     hl_tensor *lnf_w, *lnf_b;                          /* (d) or NULL */
-    hl_tensor *head_w, *head_b;                        /* (vocab_out,d), (vocab_out) */
+    hl_tensor *head_w, *head_b;                        /* (vocab_out,d), (vocab_out);
+                                                        * head_w is tok_emb when tied */
     /* Each head's index as trained: pruning keeps the remaining heads in
      * order, so head h of layer l was head_original[l][h] before (h itself
      * in a model never pruned). Heads are named by it (models/head_set.h). */
@@ -85,11 +130,28 @@ void hl_gpt_free(hl_gpt *m);
 /* Every linear layer's weight and bias U(±1/√fan_in) (in-projection included),
  * embeddings N(0, emb_std), LayerNorm weight 1 and bias 0. */
 void hl_gpt_init_weights(hl_gpt *m, hl_rng *rng);
-/* Position embeddings as Vaswani et al.'s sinusoids (pos_emb[t][2i] =
- * sin(t / 10000^(2i/d)), [2i+1] the cos), of RMS emb_std, instead of noise;
- * still trained. A shift by one position is then a fixed rotation of them,
- * which a layer-0 head can learn to attend to the previous token with. */
+/* Learned position embeddings started as Vaswani et al.'s sinusoids
+ * (pos_emb[t][2i] = sin(t / 10000^(2i/d)), [2i+1] the cos), of RMS emb_std,
+ * instead of noise; still trained. A shift by one position is then a fixed
+ * rotation of them, which a layer-0 head can learn to attend to the previous
+ * token with. No-op unless pos is learned. */
 void hl_gpt_init_positions_sinusoidal(hl_gpt *m);
+
+/* The MLP's hidden width F (4d for GELU; for SwiGLU 8d/3 rounded up to a
+ * multiple of 16), 0 without an MLP. */
+int hl_gpt_mlp_width(const hl_gpt_config *cfg);
+/* x normalised as the model's norms are (LayerNorm with w, b; RMSNorm with
+ * w; x itself when the model has none), e.g. ln_f for the logit lens. */
+hl_tensor *hl_gpt_normalize(hl_graph *g, const hl_gpt *m, hl_tensor *x, hl_tensor *w,
+                            hl_tensor *b);
+/* The names of the options as charlm's flags spell them ("rope", "rmsnorm",
+ * "swiglu"), and back (-1 for a name that is none of them). */
+const char *hl_gpt_pos_name(hl_gpt_pos pos);
+const char *hl_gpt_norm_name(hl_gpt_norm norm);
+const char *hl_gpt_mlp_name(hl_gpt_mlp mlp);
+int hl_gpt_pos_parse(const char *name);
+int hl_gpt_norm_parse(const char *name);
+int hl_gpt_mlp_parse(const char *name);
 
 /* One forward pass's changes and requests (analysis); every field may be
  * NULL. Layer l's attention gets gate[l] (H_l) and head_offset[l] (H_l,T,D)

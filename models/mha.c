@@ -22,6 +22,9 @@ hl_status hl_mha_declare(hl_mha *m, hl_params *p, const char *prefix,
     if (!cfg || cfg->embed_dim < 1 || cfg->num_heads < 1 || cfg->kdim < 0 || cfg->vdim < 0 ||
         cfg->head_dim < 0)
         return hl_error_set(err, HL_ERR_ARG, "mha: embed_dim and num_heads must be positive");
+    if (!(cfg->rotary_base == 0 || (cfg->rotary_base > 1 && isfinite(cfg->rotary_base))))
+        return hl_error_set(err, HL_ERR_ARG, "mha: rotary_base %g must be 0 (off) or > 1",
+                            cfg->rotary_base);
     if (!cfg->head_dim && cfg->embed_dim % cfg->num_heads != 0)
         return hl_error_set(err, HL_ERR_ARG,
                             "mha: embed_dim %d is not divisible by num_heads %d",
@@ -31,6 +34,9 @@ hl_status hl_mha_declare(hl_mha *m, hl_params *p, const char *prefix,
     m->cfg.kdim = cfg->kdim ? cfg->kdim : E;
     m->cfg.vdim = cfg->vdim ? cfg->vdim : E;
     m->cfg.head_dim = cfg->head_dim ? cfg->head_dim : E / cfg->num_heads;
+    if (cfg->rotary_base > 0 && m->cfg.head_dim % 2)
+        return hl_error_set(err, HL_ERR_ARG, "mha: rotary positions need an even head width, "
+                            "not %d", m->cfg.head_dim);
     const int inner = cfg->num_heads * m->cfg.head_dim; /* E, unless heads were pruned */
     m->packed = m->cfg.kdim == E && m->cfg.vdim == E;
     prefix = prefix ? prefix : "";
@@ -46,6 +52,8 @@ hl_status hl_mha_declare(hl_mha *m, hl_params *p, const char *prefix,
     m->out_proj_weight = declare(p, prefix, "out_proj.weight", 2, (int[]){E, inner});
     if (cfg->bias)
         m->out_proj_bias = declare(p, prefix, "out_proj.bias", 1, (int[]){E});
+    if (cfg->smear_keys)
+        m->smear = declare(p, prefix, "smear", 1, (int[]){cfg->num_heads});
     if (hl_error_failed(hl_params_error(p)))
         return hl_error_set(err, hl_params_error(p)->status, "%s", hl_params_error(p)->message);
     return HL_OK;
@@ -66,6 +74,8 @@ void hl_mha_init_weights(hl_mha *m, hl_rng *rng)
         hl_tensor_fill(m->in_proj_bias, 0);
     if (m->out_proj_bias)
         hl_tensor_fill(m->out_proj_bias, 0);
+    if (m->smear) /* σ(0) = 1/2: each key starts as the mean of itself and its predecessor */
+        hl_tensor_fill(m->smear, 0);
 }
 
 int hl_mha_inner_dim(const hl_mha *m) { return m->cfg.num_heads * m->cfg.head_dim; }
@@ -286,6 +296,14 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
         vh = hl_act_patch_apply(g, vh, HL_ACT_V, run->patches, run->n_patches);
     }
 
+    hl_tensor *q_seen = qh, *k_seen = kh; /* what a trace shows: hook_q, hook_k */
+    if (m->smear)
+        kh = hl_smear(g, kh, m->smear);
+    if (m->cfg.rotary_base > 0) {
+        qh = hl_rope(g, qh, (hl_real)m->cfg.rotary_base);
+        kh = hl_rope(g, kh, (hl_real)m->cfg.rotary_base);
+    }
+
     const hl_real scale = (hl_real)(1 / sqrt(D));
     hl_tensor *probs = NULL;
     if (hl_graph_failed(g))
@@ -303,6 +321,6 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
         return &g->poison;
     hl_tensor_set_name(heads, "heads");
     if (trace)
-        *trace = (hl_mha_trace){probs, heads, qh, kh, vh};
+        *trace = (hl_mha_trace){probs, heads, q_seen, k_seen, vh};
     return out;
 }

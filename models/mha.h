@@ -5,6 +5,11 @@
  *   MultiHead(Q,K,V) = Concat(head_1..head_H)·W_Oᵀ + b_O,
  *   head_h = softmax(Q_h K_hᵀ / √D + mask) V_h,   D = E / H
  *
+ * Options (hl_mha_config): smeared keys replace K_h by hl_smear(K_h), then
+ * rotary positions replace Q_h and K_h by hl_rope(Q_h) and hl_rope(K_h), on
+ * both paths below. Traces and patches of q and k see them before both, as
+ * TransformerLens's hook_q and hook_k do (its hook_rot_q/k come after).
+ *
  * Weights use PyTorch's nn.MultiheadAttention state_dict names under a prefix:
  * `<prefix>in_proj_weight (3E,E)` and `<prefix>in_proj_bias (3E)` when kdim =
  * vdim = E, otherwise `q_proj_weight (E,E)`, `k_proj_weight (E,kdim)`,
@@ -71,6 +76,12 @@ typedef struct hl_mha_config {
     int vdim;      /* width of values; 0 means E */
     bool bias;     /* in- and out-projection biases */
     int head_dim;  /* D; 0 means E / H. Set by pruning, where H·D < E */
+    /* > 0: rotary positions (ops.h hl_rope, rotate-half) on q and k, with
+     * this base (10000 in RoFormer and Llama); 0: none. D must be even. */
+    double rotary_base;
+    /* Smeared keys (ops.h hl_smear): each head mixes every key with the one
+     * before by a learned weight σ(smear_h), parameter `<prefix>smear (H)`. */
+    bool smear_keys;
 } hl_mha_config;
 
 typedef struct hl_mha {
@@ -79,6 +90,7 @@ typedef struct hl_mha {
     hl_tensor *in_proj_weight, *in_proj_bias;             /* (3HD,E), (3HD) */
     hl_tensor *q_proj_weight, *k_proj_weight, *v_proj_weight; /* unpacked only */
     hl_tensor *out_proj_weight, *out_proj_bias;           /* (E,HD), (E) */
+    hl_tensor *smear;                                     /* (H) with smear_keys, else NULL */
 } hl_mha;
 
 /* Which keys each query may see. Mask tensors use nonzero = true. */
@@ -93,7 +105,8 @@ typedef struct hl_mha_masks {
 typedef struct hl_mha_trace {
     hl_tensor *attn;  /* (B,H,T,S) attention probabilities */
     hl_tensor *heads; /* (B,H,T,D) each head's output after gate and offset, before W_O */
-    hl_tensor *q, *k, *v; /* (B,H,T,D), (B,H,S,D), (B,H,S,D): projections with bias, unscaled */
+    hl_tensor *q, *k, *v; /* (B,H,T,D), (B,H,S,D), (B,H,S,D): projections with bias, unscaled,
+                           * before smearing and rotation */
 } hl_mha_trace;
 
 /* The activations a pass can replace (hl_act_patch), as TransformerLens

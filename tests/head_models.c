@@ -36,7 +36,7 @@ hl_gpt *hm_previous_token_model(int layers, double sign)
 hl_gpt *hm_random_model(int layers, int heads, int d_model, uint64_t seed)
 {
     hl_gpt_config cfg = {.vocab_in = 11, .vocab_out = 9, .n_ctx = 7, .d_model = d_model,
-                         .n_heads = heads, .n_layers = layers, .mlp = true, .layernorm = true,
+                         .n_heads = heads, .n_layers = layers, .mlp = true, .norm = HL_GPT_NORM_LAYER,
                          .emb_std = 1};
     hl_error err = {0};
     hl_gpt *m = hl_gpt_new(&cfg, &err);

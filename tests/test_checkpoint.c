@@ -20,7 +20,7 @@ typedef struct {
 static void run_make(run_state *r, uint64_t init_seed)
 {
     hl_gpt_config cfg = {.vocab_in = 9, .vocab_out = 9, .n_ctx = 8, .d_model = 8, .n_heads = 2,
-                         .n_layers = 2, .mlp = true, .layernorm = true, .dropout = 0.1,
+                         .n_layers = 2, .mlp = true, .norm = HL_GPT_NORM_LAYER, .dropout = 0.1,
                          .emb_std = 1};
     hl_error err = {0};
     r->model = hl_gpt_new(&cfg, &err);

@@ -273,7 +273,7 @@ START_TEST(test_charlm_learns_and_resumes)
     hl_error err = {0};
     hl_gpt *bare = hl_gpt_load(path, &err);
     ck_assert_msg(bare, "%s", err.message);
-    ck_assert(!bare->cfg.mlp && !bare->cfg.layernorm && !bare->blocks[0].fc_w &&
+    ck_assert(!bare->cfg.mlp && !bare->cfg.norm && !bare->blocks[0].fc_w &&
               !bare->lnf_w);
     hl_gpt_free(bare);
     remove_temp_dir();

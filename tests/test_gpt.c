@@ -43,7 +43,7 @@ START_TEST(test_gpt_matches_pytorch)
     hl_error err = {0};
     hl_gpt *m = hl_gpt_load(FIXTURE "weights.safetensors", &err);
     ck_assert_msg(m, "%s", err.message);
-    ck_assert(m->cfg.mlp && m->cfg.layernorm);
+    ck_assert(m->cfg.mlp && m->cfg.norm);
     hl_safetensors *data = open_fixture("data"), *expected = open_fixture("expected");
     const hl_st_entry *tokens = hl_safetensors_find(data, "tokens");
     const hl_st_entry *targets = hl_safetensors_find(data, "targets");
@@ -88,7 +88,7 @@ static hl_tensor *build_gpt_loss(hl_graph *g, hl_tensor *const *in, void *ctx)
 START_TEST(test_gpt_gradcheck)
 {
     hl_gpt_config cfg = {.vocab_in = 5, .vocab_out = 4, .n_ctx = 6, .d_model = 6, .n_heads = 2,
-                         .n_layers = 2, .mlp = true, .layernorm = true, .emb_std = 0.5};
+                         .n_layers = 2, .mlp = true, .norm = HL_GPT_NORM_LAYER, .emb_std = 0.5};
     hl_error err = {0};
     hl_gpt *m = hl_gpt_new(&cfg, &err);
     ck_assert_msg(m, "%s", err.message);
@@ -265,7 +265,7 @@ START_TEST(test_gpt_config_round_trip)
     ck_assert_int_eq(hl_gpt_config_parse(text, &b, &err), HL_OK);
     ck_assert(a.vocab_in == b.vocab_in && a.vocab_out == b.vocab_out && a.n_ctx == b.n_ctx &&
               a.d_model == b.d_model && a.n_heads == b.n_heads && a.n_layers == b.n_layers &&
-              a.mlp == b.mlp && a.layernorm == b.layernorm && a.dropout == b.dropout &&
+              a.mlp == b.mlp && a.norm == b.norm && a.dropout == b.dropout &&
               a.emb_std == b.emb_std);
     ck_assert_int_eq(b.layer_heads[0], a.n_heads);
     ck_assert_int_eq(hl_gpt_config_parse("vocab_in=3", &b, &err), HL_ERR_FORMAT);

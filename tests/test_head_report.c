@@ -313,7 +313,7 @@ static void program_inputs(char dir[64])
     ck_assert_int_eq(hl_gpt_save_meta(path, m, &meta, &err), HL_OK);
     hl_gpt_free(m);
     hl_gpt_config cfg = {.vocab_in = 256, .vocab_out = 256, .n_ctx = 16, .d_model = 16,
-                         .n_heads = 2, .n_layers = 2, .layernorm = true, .emb_std = 0.5};
+                         .n_heads = 2, .n_layers = 2, .norm = HL_GPT_NORM_LAYER, .emb_std = 0.5};
     m = hl_gpt_new(&cfg, &err);
     hl_rng rng;
     hl_rng_seed(&rng, 9);

@@ -34,7 +34,7 @@ static hl_gpt *tiny_model(uint64_t seed)
 {
     hl_gpt_config cfg = {.vocab_in = VOCAB_IN, .vocab_out = VOCAB_OUT, .n_ctx = CTX,
                          .d_model = D_MODEL, .n_heads = N_HEADS, .n_layers = 2, .mlp = true,
-                         .layernorm = true, .emb_std = 1.0};
+                         .norm = HL_GPT_NORM_LAYER, .emb_std = 1.0};
     hl_error err = {0};
     hl_gpt *m = hl_gpt_new(&cfg, &err);
     ck_assert_msg(m, "%s", err.message);

@@ -65,7 +65,7 @@ static hl_gpt_config fixture_config(void)
     cfg.n_heads = 2;
     cfg.n_layers = 2;
     cfg.mlp = true;
-    cfg.layernorm = true;
+    cfg.norm = HL_GPT_NORM_LAYER;
     return cfg;
 }
 
