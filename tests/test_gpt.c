@@ -15,12 +15,12 @@
 #define GPT_TOL 2e-5
 #endif
 
-#define FIXTURE "tests/fixtures/gpt/"
+#define FIXTURES "tests/fixtures/"
 
-static hl_safetensors *open_fixture(const char *file)
+static hl_safetensors *open_fixture(const char *dir, const char *file)
 {
     char path[128];
-    snprintf(path, sizeof path, FIXTURE "%s.safetensors", file);
+    snprintf(path, sizeof path, FIXTURES "%s/%s.safetensors", dir, file);
     hl_safetensors *f = NULL;
     hl_error err = {0};
     ck_assert_msg(hl_safetensors_read(path, &f, &err) == HL_OK, "%s", err.message);
@@ -38,13 +38,16 @@ static void expect_tensor(const hl_safetensors *f, const char *name, const hl_re
     hl_tensor_free(want);
 }
 
-START_TEST(test_gpt_matches_pytorch)
+/* The model of tests/fixtures/<dir>/ against its PyTorch logits, loss and
+ * every parameter's gradient; the model is handed back to check its config. */
+static hl_gpt *expect_fixture(const char *dir)
 {
+    char path[128];
+    snprintf(path, sizeof path, FIXTURES "%s/weights.safetensors", dir);
     hl_error err = {0};
-    hl_gpt *m = hl_gpt_load(FIXTURE "weights.safetensors", &err);
+    hl_gpt *m = hl_gpt_load(path, &err);
     ck_assert_msg(m, "%s", err.message);
-    ck_assert(m->cfg.mlp && m->cfg.norm);
-    hl_safetensors *data = open_fixture("data"), *expected = open_fixture("expected");
+    hl_safetensors *data = open_fixture(dir, "data"), *expected = open_fixture(dir, "expected");
     const hl_st_entry *tokens = hl_safetensors_find(data, "tokens");
     const hl_st_entry *targets = hl_safetensors_find(data, "targets");
     ck_assert(tokens && targets && tokens->dtype == HL_DTYPE_I32);
@@ -68,6 +71,31 @@ START_TEST(test_gpt_matches_pytorch)
     hl_graph_free(g);
     hl_safetensors_free(data);
     hl_safetensors_free(expected);
+    return m;
+}
+
+START_TEST(test_gpt_matches_pytorch)
+{
+    hl_gpt *m = expect_fixture("gpt");
+    ck_assert(m->cfg.mlp == HL_GPT_MLP_GELU && m->cfg.norm == HL_GPT_NORM_LAYER &&
+              m->cfg.pos == HL_GPT_POS_LEARNED);
+    hl_gpt_free(m);
+}
+END_TEST
+
+/* Rotary positions, RMSNorm, SwiGLU, tied embeddings and smeared keys; then
+ * fixed sinusoidal positions with LayerNorm and no MLP. */
+START_TEST(test_gpt_modern_matches_pytorch)
+{
+    hl_gpt *m = expect_fixture("gpt_modern");
+    ck_assert(m->cfg.pos == HL_GPT_POS_ROPE && m->cfg.norm == HL_GPT_NORM_RMS &&
+              m->cfg.mlp == HL_GPT_MLP_SWIGLU && m->cfg.tie_embeddings && m->cfg.smear_keys);
+    ck_assert(m->head_w == m->tok_emb && !m->pos_emb && m->blocks[1].attn.smear);
+    ck_assert_int_eq(m->blocks[0].fc_w->shape[0], 2 * hl_gpt_mlp_width(&m->cfg));
+    hl_gpt_free(m);
+    m = expect_fixture("gpt_sinusoidal");
+    ck_assert(m->cfg.pos == HL_GPT_POS_SINUSOIDAL && !m->pos_emb && m->pos_table &&
+              !m->cfg.mlp && !m->blocks[0].ln2_w);
     hl_gpt_free(m);
 }
 END_TEST
@@ -107,6 +135,27 @@ START_TEST(test_gpt_gradcheck)
     hl_tensor *in[] = {m->tok_emb, m->pos_emb, m->blocks[0].ln1_w, m->blocks[0].attn.in_proj_weight,
                        m->blocks[1].fc_w, m->blocks[1].proj_b, m->lnf_b, m->head_w};
     tu_gradcheck("gpt (2 layers, MLP, LayerNorm)", build_gpt_loss, &ctx, in, 8);
+    hl_gpt_free(m);
+
+    /* Today's parts: rotary positions, RMSNorm, SwiGLU, tied embeddings,
+     * smeared keys (vocab_in = vocab_out for the tie). */
+    cfg = (hl_gpt_config){.vocab_in = 5, .vocab_out = 5, .n_ctx = 6, .d_model = 8,
+                          .n_heads = 2, .n_layers = 2, .mlp = HL_GPT_MLP_SWIGLU,
+                          .norm = HL_GPT_NORM_RMS, .pos = HL_GPT_POS_ROPE, .rope_base = 50,
+                          .tie_embeddings = true, .smear_keys = true, .emb_std = 0.5};
+    m = hl_gpt_new(&cfg, &err);
+    ck_assert_msg(m, "%s", err.message);
+    hl_gpt_init_weights(m, &rng);
+    hl_init_uniform(m->blocks[0].ln1_w, &rng, 0.5, 1.5);
+    hl_init_uniform(m->blocks[1].attn.smear, &rng, -1, 1);
+    ctx.m = m;
+    for (int i = 0; i < 12; i++)
+        ctx.targets[i] = i == 4 ? -1 : (int32_t)hl_rng_below(&rng, 5);
+    hl_tensor *modern[] = {m->tok_emb, m->blocks[0].ln1_w, m->blocks[0].attn.in_proj_weight,
+                           m->blocks[1].attn.smear, m->blocks[1].fc_w, m->blocks[1].proj_b,
+                           m->lnf_w, m->head_b};
+    tu_gradcheck("gpt (rotary, RMSNorm, SwiGLU, tied, smeared keys)", build_gpt_loss, &ctx,
+                 modern, 8);
     hl_gpt_free(m);
 }
 END_TEST
@@ -280,6 +329,43 @@ START_TEST(test_gpt_config_round_trip)
     ck_assert_int_eq(pruned->blocks[1].attn.in_proj_weight->shape[0], 3 * 3 * 16);
     ck_assert_int_eq(pruned->blocks[1].attn.out_proj_weight->shape[1], 3 * 16);
     hl_gpt_free(pruned);
+    /* Today's options, and older strings without them (learned, untied). */
+    a.pos = HL_GPT_POS_ROPE;
+    a.rope_base = 500;
+    a.norm = HL_GPT_NORM_RMS;
+    a.mlp = HL_GPT_MLP_SWIGLU;
+    a.tie_embeddings = a.smear_keys = true;
+    hl_gpt_config_format(&a, text, sizeof text);
+    ck_assert_int_eq(hl_gpt_config_parse(text, &b, &err), HL_OK);
+    ck_assert(b.pos == HL_GPT_POS_ROPE && b.rope_base == 500 && b.norm == HL_GPT_NORM_RMS &&
+              b.mlp == HL_GPT_MLP_SWIGLU && b.tie_embeddings && b.smear_keys);
+    ck_assert_int_eq(hl_gpt_config_parse("vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 "
+                                         "n_layers=1 mlp=1 layernorm=1 dropout=0 emb_std=1",
+                                         &b, &err), HL_OK);
+    ck_assert(b.pos == HL_GPT_POS_LEARNED && !b.tie_embeddings && !b.smear_keys);
+    static const char *const bad[] = {
+        "vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 n_layers=1 mlp=3 layernorm=1 "
+        "dropout=0 emb_std=1",
+        "vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 n_layers=1 mlp=1 layernorm=1 "
+        "dropout=0 emb_std=1 layer_heads=2 pos=alibi",
+        "vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 n_layers=1 mlp=1 layernorm=1 "
+        "dropout=0 emb_std=1 layer_heads=2 tie=2",
+        "vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 n_layers=1 mlp=1 layernorm=1 "
+        "dropout=0 emb_std=1 layer_heads=2 rope_base=-1",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        ck_assert_msg(hl_gpt_config_parse(bad[i], &b, &err) == HL_ERR_FORMAT, "%s", bad[i]);
+    /* Tying needs one vocabulary; rotary an even head width. */
+    hl_gpt_config tie = {.vocab_in = 5, .vocab_out = 4, .n_ctx = 4, .d_model = 4, .n_heads = 2,
+                         .n_layers = 1, .emb_std = 1, .tie_embeddings = true};
+    err = (hl_error){0};
+    ck_assert_ptr_null(hl_gpt_new(&tie, &err));
+    ck_assert_ptr_nonnull(strstr(err.message, "vocab_in = vocab_out"));
+    hl_gpt_config odd = {.vocab_in = 5, .vocab_out = 5, .n_ctx = 4, .d_model = 6, .n_heads = 2,
+                         .n_layers = 1, .emb_std = 1, .pos = HL_GPT_POS_ROPE};
+    err = (hl_error){0};
+    ck_assert_ptr_null(hl_gpt_new(&odd, &err));
+    ck_assert_ptr_nonnull(strstr(err.message, "even head width"));
 }
 END_TEST
 
@@ -371,6 +457,7 @@ Suite *gpt_suite(void)
     TCase *tc = tcase_create("gpt");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_gpt_matches_pytorch);
+    tcase_add_test(tc, test_gpt_modern_matches_pytorch);
     tcase_add_test(tc, test_gpt_gradcheck);
     tcase_add_test(tc, test_gpt_patches);
     tcase_add_test(tc, test_gpt_sinusoidal_positions);

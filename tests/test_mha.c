@@ -395,6 +395,86 @@ START_TEST(test_mha_gradcheck_cross_masked)
 }
 END_TEST
 
+/* Rotary positions and smeared keys on a self-attention module. */
+typedef struct {
+    hl_params *p;
+    hl_mha mha;
+    hl_tensor *x;
+} rotary_model;
+
+static void rotary_model_make(rotary_model *r, int B, int T, int E, int H, uint64_t seed)
+{
+    hl_error err = {0};
+    r->p = hl_params_new();
+    hl_mha_config cfg = {.embed_dim = E, .num_heads = H, .bias = true, .rotary_base = 100,
+                         .smear_keys = true};
+    ck_assert_int_eq(hl_mha_declare(&r->mha, r->p, "", &cfg, &err), HL_OK);
+    ck_assert_int_eq(hl_params_commit(r->p), HL_OK);
+    hl_rng rng;
+    hl_rng_seed(&rng, seed);
+    hl_mha_init_weights(&r->mha, &rng);
+    hl_init_uniform(r->mha.smear, &rng, -1.5, 1.5);
+    r->x = tu_random("x", 3, (int[]){B, T, E}, true, seed + 1, -1, 1);
+}
+
+static hl_tensor *build_rotary(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    const rotary_model *r = ctx;
+    return hl_mha_forward(g, &r->mha, in[0], in[0], in[0], &(hl_mha_masks){.causal = true},
+                          NULL);
+}
+
+/* Both attention paths apply the rotation and the smear: outputs and every
+ * gradient agree, at one tile (T 20) and across several (T 80). */
+START_TEST(test_mha_rotary_paths_agree)
+{
+    for (int T = 20; T <= 80; T += 60) {
+        rotary_model r;
+        rotary_model_make(&r, 2, T, 16, 2, 40 + T);
+        hl_real *out[2];
+        size_t n = 0;
+        for (int path = 0; path < 2; path++) {
+            hl_graph *g = hl_graph_new(0);
+            hl_params_zero_grad(r.p);
+            hl_tensor_zero_grad(r.x);
+            hl_mha_run run = {.path = path ? HL_MHA_FUSED : HL_MHA_COMPOSED};
+            hl_tensor *y = hl_mha_forward(g, &r.mha, r.x, r.x, r.x,
+                                          &(hl_mha_masks){.causal = true}, &run);
+            ck_assert_msg(!hl_graph_failed(g), "%s", hl_graph_message(g));
+            hl_real *dy = malloc(y->numel * sizeof *dy);
+            for (size_t i = 0; i < y->numel; i++)
+                dy[i] = (hl_real)sin(0.37 * (double)i);
+            ck_assert_int_eq(hl_graph_backward_from(g, y, dy), HL_OK);
+            free(dy);
+            n = y->numel + r.x->numel + 1 + r.mha.smear->numel;
+            out[path] = malloc(n * sizeof(hl_real));
+            memcpy(out[path], y->data, y->numel * sizeof(hl_real));
+            memcpy(out[path] + y->numel, r.x->grad, r.x->numel * sizeof(hl_real));
+            out[path][y->numel + r.x->numel] = r.mha.in_proj_weight->grad[7];
+            memcpy(out[path] + y->numel + r.x->numel + 1, r.mha.smear->grad,
+                   r.mha.smear->numel * sizeof(hl_real));
+            hl_graph_free(g);
+        }
+        tu_assert_close("rotary mha: fused against composed", out[1], out[0], n, 1e-5);
+        free(out[0]);
+        free(out[1]);
+        hl_tensor_free(r.x);
+        hl_params_free(r.p);
+    }
+}
+END_TEST
+
+START_TEST(test_mha_gradcheck_rotary)
+{
+    rotary_model r;
+    rotary_model_make(&r, 2, 5, 8, 2, 31);
+    hl_tensor *in[] = {r.x, r.mha.in_proj_weight, r.mha.in_proj_bias, r.mha.smear};
+    tu_gradcheck("mha self causal, rotary, smeared keys", build_rotary, &r, in, 4);
+    hl_tensor_free(r.x);
+    hl_params_free(r.p);
+}
+END_TEST
+
 /* Cross attention with masks at a size where the kernels run on 2 threads (a
  * smaller one would compare two serial runs). */
 START_TEST(test_mha_threads_cross_large)
@@ -510,6 +590,8 @@ Suite *mha_suite(void)
     tcase_add_test(tc, test_mha_gate_zero_removes_head);
     tcase_add_test(tc, test_mha_head_offset);
     tcase_add_test(tc, test_mha_gradcheck_self);
+    tcase_add_test(tc, test_mha_gradcheck_rotary);
+    tcase_add_test(tc, test_mha_rotary_paths_agree);
     tcase_add_test(tc, test_mha_gradcheck_cross_masked);
     tcase_add_test(tc, test_mha_threads_large);
     tcase_add_test(tc, test_mha_threads_cross_large);
