@@ -34,11 +34,11 @@
 
 typedef struct {
     const char *data, *out, *resume, *prompt;
-    const char *schedule, *pos_init;
+    const char *schedule, *pos_init, *pos, *norm, *mlp;
     int steps, batch, ctx, d_model, heads, layers, eval_every, sample, threads, seed, warmup;
     int vocab, val_windows;
-    double lr, dropout, temperature, clip, emb_std;
-    bool no_mlp, no_layernorm, no_report;
+    double lr, dropout, temperature, clip, emb_std, rope_base;
+    bool no_mlp, no_layernorm, no_report, tie, smear;
 } options;
 
 static void usage(FILE *f)
@@ -57,11 +57,20 @@ static void usage(FILE *f)
         "  --steps N            training steps (2000)      --batch N       sequences (16)\n"
         "  --ctx N              context length (64)        --d-model N     width (128)\n"
         "  --heads N            attention heads (4)        --layers N      blocks (4)\n"
-        "  --no-mlp             attention only: no MLP in the blocks\n"
-        "  --no-layernorm       no LayerNorm in the blocks or before the head\n"
+        "  --pos NAME           positions: learned (the default), sinusoidal (fixed, of RMS\n"
+        "                       --emb-std), rope (rotary, rotate-half, on q and k) or none\n"
+        "  --rope-base X        the rotary base (10000)\n"
+        "  --norm NAME          layernorm (the default), rmsnorm or none\n"
+        "  --mlp NAME           gelu (4x wide, the default), swiglu (8/3 x wide, rounded up\n"
+        "                       to a multiple of 16) or none (attention only)\n"
+        "  --no-mlp             the same as --mlp none\n"
+        "  --no-layernorm       the same as --norm none\n"
+        "  --tie                the output head shares the token embedding's weights\n"
+        "  --smear              smeared keys: each head mixes every key with the one before\n"
+        "                       by a learned weight (Olsson et al. 2022)\n"
         "  --no-report          skip the head report at the end (DIR/report/)\n"
         "  --emb-std X          token and position embeddings start as N(0, X) (0.02)\n"
-        "  --pos-init NAME      position embeddings at the start: normal (the default) or\n"
+        "  --pos-init NAME      learned positions at the start: normal (the default) or\n"
         "                       sinusoidal (Vaswani et al.'s, of RMS --emb-std)\n"
         "  --lr X               peak learning rate (1e-3)  --dropout X     (0)\n"
         "  --warmup N           steps of linear warm-up (100)\n"
@@ -84,7 +93,8 @@ static options parse_options(int argc, char **argv)
     options o = {.out = "out/charlm", .prompt = "\n", .steps = 2000, .batch = 16, .ctx = 64,
                  .d_model = 128, .heads = 4, .layers = 4, .eval_every = 200, .sample = 400,
                  .lr = 1e-3, .temperature = 0.8, .clip = 1.0, .warmup = 100,
-                 .schedule = "cosine", .pos_init = "normal", .emb_std = 0.02};
+                 .schedule = "cosine", .pos_init = "normal", .emb_std = 0.02,
+                 .pos = "learned", .norm = "layernorm", .mlp = "gelu", .rope_base = 10000};
     const hl_opt opts[] = {
         HL_OPTION_TEXT("data", &o.data),
         HL_OPTION_TEXT("out", &o.out),
@@ -92,6 +102,12 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_TEXT("prompt", &o.prompt),
         HL_OPTION_TEXT("schedule", &o.schedule),
         HL_OPTION_TEXT("pos-init", &o.pos_init),
+        HL_OPTION_TEXT("pos", &o.pos),
+        HL_OPTION_TEXT("norm", &o.norm),
+        HL_OPTION_TEXT("mlp", &o.mlp),
+        HL_OPTION_REAL("rope-base", &o.rope_base, 1.001, 1e12),
+        HL_OPTION_FLAG("tie", &o.tie),
+        HL_OPTION_FLAG("smear", &o.smear),
         HL_OPTION_INT("warmup", &o.warmup, 0, 1e8),
         HL_OPTION_INT("vocab", &o.vocab, 0, HL_VOCAB_MAX),
         HL_OPTION_INT("val-windows", &o.val_windows, 0, 1 << 20),
@@ -122,6 +138,19 @@ static options parse_options(int argc, char **argv)
         hl_cli_bad_input("charlm", "unknown --schedule %s (cosine or constant)", o.schedule);
     if (strcmp(o.pos_init, "normal") && strcmp(o.pos_init, "sinusoidal"))
         hl_cli_bad_input("charlm", "unknown --pos-init %s (normal or sinusoidal)", o.pos_init);
+    if (hl_gpt_pos_parse(o.pos) < 0)
+        hl_cli_bad_input("charlm", "unknown --pos %s (learned, sinusoidal, rope or none)", o.pos);
+    if (hl_gpt_norm_parse(o.norm) < 0)
+        hl_cli_bad_input("charlm", "unknown --norm %s (layernorm, rmsnorm or none)", o.norm);
+    if (hl_gpt_mlp_parse(o.mlp) < 0)
+        hl_cli_bad_input("charlm", "unknown --mlp %s (gelu, swiglu or none)", o.mlp);
+    if (o.no_mlp)
+        o.mlp = "none";
+    if (o.no_layernorm)
+        o.norm = "none";
+    if (strcmp(o.pos_init, "normal") && strcmp(o.pos, "learned"))
+        hl_cli_bad_input("charlm", "--pos-init %s starts learned positions; --pos is %s",
+                         o.pos_init, o.pos);
     if (o.vocab > 0 && o.vocab <= HL_VOCAB_BYTES)
         hl_cli_bad_input("charlm", "--vocab %d: 0 for the bytes, or more than %d for learnt words",
                          o.vocab, HL_VOCAB_BYTES);
@@ -526,7 +555,10 @@ static hl_gpt *build_model(const options *o, hl_vocab **vocab, hl_error *err)
     const int V = hl_vocab_size(*vocab);
     hl_gpt_config cfg = {.vocab_in = V, .vocab_out = V, .n_ctx = o->ctx,
                          .d_model = o->d_model, .n_heads = o->heads, .n_layers = o->layers,
-                         .mlp = !o->no_mlp, .norm = !o->no_layernorm,
+                         .mlp = (hl_gpt_mlp)hl_gpt_mlp_parse(o->mlp),
+                         .norm = (hl_gpt_norm)hl_gpt_norm_parse(o->norm),
+                         .pos = (hl_gpt_pos)hl_gpt_pos_parse(o->pos), .rope_base = o->rope_base,
+                         .tie_embeddings = o->tie, .smear_keys = o->smear,
                          .dropout = o->dropout, .emb_std = o->emb_std};
     return hl_gpt_new(&cfg, err);
 }
