@@ -394,6 +394,45 @@ START_TEST(test_charlm_words)
 }
 END_TEST
 
+/* charlm with today's parts: the config survives the model file and the
+ * checkpoint, the resumed run keeps them, and the heads commands run on it. */
+START_TEST(test_charlm_modern)
+{
+    make_temp_dir();
+    char path[256], command[1024], out[8192];
+    write_verse_text(path, sizeof path);
+    const char *model = "--ctx 16 --d-model 32 --heads 2 --layers 2 --batch 8 --eval-every 20 "
+                        "--pos rope --rope-base 500 --norm rmsnorm --mlp swiglu --tie --smear";
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s %s --steps 20 --out %s/lm --sample 0 --no-report",
+             path, model, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s --steps 40 --out %s/lm --sample 0 --no-report "
+             "--resume %s/lm/checkpoint.safetensors", path, temp_dir, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "step 40:"));
+    char file[256];
+    snprintf(file, sizeof file, "%s/lm/model.safetensors", temp_dir);
+    hl_error err = {0};
+    hl_gpt *m = hl_gpt_load(file, &err);
+    ck_assert_msg(m, "%s", err.message);
+    ck_assert(m->cfg.pos == HL_GPT_POS_ROPE && m->cfg.rope_base == 500 &&
+              m->cfg.norm == HL_GPT_NORM_RMS && m->cfg.mlp == HL_GPT_MLP_SWIGLU &&
+              m->cfg.tie_embeddings && m->cfg.smear_keys && !m->pos_emb);
+    /* Trained: the smear weights moved from their start at 0. */
+    ck_assert(m->blocks[0].attn.smear->data[0] != 0);
+    hl_gpt_free(m);
+    static const char *const commands[] = {"scores", "circuits", "patch", "logit-lens"};
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+        snprintf(command, sizeof command, HL_BUILD_DIR "/heads %s --model %s --out %s/%s",
+                 commands[i], file, temp_dir, commands[i]);
+        ck_assert_msg(tu_run(command, out, sizeof out) == 0, "heads %s: %s", commands[i], out);
+    }
+    remove_temp_dir();
+}
+END_TEST
+
 /* tools/induction.sh (make induction) end to end on a small text and a
  * few steps: the phase-change table with a row per evaluation, and every
  * causal number named. */
@@ -446,6 +485,17 @@ START_TEST(test_charlm_bad_input)
     expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --pos-init fourier", 2,
                    "unknown --pos-init fourier (normal or sinusoidal)");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --emb-std 0", 2, "--emb-std");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --pos alibi", 2,
+                   "unknown --pos alibi (learned, sinusoidal, rope or none)");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --norm batchnorm", 2,
+                   "unknown --norm batchnorm");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --mlp relu", 2,
+                   "unknown --mlp relu");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --pos rope --pos-init sinusoidal",
+                   2, "--pos-init sinusoidal starts learned positions");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --pos rope --heads 2 --d-model 6",
+                   2, "even head width");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --rope-base 1", 2, "--rope-base");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --val-windows -3", 2,
                    "--val-windows");
 }
@@ -554,6 +604,7 @@ Suite *examples_suite(void)
     tcase_add_test(tc, test_toy_heads_short_run);
     tcase_add_test(tc, test_charlm_learns_and_resumes);
     tcase_add_test(tc, test_charlm_words);
+    tcase_add_test(tc, test_charlm_modern);
     tcase_add_test(tc, test_induction_script);
     tcase_add_test(tc, test_charlm_bad_input);
     tcase_add_test(tc, test_programs_kernel_sets);
