@@ -49,6 +49,7 @@
     X(linalg)             \
     X(detectors)          \
     X(patching)           \
+    X(patch_pairs)        \
     X(heads_patch)        \
     X(probe)              \
     X(composition)        \
