@@ -83,6 +83,14 @@ hl_status hl_patch_induction_task(const hl_gpt *m, int sequences, int bos, int l
     return HL_OK;
 }
 
+/* The metric at scored position i (of B·T) from its row of V logits. */
+static double position_metric(const hl_patch_task *t, const hl_real *row, int V, int i)
+{
+    const int32_t a = t->answer[i];
+    return t->metric == HL_METRIC_LOGIT_DIFF ? (double)row[a] - (double)row[t->wrong[i]]
+                                             : hl_token_loss(row, V, a);
+}
+
 /* The metric of each of `copies` blocks of B rows of logits (copies·B, T, V). */
 static void metric_of_logits(const hl_patch_task *t, const hl_tensor *logits, int copies,
                              double *out)
@@ -92,15 +100,9 @@ static void metric_of_logits(const hl_patch_task *t, const hl_tensor *logits, in
         double sum = 0;
         int n = 0;
         for (int i = 0; i < BT; i++) {
-            const int32_t a = t->answer[i];
-            if (a < 0)
+            if (t->answer[i] < 0)
                 continue;
-            const hl_real *row = logits->data + ((size_t)c * BT + i) * V;
-            if (t->metric == HL_METRIC_LOGIT_DIFF) {
-                sum += (double)row[a] - (double)row[t->wrong[i]];
-            } else {
-                sum += hl_token_loss(row, V, a);
-            }
+            sum += position_metric(t, logits->data + ((size_t)c * BT + i) * V, V, i);
             n++;
         }
         out[c] = sum / n;
@@ -153,6 +155,44 @@ hl_status hl_patch_baselines(const hl_gpt *m, const hl_patch_task *t, double *cl
         s = run_metric(g, m, t, t->corrupt, 1, NULL, corrupt, err);
     hl_graph_free(g);
     return s == HL_OK ? check_gap(*clean, *corrupt, err) : s;
+}
+
+/* Each sequence's metric over its own scored positions (NaN without one). */
+static hl_status sequence_metrics(hl_graph *g, const hl_gpt *m, const hl_patch_task *t,
+                                  const int32_t *tokens, double *out, hl_error *err)
+{
+    hl_graph_reset(g);
+    hl_graph_set_grad_enabled(g, false);
+    hl_tensor *logits = hl_gpt_forward(g, m, tokens, t->B, t->T, NULL);
+    if (hl_graph_failed(g))
+        return hl_error_set(err, hl_graph_status(g), "patching: %s", hl_graph_message(g));
+    const int V = logits->shape[2];
+    for (int b = 0; b < t->B; b++) {
+        double sum = 0;
+        int n = 0;
+        for (int i = b * t->T; i < (b + 1) * t->T; i++)
+            if (t->answer[i] >= 0) {
+                sum += position_metric(t, logits->data + (size_t)i * V, V, i);
+                n++;
+            }
+        out[b] = n ? sum / n : NAN;
+    }
+    return HL_OK;
+}
+
+hl_status hl_patch_sequence_metrics(const hl_gpt *m, const hl_patch_task *t, double *clean,
+                                    double *corrupt, hl_error *err)
+{
+    if (check_task(m, t, err) != HL_OK)
+        return err->status;
+    hl_graph *g = hl_graph_new(0);
+    if (!g)
+        return hl_error_set(err, HL_ERR_NOMEM, "patching: out of memory");
+    hl_status s = sequence_metrics(g, m, t, t->clean, clean, err);
+    if (s == HL_OK)
+        s = sequence_metrics(g, m, t, t->corrupt, corrupt, err);
+    hl_graph_free(g);
+    return s;
 }
 
 /* ---- captured activations ---------------------------------------------------- */

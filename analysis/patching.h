@@ -59,6 +59,14 @@ hl_status hl_patch_induction_task(const hl_gpt *m, int sequences, int bos, int l
 hl_status hl_patch_baselines(const hl_gpt *m, const hl_patch_task *t, double *clean,
                              double *corrupt, hl_error *err);
 
+/* Each sequence's metric over its own scored positions on the clean and on
+ * the corrupted input, into clean[b] and corrupt[b] (B each; NaN for a
+ * sequence without one): which inputs of a dataset make the difference.
+ * HL_ERR_ARG as hl_patch_baselines, except that runs scoring the same are
+ * no error here. */
+hl_status hl_patch_sequence_metrics(const hl_gpt *m, const hl_patch_task *t, double *clean,
+                                    double *corrupt, hl_error *err);
+
 /* Activation patching: every head's `act` (HL_ACT_Z, _Q, _K, _V, _PATTERN)
  * from the clean run into the corrupted one, one head at a time over all
  * positions, or per_position one (head, query position) at a time; the

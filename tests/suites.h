@@ -53,6 +53,7 @@
     X(linalg)             \
     X(detectors)          \
     X(patching)           \
+    X(patch_pairs)        \
     X(heads_patch)        \
     X(probe)              \
     X(composition)        \

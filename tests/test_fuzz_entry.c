@@ -17,6 +17,7 @@ static const struct {
     {"checkpoint", hl_fuzz_checkpoint},
     {"gpt", hl_fuzz_gpt},
     {"cli", hl_fuzz_cli},
+    {"patch_pairs", hl_fuzz_patch_pairs},
 };
 
 static uint8_t *read_all(const char *path, size_t *size)

@@ -1,6 +1,7 @@
 /* Tests for examples/heads/patch.c: `heads patch`, `paths` and `attrib` find
- * the induction circuit of a trained toy model, and bad input exits 2 with a
- * message and nothing written. */
+ * the induction circuit of a trained toy model, a --pairs file scores what
+ * its pairs score alone, combined, and bad input (a bad pairs file too) exits
+ * 2 with a message and nothing written. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,89 @@ static double csv_value(const char *path, const char *prefix, int col)
         }
     fclose(f);
     return v;
+}
+
+/* --pairs FILE against each of its pairs run alone (--clean, --corrupt,
+ * --positions) on the toy model in work/toy: each pair's own metrics in
+ * pairs.csv are the same, and the file's scores are the pairs' combined as
+ * the mean over every scored position: patch_z.csv's normalised score at
+ * Σ n_i s_i g_i / Σ n_i g_i (n_i positions, s_i the score alone, g_i the
+ * clean-minus-corrupted gap), dla.csv's plain mean at Σ n_i d_i / Σ n_i. The
+ * pairs have 7, 6 and 4 tokens. */
+static void check_pairs_file(const char *dir)
+{
+    static const char *const pairs[][3] = {{"16 3 7 1 3 7 1", "16 5 7 1 3 7 1", "4,5"},
+                                           {"16 2 9 4 2 9", "16 2 11 4 2 9", "3,4"},
+                                           {"16 4 13 4", "16 6 13 4", NULL}};
+    enum { P = 3 };
+    char command[4096], path[256], file[256];
+    snprintf(file, sizeof file, "%s/pairs.tsv", dir);
+    FILE *f = fopen(file, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "# clean\tcorrupted\tpositions\n");
+    for (int i = 0; i < P; i++)
+        fprintf(f, "%s\t%s%s%s\n\n", pairs[i][0], pairs[i][1], pairs[i][2] ? "\t" : "",
+                pairs[i][2] ? pairs[i][2] : "");
+    fclose(f);
+    for (int i = 0; i <= P; i++) {
+        char task[512], out[64];
+        if (i < P)
+            snprintf(task, sizeof task, "--clean \"%s\" --corrupt \"%s\" %s%s", pairs[i][0],
+                     pairs[i][1], pairs[i][2] ? "--positions " : "",
+                     pairs[i][2] ? pairs[i][2] : "");
+        else
+            snprintf(task, sizeof task, "--pairs %s", file);
+        snprintf(out, sizeof out, i < P ? "one%d" : "all", i);
+        snprintf(command, sizeof command,
+                 HL_BUILD_DIR "/heads patch --model %s/toy/model.safetensors %s --out %s/%s "
+                 "> /dev/null && " HL_BUILD_DIR "/heads logit-lens --model "
+                 "%s/toy/model.safetensors %s --out %s/%s > /dev/null",
+                 dir, task, dir, out, dir, task, dir, out);
+        tu_run_ok(command);
+    }
+    double gap[P], score[P][8], dla[P][8];
+    int n[P];
+    for (int i = 0; i < P; i++) {
+        char row[16];
+        snprintf(row, sizeof row, "%d,", i);
+        snprintf(path, sizeof path, "%s/all/pairs.csv", dir);
+        const double clean = csv_value(path, row, 4), corrupt = csv_value(path, row, 5);
+        n[i] = (int)csv_value(path, row, 3);
+        ck_assert_int_eq((int)csv_value(path, row, 1), 2 + 2 * i); /* the file's line */
+        snprintf(path, sizeof path, "%s/one%d/pairs.csv", dir, i);
+        ck_assert_int_eq(n[i], (int)csv_value(path, "0,", 3));
+        ck_assert_msg(fabs(clean - csv_value(path, "0,", 4)) < 1e-5 &&
+                      fabs(corrupt - csv_value(path, "0,", 5)) < 1e-5,
+                      "pair %d: clean %.9g, corrupted %.9g in the file; alone %.9g, %.9g", i,
+                      clean, corrupt, csv_value(path, "0,", 4), csv_value(path, "0,", 5));
+        gap[i] = clean - corrupt;
+        for (int k = 0; k < 8; k++) {
+            snprintf(row, sizeof row, "%d,%d,", k / 4, k % 4);
+            snprintf(path, sizeof path, "%s/one%d/patch_z.csv", dir, i);
+            score[i][k] = csv_value(path, row, 2);
+            snprintf(path, sizeof path, "%s/one%d/dla.csv", dir, i);
+            dla[i][k] = csv_value(path, row, 2);
+        }
+    }
+    for (int k = 0; k < 8; k++) {
+        double num = 0, den = 0, sum = 0;
+        for (int i = 0; i < P; i++) {
+            num += n[i] * score[i][k] * gap[i];
+            den += n[i] * gap[i];
+            sum += n[i] * dla[i][k];
+        }
+        char row[16];
+        snprintf(row, sizeof row, "%d,%d,", k / 4, k % 4);
+        snprintf(path, sizeof path, "%s/all/patch_z.csv", dir);
+        const double got = csv_value(path, row, 2);
+        ck_assert_msg(fabs(got - num / den) < 2e-5, "L%dH%d: patch z over the file %.6f, "
+                      "from the pairs alone %.6f", k / 4, k % 4, got, num / den);
+        snprintf(path, sizeof path, "%s/all/dla.csv", dir);
+        const double got_dla = csv_value(path, row, 2);
+        ck_assert_msg(fabs(got_dla - sum / (n[0] + n[1] + n[2])) < 2e-5, "L%dH%d: direct logit "
+                      "attribution over the file %.6f, from the pairs alone %.6f", k / 4, k % 4,
+                      got_dla, sum / (n[0] + n[1] + n[2]));
+    }
 }
 
 /* The toy model of TOYTASK.md after 1,500 steps (seed 0) has a previous-token
@@ -124,6 +208,7 @@ START_TEST(test_heads_patch_finds_the_induction_circuit)
     tu_run_ok(command);
     snprintf(path, sizeof path, "%s/two/patch_z.csv", work);
     ck_assert(!isnan(csv_value(path, "1,0,", 2)));
+    check_pairs_file(work);
     snprintf(command, sizeof command, "rm -rf %s", work);
     ck_assert_int_eq(system(command), 0);
 }
@@ -158,6 +243,7 @@ START_TEST(test_heads_patch_bad_input)
         {"attrib --clean abca --corrupt abcb --metric logit-diff --positions 1",
          "both inputs continue with the same token"},
         {"patch --clean abcd --corrupt abc\xff\xfe", "--clean has 4 tokens and --corrupt 5"},
+        {"patch --pairs 20", "the induction task's size is --sequences N"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snprintf(command, sizeof command, HL_BUILD_DIR "/heads %s --model %s --out %s/out 2>&1",
@@ -166,6 +252,36 @@ START_TEST(test_heads_patch_bad_input)
         ck_assert_msg(strstr(out, cases[i].message), "%s: %s", cases[i].args, out);
         snprintf(command, sizeof command, "%s/out", work);
         ck_assert_msg(access(command, F_OK) != 0, "%s wrote %s", cases[i].args, command);
+    }
+    /* --pairs FILE: bad files, a missing one, and flags it does not go with. */
+    static const struct {
+        const char *file, *args, *message;
+    } pair_cases[] = {
+        {"abcd\tabc\n", "patch", "line 1: the clean input has 4 tokens and the corrupted 3"},
+        {"# c\nab\\q\tabcd\n", "paths", "line 2: a backslash in the clean text must begin"},
+        {"abcd\tabce\t7\n", "attrib", "line 1: position 7 is out of range"},
+        {"abcd\tabce\tx\ty\n", "logit-lens", "line 1: more than 3 fields"},
+        {"# nothing\n", "patch", "no pairs"},
+        {"abcd\tabce\n", "patch --clean abcd --corrupt abce", "not both"},
+        {"abcd\tabce\n", "patch --positions 1", "drop --positions"},
+        {NULL, "patch", "cannot read --pairs"},
+    };
+    for (size_t i = 0; i < sizeof pair_cases / sizeof pair_cases[0]; i++) {
+        char file[128];
+        snprintf(file, sizeof file, "%s/%s", work, pair_cases[i].file ? "p.tsv" : "missing");
+        if (pair_cases[i].file) {
+            FILE *f = fopen(file, "w");
+            ck_assert_ptr_nonnull(f);
+            fputs(pair_cases[i].file, f);
+            fclose(f);
+        }
+        snprintf(command, sizeof command,
+                 HL_BUILD_DIR "/heads %s --pairs %s --model %s --out %s/out 2>&1",
+                 pair_cases[i].args, file, model, work);
+        ck_assert_msg(tu_run(command, out, sizeof out) == 2, "%s: %s", pair_cases[i].args, out);
+        ck_assert_msg(strstr(out, pair_cases[i].message), "%s: %s", pair_cases[i].args, out);
+        snprintf(command, sizeof command, "%s/out", work);
+        ck_assert_msg(access(command, F_OK) != 0, "%s wrote %s", pair_cases[i].args, command);
     }
     snprintf(command, sizeof command, "rm -rf %s", work);
     ck_assert_int_eq(system(command), 0);

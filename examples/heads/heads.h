@@ -23,8 +23,9 @@ typedef enum { CMD_ABLATE, CMD_IMPORTANCE, CMD_PRUNE, CMD_SCORES, CMD_MAPS, CMD_
 typedef struct {
     command cmd;
     const char *model, *data, *finetune_data, *out, *heads, *text;
-    const char *act, *clean, *corrupt, *positions, *metric; /* patch, paths, attrib, logit-lens */
-    int seed, sequences, windows, batch, threads, finetune, timing_runs, offset, pairs;
+    /* patch, paths, attrib, logit-lens; pairs: a file of clean/corrupted pairs */
+    const char *act, *clean, *corrupt, *positions, *metric, *pairs;
+    int seed, sequences, windows, batch, threads, finetune, timing_runs, offset;
     bool curve, per_position, metric_diff, repeat;
     double step_fraction, lr;
 } options;

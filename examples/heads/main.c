@@ -101,11 +101,20 @@ static void usage(FILE *f)
         "  logit-lens  on the clean input: each layer's residual stream read through the\n"
         "              final LayerNorm and unembedding (metric and top tokens), and each\n"
         "              head's direct logit attribution: logit_lens.csv, dla.csv\n"
-        "TASK (patch, paths, attrib, logit-lens): by default the induction task, --pairs\n"
-        "  sequences of random tokens repeated once, corrupted by drawing the first half\n"
-        "  again, scored on the second half; or two inputs of one length, --clean STR\n"
-        "  --corrupt STR (charlm: texts; other models: token numbers, e.g. \"16 3 5 3\"),\n"
-        "  scored at --positions (default the last token with a successor).\n"
+        "TASK (patch, paths, attrib, logit-lens): by default the induction task,\n"
+        "  --sequences N (20) sequences of random tokens repeated once, corrupted by\n"
+        "  drawing the first half again, scored on the second half; or two inputs of one\n"
+        "  length, --clean STR --corrupt STR (charlm: texts; other models: token numbers,\n"
+        "  e.g. \"16 3 5 3\"), scored at --positions (default the last token with a\n"
+        "  successor); or many such pairs, --pairs FILE, one a line:\n"
+        "      clean<TAB>corrupt[<TAB>positions]\n"
+        "  texts with the escapes \\t \\n \\\\ \\xNN (bytes below 0x20 must be escaped)\n"
+        "  or token numbers as for --clean; positions as for --positions (\"3,7\"; default\n"
+        "  the last with a successor); empty lines and lines starting with # skipped. The\n"
+        "  two inputs of a pair have one length; pairs may differ (each is padded after\n"
+        "  its end, which a causal model never reads back, and padding is not scored).\n"
+        "  Scores: the metric's mean over every pair's scored positions, normalised as\n"
+        "  above; pairs.csv: each pair's own clean and corrupted metric.\n"
         "Options:\n"
         "  --model FILE          model.safetensors or checkpoint.safetensors (toy_heads,\n"
         "                        charlm, or a model pruned by this program)\n"
@@ -132,8 +141,9 @@ static void usage(FILE *f)
         "  --metric NAME         loss (of the answer; the default) or logit-diff (answer\n"
         "                        minus wrong token: the corrupted text's next byte, or for\n"
         "                        the induction task what the corrupted first half predicts)\n"
-        "  --pairs N             induction task: sequences (20); --seed N their seed\n"
+        "  --sequences N         induction task: sequences (20); --seed N their seed\n"
         "  --clean STR, --corrupt STR, --positions LIST   the two-input task\n"
+        "  --pairs FILE          a file of pairs (TASK above); not with --clean\n"
         "prune --curve:\n"
         "  --step-fraction X     share of the remaining heads pruned per step (0.1; at\n"
         "                        least one head per step, never a layer's last head)\n"
@@ -198,6 +208,11 @@ static void check_combinations(const options *o, const hl_opt *opts)
                         "drop --heads, --data, --text and --curve");
     if (!o->clean != !o->corrupt)
         heads_bad_input("give --clean and --corrupt together");
+    if (o->pairs && o->clean)
+        heads_bad_input("give one task: --pairs FILE or --clean and --corrupt, not both");
+    if (o->pairs && o->positions)
+        heads_bad_input("--pairs FILE gives each pair's positions in its third field: drop "
+                        "--positions");
     if (o->positions && !o->clean)
         heads_bad_input("--positions belongs to the text task (--clean, --corrupt)");
     if (o->per_position && o->cmd != CMD_PATCH)
@@ -241,8 +256,7 @@ static options parse_options(int argc, char **argv)
 {
     options o = {.cmd = parse_command(argc, argv), .out = "out/heads",
                  .seed = HL_TOY_HELDOUT_SEED, .sequences = HL_TOY_HELDOUT_SEQUENCES,
-                 .windows = 64, .timing_runs = 5, .step_fraction = 0.1, .lr = 1e-3,
-                 .pairs = 20};
+                 .windows = 64, .timing_runs = 5, .step_fraction = 0.1, .lr = 1e-3};
     bool given[32] = {false};
     hl_opt opts[] = {
         HL_OPTION_TEXT("model", &o.model),
@@ -268,7 +282,7 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_TEXT("corrupt", &o.corrupt),
         HL_OPTION_TEXT("positions", &o.positions),
         HL_OPTION_TEXT("metric", &o.metric),
-        HL_OPTION_INT("pairs", &o.pairs, 1, 100000),
+        HL_OPTION_TEXT("pairs", &o.pairs),
         HL_OPTION_FLAG("per-position", &o.per_position),
         {0},
     };
@@ -283,6 +297,9 @@ static options parse_options(int argc, char **argv)
     if (status == HL_CLI_BAD)
         exit(2);
     check_combinations(&o, opts);
+    /* The induction task's sequences: fewer than an evaluation set's. */
+    if (o.cmd >= CMD_PATCH && !first_given(opts, (const char *const[]){"sequences", NULL}))
+        o.sequences = 20;
     o.metric_diff = o.metric && !strcmp(o.metric, "logit-diff");
     return o;
 }

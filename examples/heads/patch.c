@@ -2,9 +2,9 @@
  * heads patch, paths, attrib, logit-lens: causal tools between a clean and a
  * corrupted input (analysis/patching.h).
  *
- * The task is either the built-in induction task or two inputs of one length
+ * The task is the built-in induction task, two inputs of one length
  * (--clean, --corrupt: texts for byte models, token numbers for the others)
- * read at --positions.
+ * read at --positions, or a file of such pairs (--pairs, analysis/patch_pairs.h).
  *
  * The induction task (hl_patch_induction_task) corrupts only the
  * previous-token labels of the answers: restoring the induction heads'
@@ -17,7 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <errno.h>
+
 #include "analysis/head_maps.h"
+#include "analysis/patch_pairs.h"
 #include "analysis/patching.h"
 #include "analysis/probe.h"
 #include "examples/heads/heads.h"
@@ -27,11 +30,12 @@ typedef struct {
     hl_gpt *m;
     hl_gpt_meta meta; /* meta.vocab: a text model's tokens, else NULL */
     hl_patch_task t;
-    int32_t *buf; /* the task's four (B,T) arrays */
-    char what[200];
+    int32_t *buf;         /* the task's four (B,T) arrays, but for --pairs */
+    hl_patch_pairs pairs; /* --pairs: the task, each pair's line and length */
+    char what[4300];
 } patch_in;
 
-/* The built-in induction task (analysis/patching.h): o->pairs sequences. */
+/* The built-in induction task (analysis/patching.h): o->sequences sequences. */
 static void induction_task(const options *o, patch_in *in)
 {
     const hl_gpt_config *c = &in->m->cfg;
@@ -42,13 +46,13 @@ static void induction_task(const options *o, patch_in *in)
     const int hi = text.token_hi ? text.token_hi
                                  : (c->vocab_in < c->vocab_out ? c->vocab_in : c->vocab_out);
     hl_error err = {0};
-    if (hl_patch_induction_task(in->m, o->pairs, toy ? HL_TOY_BOS : -1, lo, hi,
+    if (hl_patch_induction_task(in->m, o->sequences, toy ? HL_TOY_BOS : -1, lo, hi,
                                 (uint64_t)o->seed, &in->t, &in->buf, &err) != HL_OK)
         heads_bad_input("%s: %s", o->model, err.message);
     const int half = (in->t.T - (toy ? 1 : 0)) / 2;
     snprintf(in->what, sizeof in->what, "induction task: %d sequences of %d random tokens "
              "repeated%s; corrupted: the first half's tokens at even offsets drawn again; "
-             "scored at the second half's even offsets", o->pairs, half,
+             "scored at the second half's even offsets", o->sequences, half,
              toy ? " after BOS" : "");
 }
 
@@ -149,6 +153,40 @@ static void text_task(const options *o, patch_in *in)
              o->corrupt);
 }
 
+/* --pairs FILE: every line a pair (analysis/patch_pairs.h). */
+static void pairs_task(const options *o, patch_in *in)
+{
+    size_t size;
+    unsigned char *text = hl_read_file(o->pairs, &size);
+    if (!text) {
+        /* --pairs N was the induction task's size before it became a file. */
+        const bool number = strspn(o->pairs, "0123456789") == strlen(o->pairs);
+        heads_bad_input("cannot read --pairs %s: %s%s", o->pairs, strerror(errno),
+                        number ? " (--pairs takes a file of pairs; the induction task's "
+                                 "size is --sequences N)" : "");
+    }
+    hl_error err = {0};
+    const hl_status s = hl_patch_pairs_parse((const char *)text, size, o->pairs, in->meta.vocab,
+                                             &in->m->cfg, o->metric_diff ? HL_METRIC_LOGIT_DIFF
+                                                                         : HL_METRIC_LOSS,
+                                             &in->pairs, &err);
+    free(text);
+    if (s == HL_ERR_NOMEM)
+        heads_fail(&err);
+    if (s != HL_OK)
+        heads_bad_input("%s", err.message);
+    const hl_patch_pairs *p = &in->pairs;
+    int shortest = p->task.T, scored = 0;
+    for (int i = 0; i < p->n; i++) {
+        shortest = p->length[i] < shortest ? p->length[i] : shortest;
+        scored += p->scored[i];
+    }
+    in->t = p->task;
+    snprintf(in->what, sizeof in->what, "pairs %s: %d pair%s of %d..%d tokens (padded to %d "
+             "after their ends), %d scored positions", o->pairs, p->n, p->n == 1 ? "" : "s",
+             shortest, p->task.T, p->task.T, scored);
+}
+
 static patch_in open_patch_model(const options *o)
 {
     /* Static: what it holds stays reachable when a bad input exits (2) below,
@@ -157,7 +195,9 @@ static patch_in open_patch_model(const options *o)
     hl_error err = {0};
     if (!(in.m = hl_gpt_load_meta(o->model, &in.meta, &err)))
         heads_bad_input("%s", err.message);
-    if (o->clean)
+    if (o->pairs)
+        pairs_task(o, &in);
+    else if (o->clean)
         text_task(o, &in);
     else
         induction_task(o, &in);
@@ -173,8 +213,47 @@ static patch_in open_patch_model(const options *o)
     return in;
 }
 
+/* pairs.csv: each pair's (sequence's) own metric on the clean and on the
+ * corrupted input, the line of --pairs FILE it is on (empty for the other
+ * tasks), its tokens and scored positions. */
+static void write_pairs_csv(const options *o, const patch_in *in)
+{
+    const hl_patch_task *t = &in->t;
+    double *clean = malloc(sizeof *clean * 2 * (size_t)t->B), *corrupt = clean + t->B;
+    if (!clean)
+        heads_bad_input("out of memory");
+    hl_error err = {0};
+    if (hl_patch_sequence_metrics(in->m, t, clean, corrupt, &err) != HL_OK)
+        heads_fail(&err);
+    text_out out;
+    FILE *f = heads_text_begin(&out);
+    fprintf(f, "pair,line,tokens,positions,clean,corrupted\n");
+    for (int b = 0; b < t->B; b++) {
+        int scored = 0;
+        for (int i = 0; i < t->T; i++)
+            scored += t->answer[(size_t)b * t->T + i] >= 0;
+        fprintf(f, "%d,", b);
+        if (o->pairs)
+            fprintf(f, "%d", in->pairs.line[b]);
+        fprintf(f, ",%d,%d,%.9g,%.9g\n", o->pairs ? in->pairs.length[b] : t->T, scored,
+                clean[b], corrupt[b]);
+    }
+    free(clean);
+    if (heads_text_save(&out, o->out, "pairs.csv"))
+        exit(1);
+}
+
+/* --out made and pairs.csv written, once the inputs are known to be good. */
+static void start_output(const options *o, const patch_in *in)
+{
+    heads_make_out_dir(o);
+    write_pairs_csv(o, in);
+    printf("wrote %s/pairs.csv (each pair's own metric)\n", o->out);
+}
+
 static void close_patch_model(patch_in *in)
 {
+    hl_patch_pairs_free(&in->pairs);
     free(in->buf);
     hl_gpt_free(in->m);
     hl_gpt_meta_clear(&in->meta);
@@ -302,7 +381,7 @@ int heads_run_patch(const options *o)
     hl_act acts[8];
     const int n_acts = parse_acts(o->act ? o->act : "z", allowed, 6, acts);
     patch_in in = open_patch_model(o);
-    heads_make_out_dir(o);
+    start_output(o, &in);
     const hl_gpt *m = in.m;
     const int L = m->cfg.n_layers, T = in.t.T, N = hl_gpt_total_heads(&m->cfg);
     char (*store)[HL_HEAD_NAME_MAX];
@@ -390,7 +469,7 @@ int heads_run_paths(const options *o)
     patch_in in = open_patch_model(o);
     if (in.m->cfg.n_layers < 2)
         heads_bad_input("%s has one layer: a path needs a sender and a later receiver", o->model);
-    heads_make_out_dir(o);
+    start_output(o, &in);
     const hl_gpt *m = in.m;
     const int N = hl_gpt_total_heads(&m->cfg);
     char (*store)[HL_HEAD_NAME_MAX];
@@ -467,7 +546,7 @@ int heads_run_attrib(const options *o)
     hl_act acts[8];
     const int n_acts = parse_acts(o->act ? o->act : "z", allowed, 5, acts);
     patch_in in = open_patch_model(o);
-    heads_make_out_dir(o);
+    start_output(o, &in);
     const hl_gpt *m = in.m;
     const int cells = m->cfg.n_layers * m->cfg.n_heads;
     double *patched = malloc(sizeof *patched * (size_t)cells);
@@ -515,7 +594,7 @@ enum { LENS_TOP = 5 };
 int heads_run_logit_lens(const options *o)
 {
     patch_in in = open_patch_model(o);
-    heads_make_out_dir(o);
+    start_output(o, &in);
     const hl_gpt *m = in.m;
     const int L = m->cfg.n_layers, T = in.t.T;
     double *metric = malloc(sizeof *metric * (size_t)(L + 1));

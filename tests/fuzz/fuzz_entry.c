@@ -7,8 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "io/checkpoint.h"
+#include "analysis/patch_pairs.h"
 #include "analysis/toy_task.h"
+#include "io/checkpoint.h"
 #include "examples/common/cli.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
@@ -179,5 +180,58 @@ int hl_fuzz_cli(const uint8_t *data, size_t size)
         fclose(errors);
     }
     free(text);
+    return 0;
+}
+
+/* What hl_patch_pairs_parse promises of a task it returns: one row per pair,
+ * tokens in range, each pair scored somewhere before its end and nowhere in
+ * its padding. */
+static void check_pairs(const hl_patch_pairs *p, const hl_gpt_config *cfg)
+{
+    const hl_patch_task *t = &p->task;
+    bool ok = t->B == p->n && p->n >= 1 && t->T >= 2 && t->T <= cfg->n_ctx;
+    for (int b = 0; ok && b < t->B; b++) {
+        int scored = 0;
+        ok = p->length[b] >= 2 && p->length[b] <= t->T;
+        for (int i = 0; ok && i < t->T; i++) {
+            const size_t at = (size_t)b * t->T + i;
+            const int32_t a = t->answer[at], w = t->wrong[at];
+            ok = t->clean[at] >= 0 && t->clean[at] < cfg->vocab_in && t->corrupt[at] >= 0 &&
+                 t->corrupt[at] < cfg->vocab_in && a >= -1 && a < cfg->vocab_out && w >= -1 &&
+                 w < cfg->vocab_out && (a < 0) == (w < 0) &&
+                 (a < 0 || (i < p->length[b] - 1 && a == t->clean[at + 1] &&
+                            w == t->corrupt[at + 1] &&
+                            (t->metric != HL_METRIC_LOGIT_DIFF || a != w)));
+            scored += a >= 0;
+        }
+        ok = ok && scored >= 1 && scored == p->scored[b];
+    }
+    if (!ok)
+        abort();
+}
+
+int hl_fuzz_patch_pairs(const uint8_t *data, size_t size)
+{
+    static hl_vocab *words; /* built once and kept, as checkpoint_model's model */
+    if (!words) {
+        const unsigned char *pieces[] = {(const unsigned char *)"ab",
+                                         (const unsigned char *)" the"};
+        hl_error err = {0};
+        if (!(words = hl_vocab_from_pieces(pieces, (const size_t[]){2, 4}, 2, &err)))
+            return 0;
+    }
+    const hl_gpt_config numbers = {.vocab_in = 7, .vocab_out = 6, .n_ctx = 6},
+                        text = {.vocab_in = 258, .vocab_out = 258, .n_ctx = 16};
+    for (int kind = 0; kind < 2; kind++) {
+        const hl_gpt_config *cfg = kind ? &text : &numbers;
+        hl_patch_pairs p;
+        hl_error err = {0};
+        if (hl_patch_pairs_parse((const char *)data, size, "fuzz", kind ? words : NULL, cfg,
+                                 kind ? HL_METRIC_LOGIT_DIFF : HL_METRIC_LOSS, &p,
+                                 &err) == HL_OK) {
+            check_pairs(&p, cfg);
+            hl_patch_pairs_free(&p);
+        }
+    }
     return 0;
 }

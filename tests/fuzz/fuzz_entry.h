@@ -27,6 +27,13 @@ int hl_fuzz_gpt(const uint8_t *data, size_t size);
  * every kind of option the programs use. */
 int hl_fuzz_cli(const uint8_t *data, size_t size);
 
+/* The bytes as a file of patching pairs (analysis/patch_pairs.h), read as
+ * token numbers for a model of 7/6 tokens and 6 positions, and as text through
+ * a vocabulary of the bytes and two learnt pieces for one of 16 positions
+ * with the logit difference; a parsed task is checked against what the
+ * parser promises (aborting when it breaks it). */
+int hl_fuzz_patch_pairs(const uint8_t *data, size_t size);
+
 /* Models a fuzzed config may build: small, so an input cannot make the fuzzer
  * allocate gigabytes (hl_gpt_new's own limit, HL_GPT_MAX_PARAMS, is larger). */
 #define HL_FUZZ_MAX_PARAMS (1 << 20)
