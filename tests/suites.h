@@ -33,6 +33,7 @@
     X(atomic)             \
     X(csv_log)            \
     X(vocab)              \
+    X(bpe)                \
     X(heatmap)            \
     X(plot)               \
     X(mha)                \
