@@ -17,6 +17,7 @@ static const struct {
     {"checkpoint", hl_fuzz_checkpoint},
     {"gpt", hl_fuzz_gpt},
     {"cli", hl_fuzz_cli},
+    {"vocab", hl_fuzz_vocab},
 };
 
 static uint8_t *read_all(const char *path, size_t *size)
