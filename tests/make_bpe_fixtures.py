@@ -6,6 +6,8 @@ root: python3 tests/make_bpe_fixtures.py
 
   merges_300.txt   the merges of a 300-token vocabulary, as hl_vocab_format
   merges_all.txt   the merges until no pair occurs twice (a size never reached)
+  ab.txt           pseudo-random words of "a" and "b" (overlapping pairs: "aaa",
+                   "abab"), and merges_ab.txt, its merges until no pair occurs twice
   unseen.bin       a text the learner never saw: English, every byte 0..255,
                    pseudo-random bytes, long runs of spaces and letters
   encodings.txt    "<merges> <text>: id id ..." for both vocabularies on
@@ -103,28 +105,46 @@ def unseen_text():
             b" " * 70 + b"x" + b"a" * 130 + b"\t\t\n\n  \x00\x00 \xff\xfe caf\xc3\xa9 end")
 
 
+def ab_text():
+    state = 777
+    words = []
+    for _ in range(400):
+        state = (1103515245 * state + 12345) % (1 << 31)
+        length = 1 + (state >> 16) % 9
+        word = ""
+        for _ in range(length):
+            state = (1103515245 * state + 12345) % (1 << 31)
+            word += "ab"[state >> 20 & 1]
+        words.append(word)
+    return (" ".join(words) + "\n").encode()
+
+
 def main():
     with open(DIR + "/train.txt", "rb") as f:
         train = f.read()
     unseen = unseen_text()
     with open(DIR + "/unseen.bin", "wb") as f:
         f.write(unseen)
+    ab = ab_text()
+    with open(DIR + "/ab.txt", "wb") as f:
+        f.write(ab)
     lines = []
-    for name, size in (("merges_300", 300), ("merges_all", 1 << 20)):
-        merges = learn(train, size)
-        if name == "merges_all":
+    for name, size, text in (("merges_300", 300, train), ("merges_all", 1 << 20, train),
+                             ("merges_ab", 1 << 20, ab)):
+        merges = learn(text, size)
+        if name != "merges_300":
             assert 256 + len(merges) < 300 * 4, "expected the stop rule, not the size"
         else:
             assert len(merges) == 300 - 256
         assert max(len(decode([256 + i], merges)) for i in range(len(merges))) <= PIECE_MAX
         with open("%s/%s.txt" % (DIR, name), "w") as f:
             f.write("\n".join(["headlab-bpe-1"] + ["%d %d" % p for p in merges]))
-        for text_name, text in (("train", train), ("unseen", unseen)):
-            tokens = encode(text, merges)
-            assert decode(tokens, merges) == text
+        for text_name, sample in (("train", text), ("unseen", unseen)):
+            tokens = encode(sample, merges)
+            assert decode(tokens, merges) == sample
             lines.append("%s %s: %s" % (name, text_name, " ".join(map(str, tokens))))
-        print("%s: %d merges, train %d bytes -> %d tokens" %
-              (name, len(merges), len(train), len(encode(train, merges))))
+        print("%s: %d merges, training text %d bytes -> %d tokens" %
+              (name, len(merges), len(text), len(encode(text, merges))))
     with open(DIR + "/encodings.txt", "w") as f:
         f.write("\n".join(lines) + "\n")
 

@@ -83,21 +83,25 @@ static int32_t *fixture_tokens(const char *encodings, const char *key, size_t *n
 
 /* The C learner gives the Python script's merges and its encodings, on the
  * training text and on one it never saw; merges_all also checks the stop rule
- * (no pair twice) and the piece limit (the runs of "a" and "-" reach it). */
+ * (no pair twice) and the piece limit (the runs of "a" and "-" reach it),
+ * merges_ab the counts of overlapping pairs ("aaa", "abab"). */
 START_TEST(test_fixtures)
 {
-    const char *names[] = {"merges_300", "merges_all"};
-    const int sizes[] = {300, HL_VOCAB_MAX};
-    size_t n_train, n_unseen, n_enc, n_want;
+    const char *names[] = {"merges_300", "merges_all", "merges_ab"};
+    const int sizes[] = {300, HL_VOCAB_MAX, HL_VOCAB_MAX};
+    size_t n_train, n_ab, n_unseen, n_enc, n_want;
     unsigned char *train = read_fixture("train.txt", &n_train);
+    unsigned char *ab = read_fixture("ab.txt", &n_ab);
     unsigned char *unseen = read_fixture("unseen.bin", &n_unseen);
     char *encodings = (char *)read_fixture("encodings.txt", &n_enc);
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < 3; m++) {
+        unsigned char *text = m == 2 ? ab : train;
+        const size_t n_text = m == 2 ? n_ab : n_train;
         char file[64], key[64];
         snprintf(file, sizeof file, "%s.txt", names[m]);
         char *want = (char *)read_fixture(file, &n_want);
         hl_error err = {0};
-        hl_vocab *v = hl_vocab_learn_bpe(train, n_train, sizes[m], &err);
+        hl_vocab *v = hl_vocab_learn_bpe(text, n_text, sizes[m], &err);
         ck_assert_msg(v, "%s", err.message);
         ck_assert_str_eq(hl_vocab_kind(v), "bpe");
         char *got = hl_vocab_format(v);
@@ -105,8 +109,7 @@ START_TEST(test_fixtures)
         for (int t = 0; t < 2; t++) {
             snprintf(key, sizeof key, "%s %s: ", names[m], t ? "unseen" : "train");
             size_t n_tokens, n_expect;
-            int32_t *tokens = round_trip(v, t ? unseen : train, t ? n_unseen : n_train,
-                                         &n_tokens);
+            int32_t *tokens = round_trip(v, t ? unseen : text, t ? n_unseen : n_text, &n_tokens);
             int32_t *expect = fixture_tokens(encodings, key, &n_expect);
             ck_assert_uint_eq(n_tokens, n_expect);
             for (size_t i = 0; i < n_tokens; i++)
@@ -120,6 +123,7 @@ START_TEST(test_fixtures)
         hl_vocab_free(v);
     }
     free(train);
+    free(ab);
     free(unseen);
     free(encodings);
 }
