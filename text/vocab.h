@@ -98,7 +98,8 @@ size_t hl_vocab_next_word(const unsigned char *text, size_t n, size_t i);
 size_t hl_bpe_next_chunk(const unsigned char *text, size_t n, size_t i);
 
 /* The tokens of text into a malloc'd array (*tokens, *n_tokens; free it).
- * Never fails for want of a token; HL_ERR_NOMEM only. */
+ * Never fails for want of a token; HL_ERR_NOMEM only (and HL_ERR_ARG for a
+ * BPE chunk of 4 GiB or more). */
 hl_status hl_vocab_encode(const hl_vocab *v, const unsigned char *text, size_t n,
                           int32_t **tokens, size_t *n_tokens, hl_error *err);
 /* The text of tokens into a malloc'd, NUL-terminated array (*text, *len
