@@ -51,11 +51,19 @@ typedef struct {
     size_t cap, n_heap;
 } scratch;
 
+static void scratch_free(scratch *s)
+{
+    free(s->tok);
+    free(s->next);
+    free(s->prev);
+    free(s->heap);
+}
+
 static bool scratch_fit(scratch *s, size_t len)
 {
     if (len <= s->cap)
         return true;
-    free(s->tok), free(s->next), free(s->prev), free(s->heap);
+    scratch_free(s);
     s->cap = len;
     s->tok = malloc(sizeof *s->tok * len);
     s->next = malloc(sizeof *s->next * len);
@@ -172,7 +180,7 @@ hl_status hl_bpe_encode(const hl_vocab *v, const unsigned char *text, size_t n,
         i = end;
     }
     free(cache.slot);
-    free(s.tok), free(s.next), free(s.prev), free(s.heap);
+    scratch_free(&s);
     if (!ok || too_long) {
         free(out);
         if (too_long)
