@@ -4,6 +4,9 @@ slow implementation of text/vocab.h's rules, for tests/test_vocab.c to compare
 the C learner and encoder with. Standard library only; run from the repository
 root: python3 tests/make_bpe_fixtures.py
 
+  train.txt        (read, not written) a text written for these tests: repeated
+                   words, punctuation, digits, runs of spaces, tabs, CRLF, UTF-8,
+                   and runs of "a", "-" and "=" longer than a piece may be
   merges_300.txt   the merges of a 300-token vocabulary, as hl_vocab_format
   merges_all.txt   the merges until no pair occurs twice (a size never reached)
   ab.txt           pseudo-random words of "a" and "b" (overlapping pairs: "aaa",
