@@ -1,8 +1,8 @@
 /*
- * charlm: a GPT trained on any text file, its tokens the bytes or words
- * learnt from the text (--vocab N, text/vocab.h).
+ * charlm: a GPT trained on any text file, its tokens the bytes, or words or
+ * byte-level BPE learnt from the text (--vocab N, --tokenizer, text/vocab.h).
  *
- *     build/charlm --data FILE [--vocab N] [--steps N] [--out DIR] [--resume CKPT] ...
+ *     build/charlm --data FILE [--vocab N [--tokenizer bpe]] [--steps N] [--out DIR] ...
  *
  * Splits the file 90/10 into training and validation text, trains with
  * AdamW (warm-up, cosine decay, gradient clipping), reports both losses,
@@ -34,7 +34,7 @@
 
 typedef struct {
     const char *data, *out, *resume, *prompt;
-    const char *schedule, *pos_init, *pos, *norm, *mlp;
+    const char *schedule, *pos_init, *tokenizer, *pos, *norm, *mlp;
     int steps, batch, ctx, d_model, heads, layers, eval_every, sample, threads, seed, warmup;
     int vocab, val_windows;
     double lr, dropout, temperature, clip, emb_std, rope_base;
@@ -51,6 +51,9 @@ static void usage(FILE *f)
         "                       the N-256 most frequent words of the training text, stored\n"
         "                       with the model (a word is a run of letters with the space\n"
         "                       before it, a run of digits, or one other byte)\n"
+        "  --tokenizer NAME     bytes (the default without --vocab), words (the default\n"
+        "                       with it) or bpe: byte-level BPE of N tokens (--vocab N),\n"
+        "                       GPT-2's merges learnt from the training text\n"
         "  --out DIR            where train.csv and checkpoint.safetensors go (out/charlm)\n"
         "  --resume CKPT        continue a run from its checkpoint (the model config comes\n"
         "                       from the checkpoint; --steps is the new total)\n"
@@ -108,6 +111,7 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_REAL("rope-base", &o.rope_base, 1.001, 1e12),
         HL_OPTION_FLAG("tie", &o.tie),
         HL_OPTION_FLAG("smear", &o.smear),
+        HL_OPTION_TEXT("tokenizer", &o.tokenizer),
         HL_OPTION_INT("warmup", &o.warmup, 0, 1e8),
         HL_OPTION_INT("vocab", &o.vocab, 0, HL_VOCAB_MAX),
         HL_OPTION_INT("val-windows", &o.val_windows, 0, 1 << 20),
@@ -154,6 +158,18 @@ static options parse_options(int argc, char **argv)
     if (o.vocab > 0 && o.vocab <= HL_VOCAB_BYTES)
         hl_cli_bad_input("charlm", "--vocab %d: 0 for the bytes, or more than %d for learnt words",
                          o.vocab, HL_VOCAB_BYTES);
+    if (o.tokenizer && strcmp(o.tokenizer, "bytes") && strcmp(o.tokenizer, "words") &&
+        strcmp(o.tokenizer, "bpe"))
+        hl_cli_bad_input("charlm", "unknown --tokenizer %s (bytes, words or bpe)", o.tokenizer);
+    if (o.tokenizer && !strcmp(o.tokenizer, "bytes") && o.vocab)
+        hl_cli_bad_input("charlm", "--tokenizer bytes with --vocab %d: the bytes are 256 tokens",
+                         o.vocab);
+    if (o.tokenizer && o.resume)
+        hl_cli_bad_input("charlm", "--tokenizer with --resume: the vocabulary comes from the "
+                         "checkpoint");
+    if (o.tokenizer && strcmp(o.tokenizer, "bytes") && !o.vocab)
+        hl_cli_bad_input("charlm", "--tokenizer %s needs --vocab N, N > %d", o.tokenizer,
+                         HL_VOCAB_BYTES);
     if (o.vocab && o.resume)
         hl_cli_bad_input("charlm", "--vocab with --resume: the vocabulary comes from the "
                          "checkpoint");
@@ -506,8 +522,10 @@ static void load_text(run *r)
     const size_t n_val = r->size / 10, n_train = r->size - n_val;
     hl_error err = {0};
     if (!r->vocab)
-        r->vocab = r->o.vocab ? hl_vocab_learn(text, n_train, r->o.vocab, &err)
-                              : hl_vocab_bytes();
+        r->vocab = !r->o.vocab ? hl_vocab_bytes()
+                   : r->o.tokenizer && !strcmp(r->o.tokenizer, "bpe")
+                       ? hl_vocab_learn_bpe(text, n_train, r->o.vocab, &err)
+                       : hl_vocab_learn(text, n_train, r->o.vocab, &err);
     size_t n[2] = {0, 0};
     if (!r->vocab ||
         hl_vocab_encode(r->vocab, text, n_train, &r->tokens[0], &n[0], &err) != HL_OK ||
@@ -714,7 +732,8 @@ static void setup(run *r, const options *o)
         printf("charlm: %s, %zu bytes; %d tokens (%s), %zu training and %zu validation "
                "tokens, %.3f bytes per token; %zu parameters; batch %d over %d rank(s)\n  %s\n",
                o->data, r->size, hl_vocab_size(r->vocab),
-               hl_vocab_size(r->vocab) > HL_VOCAB_BYTES ? "bytes and learnt words" : "bytes",
+               !strcmp(hl_vocab_kind(r->vocab), "words") ? "bytes and learnt words"
+               : !strcmp(hl_vocab_kind(r->vocab), "bpe") ? "byte-level BPE" : "bytes",
                r->train.size, r->val.size, bytes_per_token(r), hl_params_n_values(r->m->params),
                r->B, hl_dist_size(), r->config);
 }

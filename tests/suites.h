@@ -37,6 +37,7 @@
     X(atomic)             \
     X(csv_log)            \
     X(vocab)              \
+    X(bpe)                \
     X(heatmap)            \
     X(plot)               \
     X(mha)                \

@@ -433,6 +433,72 @@ START_TEST(test_charlm_modern)
 }
 END_TEST
 
+/* charlm with --tokenizer bpe: the model file keeps the merges, a resumed run
+ * reads them from the checkpoint, and heads labels its maps with BPE pieces. */
+START_TEST(test_charlm_bpe)
+{
+    make_temp_dir();
+    char path[256], command[1024], out[8192];
+    snprintf(path, sizeof path, "%s/text.txt", temp_dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 300; i++)
+        fprintf(f, "the cat sat on the mat and the dog sat on the log %d\n", i % 7);
+    fclose(f);
+    const char *model = "--ctx 16 --d-model 32 --heads 2 --layers 2 --batch 8 --eval-every 20";
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s %s --tokenizer bpe --vocab 400 --steps 20 "
+             "--out %s/lm --sample 20 --no-report", path, model, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    /* Merges stop when every chunk is one token: well before 400. */
+    int size = 0;
+    const char *said = strstr(out, "tokens (byte-level BPE)");
+    ck_assert_msg(said, "%s", out);
+    while (said > out && said[-1] == ' ')
+        said--;
+    while (said > out && said[-1] >= '0' && said[-1] <= '9')
+        said--;
+    size = atoi(said);
+    ck_assert_msg(size > 256 && size < 400, "%s", out);
+    snprintf(path, sizeof path, "%s/lm/model.safetensors", temp_dir);
+    hl_error err = {0};
+    hl_gpt_meta meta;
+    hl_gpt *m = hl_gpt_load_meta(path, &meta, &err);
+    ck_assert_msg(m, "%s", err.message);
+    ck_assert_int_eq(m->cfg.vocab_in, size);
+    ck_assert_str_eq(hl_vocab_kind(meta.vocab), "bpe");
+    hl_gpt_free(m);
+    hl_gpt_meta_clear(&meta);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s/text.txt %s --steps 30 --out %s/lm --sample 0 "
+             "--no-report --resume %s/lm/checkpoint.safetensors", temp_dir, model, temp_dir,
+             temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "step 30:") && strstr(out, "tokens (byte-level BPE)"), "%s", out);
+    /* "the", " cat", " sat": a chunk each, each chunk one token. */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads maps --model %s/lm/model.safetensors --text 'the cat sat' "
+             "--out %s/maps", temp_dir, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "3 tokens"), "%s", out);
+    snprintf(path, sizeof path, "%s/maps/maps.csv", temp_dir);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[256];
+    bool labelled = false;
+    while (fgets(line, sizeof line, f))
+        labelled |= strstr(line, ",2,\"_sat\",") != NULL;
+    fclose(f);
+    ck_assert_msg(labelled, "maps.csv labels no query \"_sat\"");
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s/text.txt --tokenizer bpe --out %s/lm --resume "
+             "%s/lm/checkpoint.safetensors", temp_dir, temp_dir, temp_dir);
+    expect_failure(command, 2, "--tokenizer with --resume: the vocabulary comes from the "
+                               "checkpoint");
+    remove_temp_dir();
+}
+END_TEST
+
 /* tools/induction.sh (make induction) end to end on a small text and a
  * few steps: the phase-change table with a row per evaluation, and every
  * causal number named. */
@@ -482,6 +548,14 @@ START_TEST(test_charlm_bad_input)
     expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --vocab 100", 2,
                    "--vocab 100: 0 for the bytes, or more than 256 for learnt words");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --vocab x", 2, "--vocab");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --tokenizer lzw --vocab 300", 2,
+                   "unknown --tokenizer lzw (bytes, words or bpe)");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --tokenizer bpe", 2,
+                   "--tokenizer bpe needs --vocab N, N > 256");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --tokenizer bpe --vocab 200", 2,
+                   "--vocab 200: 0 for the bytes");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --tokenizer bytes --vocab 300", 2,
+                   "--tokenizer bytes with --vocab 300: the bytes are 256 tokens");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --pos-init fourier", 2,
                    "unknown --pos-init fourier (normal or sinusoidal)");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --emb-std 0", 2, "--emb-std");
@@ -605,6 +679,7 @@ Suite *examples_suite(void)
     tcase_add_test(tc, test_charlm_learns_and_resumes);
     tcase_add_test(tc, test_charlm_words);
     tcase_add_test(tc, test_charlm_modern);
+    tcase_add_test(tc, test_charlm_bpe);
     tcase_add_test(tc, test_induction_script);
     tcase_add_test(tc, test_charlm_bad_input);
     tcase_add_test(tc, test_programs_kernel_sets);

@@ -18,6 +18,7 @@ static const struct {
     {"gpt", hl_fuzz_gpt},
     {"cli", hl_fuzz_cli},
     {"patch_pairs", hl_fuzz_patch_pairs},
+    {"vocab", hl_fuzz_vocab},
 };
 
 static uint8_t *read_all(const char *path, size_t *size)

@@ -5,14 +5,7 @@
 #include <string.h>
 
 #include "text/hash.h"
-
-struct hl_vocab {
-    int size;                /* tokens */
-    unsigned char *bytes;    /* every piece, back to back */
-    size_t *offset;          /* (size+1): piece t is bytes[offset[t]..offset[t+1]) */
-    int32_t *slot;           /* open-addressing table of the learnt pieces; -1 empty */
-    size_t n_slots;          /* a power of two, at least twice the learnt pieces */
-};
+#include "text/vocab_impl.h"
 
 /* The slot holding the learnt piece s, or the empty slot where it would go. */
 static size_t find_slot(const hl_vocab *v, const unsigned char *s, size_t len)
@@ -108,10 +101,19 @@ void hl_vocab_free(hl_vocab *v)
     free(v->bytes);
     free(v->offset);
     free(v->slot);
+    free(v->merge);
+    free(v->pair_slot);
     free(v);
 }
 
 int hl_vocab_size(const hl_vocab *v) { return v->size; }
+
+const char *hl_vocab_kind(const hl_vocab *v)
+{
+    if (v->size == HL_VOCAB_BYTES)
+        return "bytes";
+    return v->merge ? "bpe" : "words";
+}
 
 const unsigned char *hl_vocab_piece(const hl_vocab *v, int32_t token, size_t *len)
 {
@@ -157,6 +159,8 @@ size_t hl_vocab_next_word(const unsigned char *text, size_t n, size_t i)
 hl_status hl_vocab_encode(const hl_vocab *v, const unsigned char *text, size_t n,
                           int32_t **tokens, size_t *n_tokens, hl_error *err)
 {
+    if (v->merge)
+        return hl_bpe_encode(v, text, n, tokens, n_tokens, err);
     *tokens = NULL;
     *n_tokens = 0;
     int32_t *out = malloc(sizeof *out * (n ? n : 1)); /* a token per byte at most */

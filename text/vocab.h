@@ -1,6 +1,7 @@
 /*
- * vocab.h: the tokens of a text model — its bytes, or words learnt from a
- * training text with the bytes as fallback.
+ * vocab.h: the tokens of a text model — its bytes, words learnt from a
+ * training text with the bytes as fallback, or byte-level BPE merges learnt
+ * from a training text.
  *
  * Tokens 0..255 are the bytes themselves, so every text encodes. A learnt
  * vocabulary adds pieces 256..size-1: the most frequent words of the training
@@ -9,6 +10,26 @@
  * run of digits, or any other single byte. Encoding maps each word to its
  * piece when the vocabulary has one, else to its bytes; decoding concatenates
  * the pieces, so decode(encode(text)) is the text, whatever its bytes.
+ *
+ * A BPE vocabulary (hl_vocab_learn_bpe) is GPT-2's byte-level BPE. The text is
+ * first cut into chunks (hl_bpe_next_chunk), GPT-2's split on bytes: an
+ * optional single space and then a run of letters (ASCII letters and every
+ * byte >= 0x80, so UTF-8 words stay whole), or of digits, or of other bytes
+ * (neither whitespace, letter nor digit); or a run of whitespace (space, \t,
+ * \n, \v, \f, \r), which, when a non-space follows it and it has 2 bytes or
+ * more, leaves its last byte to begin the next chunk (GPT-2's `\s+(?!\S)|\s+`:
+ * "  the" is " " and " the"). Merges never cross a chunk boundary. Learning
+ * repeats: merge the most frequent adjacent pair of tokens, counted over every
+ * chunk times its frequency (overlapping pairs each count: "aaa" holds "aa"
+ * twice), ties to the smallest (left id, right id), never a pair whose piece
+ * would exceed HL_VOCAB_PIECE_MAX bytes; it stops at size tokens or when the
+ * best pair occurs fewer than 2 times. A merge replaces its pair's
+ * occurrences in each chunk left to right ("aaa" becomes "aa" "a"). Token
+ * 256+i is the i-th merge, its
+ * piece the concatenation of its two parts (two merges may give the same
+ * bytes). Encoding a chunk applies, again and again, the merge of lowest id
+ * among its adjacent pairs (the leftmost when it occurs twice), as GPT-2 and
+ * tiktoken do; each distinct chunk of a text is encoded once.
  *
  *     hl_vocab *v = hl_vocab_learn(text, n, 4096, &err);       // or hl_vocab_bytes()
  *     int32_t *tokens; size_t n_tokens;
@@ -19,6 +40,7 @@
 #ifndef HL_VOCAB_H
 #define HL_VOCAB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,7 +63,24 @@ hl_vocab *hl_vocab_learn(const unsigned char *text, size_t n, int size, hl_error
  * one given twice, or more than HL_VOCAB_MAX tokens in all. */
 hl_vocab *hl_vocab_from_pieces(const unsigned char *const *pieces, const size_t *lens, int n,
                                hl_error *err);
+/* Byte-level BPE of at most size tokens learnt from text (see the top);
+ * fewer when the text runs out of pairs that occur twice. HL_ERR_ARG when
+ * size is outside 257..HL_VOCAB_MAX. Learning time grows with the text's
+ * distinct chunks and, per merge, with the length of the chunks it touches
+ * (a text that is one huge chunk, without whitespace, learns slowly). */
+hl_vocab *hl_vocab_learn_bpe(const unsigned char *text, size_t n, int size, hl_error *err);
+/* The BPE vocabulary of n merges: token 256+i merges merges[2i] and
+ * merges[2i+1]. HL_ERR_ARG, naming the token, for an id that is not below the
+ * token it defines, a pair merged twice, a piece longer than
+ * HL_VOCAB_PIECE_MAX bytes, or more than HL_VOCAB_MAX tokens in all. */
+hl_vocab *hl_vocab_from_merges(const int32_t *merges, int n, hl_error *err);
 void hl_vocab_free(hl_vocab *v);
+
+/* "bytes" (256 tokens, whichever way it was made), "words" or "bpe". */
+const char *hl_vocab_kind(const hl_vocab *v);
+/* The two tokens a BPE token merges into *left, *right; false for a byte, a
+ * token outside the vocabulary, or any token of a "words" vocabulary. */
+bool hl_vocab_merge(const hl_vocab *v, int32_t token, int32_t *left, int32_t *right);
 
 /* Tokens in the vocabulary (256 for the bytes alone). */
 int hl_vocab_size(const hl_vocab *v);
@@ -55,9 +94,12 @@ void hl_vocab_token_bytes(const hl_vocab *v, double *bytes);
 
 /* The end of the word that starts at text[i] (i < n): see the top. */
 size_t hl_vocab_next_word(const unsigned char *text, size_t n, size_t i);
+/* The end of the BPE chunk that starts at text[i] (i < n): see the top. */
+size_t hl_bpe_next_chunk(const unsigned char *text, size_t n, size_t i);
 
 /* The tokens of text into a malloc'd array (*tokens, *n_tokens; free it).
- * Never fails for want of a token; HL_ERR_NOMEM only. */
+ * Never fails for want of a token; HL_ERR_NOMEM only (and HL_ERR_ARG for a
+ * BPE chunk of 4 GiB or more). */
 hl_status hl_vocab_encode(const hl_vocab *v, const unsigned char *text, size_t n,
                           int32_t **tokens, size_t *n_tokens, hl_error *err);
 /* The text of tokens into a malloc'd, NUL-terminated array (*text, *len
@@ -66,12 +108,16 @@ hl_status hl_vocab_encode(const hl_vocab *v, const unsigned char *text, size_t n
 hl_status hl_vocab_decode(const hl_vocab *v, const int32_t *tokens, size_t n,
                           unsigned char **text, size_t *len, hl_error *err);
 
-/* The learnt pieces as one printable-ASCII string (malloc'd; NULL when out of
- * memory): "headlab-words-1" and then each piece of 256.. on a line of its
- * own, with \\, \n and the bytes outside 0x20..0x7e written as \\, \n, \xNN.
- * hl_vocab_parse reads it back, refusing (HL_ERR_FORMAT) any other header, and,
- * naming the line, a bad escape or an empty, one-byte or too long piece;
- * naming both tokens, a piece given twice. */
+/* The learnt tokens as one printable-ASCII string (malloc'd; NULL when out of
+ * memory). Words: "headlab-words-1" and then each piece of 256.. on a line of
+ * its own, with \\, \n and the bytes outside 0x20..0x7e written as \\, \n,
+ * \xNN. BPE: "headlab-bpe-1" and then each merge of 256.. on a line of its own
+ * as its two token ids in decimal, "left right". hl_vocab_parse reads either
+ * back, refusing (HL_ERR_FORMAT) any other header, and, naming the line, a bad
+ * escape or an empty, one-byte or too long piece; naming both tokens, a piece
+ * given twice; for BPE, naming the line, a line that is not two ids, an id
+ * not below the token it defines, a piece over HL_VOCAB_PIECE_MAX bytes, and
+ * naming both lines, a pair merged twice; more than HL_VOCAB_MAX tokens. */
 char *hl_vocab_format(const hl_vocab *v);
 hl_vocab *hl_vocab_parse(const char *s, hl_error *err);
 

@@ -14,6 +14,7 @@
 #include "io/model_io.h"
 #include "io/safetensors.h"
 #include "models/gpt.h"
+#include "text/vocab.h"
 
 int hl_fuzz_safetensors(const uint8_t *data, size_t size)
 {
@@ -140,6 +141,44 @@ int hl_fuzz_gpt(const uint8_t *data, size_t size)
         hl_gpt_free(hl_gpt_load_meta(path, &meta, &err));
         hl_gpt_meta_clear(&meta);
     }
+    return 0;
+}
+
+int hl_fuzz_vocab(const uint8_t *data, size_t size)
+{
+    char *text = malloc(size + 1);
+    if (!text)
+        return 0;
+    memcpy(text, data, size);
+    text[size] = '\0';
+    hl_error err = {0};
+    hl_vocab *v = hl_vocab_parse(text, &err);
+    free(text);
+    if (!v)
+        return 0;
+    char *stored = hl_vocab_format(v);
+    hl_vocab *back = stored ? hl_vocab_parse(stored, &err) : NULL;
+    char *again = back ? hl_vocab_format(back) : NULL;
+    /* A vocabulary that reads must write and read back to itself. */
+    if (stored && (!again || strcmp(stored, again) != 0))
+        abort();
+    unsigned char sample[2 * 256 + 8];
+    for (int i = 0; i < 256; i++)
+        sample[i] = sample[2 * 256 - 1 - i] = (unsigned char)i;
+    memcpy(sample + 2 * 256, "  the\t\tx", 8);
+    int32_t *tokens = NULL;
+    unsigned char *decoded = NULL;
+    size_t n_tokens, n_decoded;
+    if (hl_vocab_encode(v, sample, sizeof sample, &tokens, &n_tokens, &err) == HL_OK &&
+        hl_vocab_decode(v, tokens, n_tokens, &decoded, &n_decoded, &err) == HL_OK &&
+        (n_decoded != sizeof sample || memcmp(decoded, sample, sizeof sample) != 0))
+        abort();
+    free(tokens);
+    free(decoded);
+    free(stored);
+    free(again);
+    hl_vocab_free(back);
+    hl_vocab_free(v);
     return 0;
 }
 

@@ -22,6 +22,11 @@ int hl_fuzz_checkpoint(const uint8_t *data, size_t size);
  * at most HL_FUZZ_MAX_PARAMS values. */
 int hl_fuzz_gpt(const uint8_t *data, size_t size);
 
+/* The bytes as a stored vocabulary (hl_vocab_parse: "headlab-words-1" pieces
+ * or "headlab-bpe-1" merges); one that parses is formatted and parsed again,
+ * must give the same string, and encodes and decodes a text with every byte. */
+int hl_fuzz_vocab(const uint8_t *data, size_t size);
+
 /* The bytes as a command line (arguments separated by NUL or newline bytes)
  * for the programs' option parser (examples/common/cli.c), with a table of
  * every kind of option the programs use. */
