@@ -281,7 +281,7 @@ START_TEST(test_model_file_keeps_bpe)
     hl_vocab *v = hl_vocab_learn_bpe(train, n_train, 300, &err);
     ck_assert_int_eq(hl_vocab_size(v), 300);
     hl_gpt_config cfg = {.vocab_in = 300, .vocab_out = 300, .n_ctx = 8, .d_model = 8,
-                         .n_heads = 2, .n_layers = 1, .layernorm = true, .emb_std = 0.02};
+                         .n_heads = 2, .n_layers = 1, .norm = HL_GPT_NORM_LAYER, .emb_std = 0.02};
     hl_gpt *m = hl_gpt_new(&cfg, &err);
     ck_assert_msg(m, "%s", err.message);
     hl_gpt_meta meta = {.task = "charlm", .step = 3, .vocab = v};
