@@ -39,6 +39,7 @@
 #include "files/atomic.h"
 #include "io/checkpoint.h"
 #include "io/csv_log.h"
+#include "io/csv_read.h"
 #include "files/fs.h"
 #include "text/vocab.h"
 #include "io/model_io.h"

@@ -93,13 +93,18 @@ static const int mha_configs[][4] = {{8, 64, 128, 4}, {8, 128, 256, 8}, {4, 256,
  * composed path's (1,4,4096,4096) weights alone would be 256 MiB a tensor). */
 static const int long_config[4] = {1, 4096, 256, 4};
 
-/* The gpt rows: charlm's default model and nanoGPT's "shakespeare-char". */
+/* The gpt rows: charlm's default model and nanoGPT's "shakespeare-char", each
+ * also with rotary positions, RMSNorm and SwiGLU (training steps only). */
 static const struct {
     const char *name;
     bench_gpt_shape shape;
 } gpt_configs[] = {
     {"4x4 heads, d 128", {.layers = 4, .heads = 4, .d_model = 128, .ctx = 64, .batch = 16}},
-    {"6x6 heads, d 384", {.layers = 6, .heads = 6, .d_model = 384, .ctx = 256, .batch = 8}}};
+    {"6x6 heads, d 384", {.layers = 6, .heads = 6, .d_model = 384, .ctx = 256, .batch = 8}},
+    {"4x4 d 128 rope+rms+swiglu",
+     {.layers = 4, .heads = 4, .d_model = 128, .ctx = 64, .batch = 16, .modern = true}},
+    {"6x6 d 384 rope+rms+swiglu",
+     {.layers = 6, .heads = 6, .d_model = 384, .ctx = 256, .batch = 8, .modern = true}}};
 #define N_GPT_CONFIGS (int)(sizeof gpt_configs / sizeof gpt_configs[0])
 
 /* ---- options ---- */
@@ -525,8 +530,8 @@ static void gpt_rows(bench_run *run, bench_gpt *work, int config, bench_gpt_mode
     const bench_gpt_shape *s = &gpt_configs[config].shape;
     bench_gpt_select(work, mode);
     torch_block tb_ctx = {.torch = &run->torch};
-    snprintf(tb_ctx.command, sizeof tb_ctx.command, "gpt %d %d %d %d %d %d", s->layers,
-             s->heads, s->d_model, s->ctx, s->batch, (int)mode);
+    snprintf(tb_ctx.command, sizeof tb_ctx.command, "gpt %d %d %d %d %d %d %d", s->layers,
+             s->heads, s->d_model, s->ctx, s->batch, (int)mode, (int)s->modern);
     row_work w = {.fn = {bench_gpt_block, NULL, run_torch_block}, .ctx = {work, NULL, &tb_ctx}};
     for (int t = 0; t < run->o.n_threads; t++) {
         bench_row row = {.section = "gpt", .threads = run->o.threads[t],
@@ -540,14 +545,17 @@ static void gpt_rows(bench_run *run, bench_gpt *work, int config, bench_gpt_mode
 
 static void gpt_section(bench_run *run)
 {
-    for (int i = 0; i < (run->o.quick ? 1 : N_GPT_CONFIGS); i++) {
+    for (int i = 0; i < N_GPT_CONFIGS; i++) {
+        if (run->o.quick && i != 0 && i != 2) /* the small model, classic and modern */
+            continue;
         bench_gpt *work = bench_gpt_new(&gpt_configs[i].shape);
         if (!work) {
             fprintf(stderr, "bench: cannot build the GPT %s\n", gpt_configs[i].name);
             run->failed = true;
             continue;
         }
-        for (int mode = BENCH_GPT_STEP; mode <= BENCH_GPT_FIRST; mode++)
+        const int last = gpt_configs[i].shape.modern ? BENCH_GPT_STEP : BENCH_GPT_FIRST;
+        for (int mode = BENCH_GPT_STEP; mode <= last; mode++)
             gpt_rows(run, work, i, (bench_gpt_mode)mode);
         bench_gpt_free(work);
     }

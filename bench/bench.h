@@ -159,9 +159,11 @@ int bench_toy_block(void *ctx, const bench_plan *p, double *seconds, char *why,
                     size_t why_size);
 
 /* A GPT as charlm builds it (pre-LayerNorm blocks, 4x GELU MLP, 256-byte
- * vocabulary), trained with AdamW on pre-drawn batches (bench/gpt_work.c). */
+ * vocabulary), trained with AdamW on pre-drawn batches (bench/gpt_work.c);
+ * modern: charlm --pos rope --norm rmsnorm --mlp swiglu instead. */
 typedef struct bench_gpt_shape {
     int layers, heads, d_model, ctx, batch;
+    bool modern;
 } bench_gpt_shape;
 
 typedef enum bench_gpt_mode {

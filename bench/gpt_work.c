@@ -47,6 +47,11 @@ static int build_model(bench_gpt *w)
     hl_gpt_config cfg = {.vocab_in = GPT_VOCAB, .vocab_out = GPT_VOCAB, .n_ctx = s->ctx,
                          .d_model = s->d_model, .n_heads = s->heads, .n_layers = s->layers,
                          .mlp = true, .norm = HL_GPT_NORM_LAYER, .emb_std = 0.02};
+    if (s->modern) {
+        cfg.pos = HL_GPT_POS_ROPE;
+        cfg.norm = HL_GPT_NORM_RMS;
+        cfg.mlp = HL_GPT_MLP_SWIGLU;
+    }
     hl_error err = {0};
     w->model = hl_gpt_new(&cfg, &err);
     if (!w->model)
@@ -157,7 +162,10 @@ double bench_gpt_flops(const bench_gpt_shape *s, bench_gpt_mode mode)
      * layer 24·B·T·d² + 4·B·T²·d, and 2·B·T·d·V for the head; ×3 with the
      * backward pass */
     const double B = s->batch, T = s->ctx, d = s->d_model;
-    const double forward = s->layers * (24 * B * T * d * d + 4 * B * T * T * d) +
+    /* SwiGLU's three matrices of d·F against GELU's two of d·4d */
+    const double mlp = s->modern ? 6 * B * T * d * (((8 * s->d_model + 2) / 3 + 15) / 16 * 16)
+                                 : 16 * B * T * d * d;
+    const double forward = s->layers * (8 * B * T * d * d + mlp + 4 * B * T * T * d) +
                            2 * B * T * d * GPT_VOCAB;
     return mode == BENCH_GPT_EVAL ? forward : 3 * forward;
 }

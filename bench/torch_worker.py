@@ -20,13 +20,15 @@ on stdin; each gets one line on stdout:
   toy W S R                         one training step of the TOYTASK.md model (as
                                     ../shared/bench/toytask.py builds it): zero-grad,
                                     forward, CE(scored) + CE(other), backward, AdamW
-  gpt L H D T B MODE W S R          a GPT as headlab's charlm builds it (as
+  gpt L H D T B MODE MODERN W S R   a GPT as headlab's charlm builds it (as
                                     ../shared/bench/tiny_gpt_train.py, with a biased
                                     head): MODE 0 a training step (zero-grad, forward,
                                     CE, backward, AdamW), 1 a forward under no_grad in
                                     eval mode, 2 the first step of a new model and
                                     optimizer (built untimed for each timed call; no
-                                    warm-up)
+                                    warm-up); MODERN 1: rotary positions, RMSNorm and a
+                                    SwiGLU MLP instead (charlm --pos rope --norm rmsnorm
+                                    --mlp swiglu)
   timed commands: a warm-up of at least W calls and S seconds, then R timed runs (of
                   INNER calls for gemm) -> "ok s1 .. sR", seconds per call
   errors -> "error <message>"
@@ -283,26 +285,78 @@ class GptBlock(nn.Module):
         return x + self.mlp(self.ln2(x))
 
 
+class RmsNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps) * weight (PyTorch 1.13 has no nn.RMSNorm)."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d, dtype=DTYPE))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * self.weight
+
+
+class ModernBlock(nn.Module):
+    """Pre-RMSNorm: x + attention with rotary q, k (rotate-half, as Hugging Face's
+    Llama), then x + W2(silu(W1 x) * W3 x) with W1, W3 packed in one Linear."""
+
+    def __init__(self, d, h, T):
+        super().__init__()
+        self.h = h
+        width = ((8 * d + 2) // 3 + 15) // 16 * 16
+        self.ln1, self.ln2 = RmsNorm(d), RmsNorm(d)
+        self.qkv = nn.Linear(d, 3 * d, dtype=DTYPE)
+        self.out = nn.Linear(d, d, dtype=DTYPE)
+        self.fc = nn.Linear(d, 2 * width, dtype=DTYPE)
+        self.proj = nn.Linear(width, d, dtype=DTYPE)
+        D = d // h
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, D, 2, dtype=torch.float64) / D))
+        freqs = torch.outer(torch.arange(T, dtype=torch.float64), inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("cos", emb.cos().to(DTYPE))
+        self.register_buffer("sin", emb.sin().to(DTYPE))
+
+    def rotate(self, x):
+        half = x.shape[-1] // 2
+        return x * self.cos + torch.cat((-x[..., half:], x[..., :half]), -1) * self.sin
+
+    def forward(self, x, mask):
+        B, T, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, -1)
+        q, k, v = (t.view(B, T, self.h, d // self.h).transpose(1, 2) for t in (q, k, v))
+        q, k = self.rotate(q), self.rotate(k)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True) \
+            if hasattr(F, "scaled_dot_product_attention") else \
+            ((q @ k.transpose(-1, -2)) / math.sqrt(d // self.h)).masked_fill(
+                mask, float("-inf")).softmax(-1) @ v
+        x = x + self.out(y.transpose(1, 2).reshape(B, T, d))
+        gate, up = self.fc(self.ln2(x)).chunk(2, -1)
+        return x + self.proj(F.silu(gate) * up)
+
+
 class Gpt(nn.Module):
-    def __init__(self, layers, heads, d, T):
+    def __init__(self, layers, heads, d, T, modern=False):
         super().__init__()
         self.tok = nn.Embedding(GPT_VOCAB, d, dtype=DTYPE)
-        self.pos = nn.Parameter(0.02 * torch.randn(T, d, dtype=DTYPE))
-        self.blocks = nn.ModuleList(GptBlock(d, heads) for _ in range(layers))
-        self.ln_f = nn.LayerNorm(d, dtype=DTYPE)
+        self.pos = None if modern else nn.Parameter(0.02 * torch.randn(T, d, dtype=DTYPE))
+        self.blocks = nn.ModuleList(ModernBlock(d, heads, T) if modern else GptBlock(d, heads)
+                                    for _ in range(layers))
+        self.ln_f = RmsNorm(d) if modern else nn.LayerNorm(d, dtype=DTYPE)
         self.head = nn.Linear(d, GPT_VOCAB, dtype=DTYPE)
         self.register_buffer("mask", torch.triu(torch.ones(T, T, dtype=torch.bool), 1))
 
     def forward(self, idx):
-        x = self.tok(idx) + self.pos[: idx.shape[1]]
+        x = self.tok(idx)
+        if self.pos is not None:
+            x = x + self.pos[: idx.shape[1]]
         for b in self.blocks:
             x = b(x, self.mask)
         return self.head(self.ln_f(x))
 
 
-def gpt_build(layers, heads, d, T):
+def gpt_build(layers, heads, d, T, modern=0):
     torch.manual_seed(0)
-    model = Gpt(layers, heads, d, T)
+    model = Gpt(layers, heads, d, T, bool(modern))
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.999), eps=1e-8,
                             weight_decay=0.01)
     return model, opt
@@ -321,8 +375,8 @@ def gpt_batches(B, T):
     return out
 
 
-def gpt_call(layers, heads, d, T, B, mode):
-    model, opt = gpt_build(layers, heads, d, T)
+def gpt_call(layers, heads, d, T, B, mode, modern=0):
+    model, opt = gpt_build(layers, heads, d, T, modern)
     batches, it = gpt_batches(B, T), [0]
 
     def step():
@@ -382,9 +436,9 @@ def serve():
                 times = timed(mha_call(*args), *block)
             elif cmd == "toy" and not args:
                 times = timed(toy_step, *block)
-            elif cmd == "gpt" and len(args) == 6 and args[5] == 2:
+            elif cmd == "gpt" and len(args) == 7 and args[5] == 2:
                 times = gpt_first_steps(*args[:5], *block)
-            elif cmd == "gpt" and len(args) == 6:
+            elif cmd == "gpt" and len(args) == 7:
                 times = timed(gpt_call(*args), *block)
             else:
                 reply("error unknown command %s" % cmd)

@@ -10,7 +10,8 @@
  * (weights, optimizer state, step, RNG) for --resume, and samples text.
  * At every evaluation it also measures every head's detectors on the
  * induction probe (analysis/detectors.h) into DIR/heads.csv and plots loss and
- * induction against step in DIR/heads.png; at the end it writes
+ * induction against step in DIR/heads.png, and the validation loss against
+ * the position in the context in DIR/position_loss.csv and .png; at the end it writes
  * DIR/model.safetensors and the head report DIR/report/report.html.
  * Run with --help for every option. Under mpirun (a `make MPI=1` build) each
  * rank trains on its slice of every batch; rank 0 writes and samples.
@@ -360,8 +361,31 @@ static hl_status track_heads(run *r, int64_t step, const double point[CURVES], h
     return plot_heads(r, err);
 }
 
+/* position_loss.png: the validation loss against the position in the
+ * context. Falling to the right: the model reads its context (the ICL score
+ * is the late minus the early part of this curve). */
+static hl_status plot_position_loss(const run *r, int64_t step, hl_error *err)
+{
+    double *x = malloc(sizeof *x * (size_t)r->T);
+    if (!x)
+        return hl_error_set(err, HL_ERR_NOMEM, "out of memory");
+    for (int t = 0; t < r->T; t++)
+        x[t] = t;
+    hl_plot_series loss = {"validation", x, r->position_loss, r->T};
+    hl_plot_panel panel = {.y_label = "loss (nats/token)", .series = &loss, .n_series = 1};
+    char title[96], path[4200];
+    snprintf(title, sizeof title, "validation loss by context position, step %lld",
+             (long long)step);
+    hl_plot_opts opts = {.title = title, .x_label = "position in the context"};
+    snprintf(path, sizeof path, "%s/position_loss.png", r->o.out);
+    const hl_status s = hl_plot_write(&panel, 1, path, &opts, err);
+    free(x);
+    return s;
+}
+
 /* position_loss.csv: the last evaluation's validation loss per position, and
- * the mean bytes of the tokens it predicts (the ICL score per byte). */
+ * the mean bytes of the tokens it predicts (the ICL score per byte); and its
+ * picture. */
 static hl_status write_position_loss(const run *r, int64_t step, hl_error *err)
 {
     char path[4200];
@@ -373,7 +397,9 @@ static hl_status write_position_loss(const run *r, int64_t step, hl_error *err)
     for (int t = 0; t < r->T; t++)
         fprintf(f.f, "%lld,%d,%.6f,%.4f\n", (long long)step, t, r->position_loss[t],
                 r->position_bytes[t]);
-    return hl_atomic_commit(&f, err);
+    if (hl_atomic_commit(&f, err) != HL_OK)
+        return err->status;
+    return plot_position_loss(r, step, err);
 }
 
 /* Validation loss and the ICL score into train.csv and on stdout, the

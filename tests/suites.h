@@ -36,6 +36,7 @@
     X(safetensors)        \
     X(atomic)             \
     X(csv_log)            \
+    X(csv_read)           \
     X(vocab)              \
     X(bpe)                \
     X(heatmap)            \

@@ -429,6 +429,28 @@ START_TEST(test_charlm_modern)
                  commands[i], file, temp_dir, commands[i]);
         ck_assert_msg(tu_run(command, out, sizeof out) == 0, "heads %s: %s", commands[i], out);
     }
+    /* The loss by position, as charlm draws it and as plotcsv compares runs. */
+    snprintf(file, sizeof file, "%s/lm/position_loss.png", temp_dir);
+    ck_assert_int_eq(access(file, F_OK), 0);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/plotcsv --file %s/lm/position_loss.csv --file %s/lm/position_loss.csv "
+             "--x position --y val_loss --y target_bytes --out %s/cmp.png", temp_dir, temp_dir,
+             temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "(4 series)"), "%s", out);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/plotcsv --file %s/lm/heads.csv --x step --y induction --where layer=1 "
+             "--where head=0 --out %s/one.png", temp_dir, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/plotcsv --file %s/lm/train.csv --x step --y nope --out %s/x.png",
+             temp_dir, temp_dir);
+    expect_failure(command, 2, "train.csv has no column nope (--y)");
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/plotcsv --file %s/lm/model.safetensors --x a --y b --out %s/x.png",
+             temp_dir, temp_dir);
+    expect_failure(command, 2, "model.safetensors");
+    expect_failure(HL_BUILD_DIR "/plotcsv --file tests/suites.h --x a --y b", 2, "required");
     remove_temp_dir();
 }
 END_TEST

@@ -10,6 +10,7 @@
 #include "analysis/patch_pairs.h"
 #include "analysis/toy_task.h"
 #include "io/checkpoint.h"
+#include "io/csv_read.h"
 #include "examples/common/cli.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
@@ -273,4 +274,24 @@ int hl_fuzz_patch_pairs(const uint8_t *data, size_t size)
         }
     }
     return 0;
+}
+
+int hl_fuzz_csv(const uint8_t *data, size_t size)
+{
+    hl_csv_table t;
+    hl_error err = {0};
+    if (hl_csv_parse((const char *)data, size, "fuzz.csv", &t, &err) != HL_OK)
+        return 0;
+    /* Every column named, findable by its name, and every row whole. */
+    if (t.n_cols < 1 || t.n_cols > HL_CSV_MAX_COLS)
+        abort();
+    for (int c = 0; c < t.n_cols; c++)
+        if (!t.names[c][0] || hl_csv_column(&t, t.names[c]) != c)
+            abort();
+    double sum = 0;
+    for (size_t r = 0; r < t.n_rows; r++)
+        for (int c = 0; c < t.n_cols; c++)
+            sum += hl_csv_value(&t, r, c) != 0;
+    hl_csv_table_free(&t);
+    return sum < 0;
 }

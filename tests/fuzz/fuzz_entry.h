@@ -39,6 +39,10 @@ int hl_fuzz_cli(const uint8_t *data, size_t size);
  * parser promises (aborting when it breaks it). */
 int hl_fuzz_patch_pairs(const uint8_t *data, size_t size);
 
+/* The bytes as a numeric CSV file (io/csv_read.h); a parsed table is checked
+ * against what the parser promises (aborting when it breaks it). */
+int hl_fuzz_csv(const uint8_t *data, size_t size);
+
 /* Models a fuzzed config may build: small, so an input cannot make the fuzzer
  * allocate gigabytes (hl_gpt_new's own limit, HL_GPT_MAX_PARAMS, is larger). */
 #define HL_FUZZ_MAX_PARAMS (1 << 20)

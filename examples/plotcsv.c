@@ -1,0 +1,154 @@
+/*
+ * plotcsv: columns of the CSV files the programs write, as lines on one PNG,
+ * e.g. two charlm runs side by side:
+ *
+ *     build/plotcsv --file learned/position_loss.csv --file rope/position_loss.csv \
+ *                   --x position --y val_loss --out position_loss.png
+ *
+ * Each file gives a series per --y column, labelled with the file's folder
+ * (and the column, when there are several). --where COL=VALUE keeps the rows
+ * whose COL equals VALUE (e.g. one head of heads.csv). Run with --help.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "examples/common/cli.h"
+#include "headlab.h"
+
+typedef struct {
+    hl_opt_list files, ys, where;
+    const char *x, *out, *title, *y_label;
+} options;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: plotcsv --file FILE [--file FILE ...] --x COL --y COL [--y COL ...] --out PNG\n"
+        "Draws columns of CSV files (train.csv, position_loss.csv, heads.csv, ...) as lines\n"
+        "on one picture, a series per file and --y column (at most %d).\n"
+        "  --file FILE     a CSV file: a header naming its columns, then rows of numbers\n"
+        "  --x COL         the column along the x axis\n"
+        "  --y COL         a column to draw (repeat for more)\n"
+        "  --where COL=V   only the rows whose COL is V (repeat to combine)\n"
+        "  --out PNG       the picture to write\n"
+        "  --title TEXT    above the plot (default: the --y columns)\n"
+        "  --y-label TEXT  the y axis (default: the first --y column)\n"
+        "Series are labelled with each file's folder, and the column when there are\n"
+        "several. Exit status: 0 written, 2 bad input or a file that cannot be read or\n"
+        "written.\n",
+        HL_PLOT_MAX_SERIES);
+}
+
+/* Whether row r passes every --where COL=VALUE (checked to exist beforehand). */
+static bool row_kept(const hl_csv_table *t, size_t r, const int *col, const double *value,
+                     int n)
+{
+    for (int i = 0; i < n; i++)
+        if (hl_csv_value(t, r, col[i]) != value[i])
+            return false;
+    return true;
+}
+
+/* The folder part of a path ("runs/rope/train.csv" -> "runs/rope"), or the path. */
+static void folder_of(const char *path, char *out, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    snprintf(out, size, "%.*s", slash ? (int)(slash - path) : (int)strlen(path), path);
+}
+
+int main(int argc, char **argv)
+{
+    hl_cli_init();
+    options o = {0};
+    const hl_opt opts[] = {
+        HL_OPTION_LIST("file", &o.files), HL_OPTION_LIST("y", &o.ys),
+        HL_OPTION_LIST("where", &o.where), HL_OPTION_TEXT("x", &o.x),
+        HL_OPTION_TEXT("out", &o.out),     HL_OPTION_TEXT("title", &o.title),
+        HL_OPTION_TEXT("y-label", &o.y_label), {0},
+    };
+    hl_cli_parse_or_exit("plotcsv", opts, argc, argv, usage);
+    if (!o.files.n || !o.ys.n || !o.x || !o.out)
+        hl_cli_bad_input("plotcsv", "--file, --x, --y and --out are required (see --help)");
+    if (o.files.n * o.ys.n > HL_PLOT_MAX_SERIES)
+        hl_cli_bad_input("plotcsv", "%d files x %d columns: at most %d series", o.files.n,
+                         o.ys.n, HL_PLOT_MAX_SERIES);
+    hl_csv_table tables[HL_OPT_LIST_MAX];
+    hl_plot_series series[HL_PLOT_MAX_SERIES];
+    char labels[HL_PLOT_MAX_SERIES][256];
+    double *points[HL_PLOT_MAX_SERIES][2];
+    int n = 0;
+    for (int f = 0; f < o.files.n; f++) {
+        const char *path = o.files.item[f];
+        size_t size;
+        char *text = (char *)hl_read_file(path, &size);
+        if (!text)
+            hl_cli_bad_input("plotcsv", "cannot read %s: %s", path, strerror(errno));
+        hl_error err = {0};
+        hl_csv_table *t = &tables[f];
+        if (hl_csv_parse(text, size, path, t, &err) != HL_OK)
+            hl_cli_bad_input("plotcsv", "%s", err.message);
+        free(text);
+        int where_col[HL_OPT_LIST_MAX];
+        double where_value[HL_OPT_LIST_MAX];
+        for (int w = 0; w < o.where.n; w++) {
+            char col[128];
+            const char *eq = strchr(o.where.item[w], '=');
+            char *end = NULL;
+            if (eq)
+                where_value[w] = strtod(eq + 1, &end);
+            if (!eq || eq == o.where.item[w] || end == eq + 1 || *end)
+                hl_cli_bad_input("plotcsv", "--where %s: give COL=NUMBER", o.where.item[w]);
+            snprintf(col, sizeof col, "%.*s", (int)(eq - o.where.item[w]), o.where.item[w]);
+            if ((where_col[w] = hl_csv_column(t, col)) < 0)
+                hl_cli_bad_input("plotcsv", "%s has no column %s (--where)", path, col);
+        }
+        const int xc = hl_csv_column(t, o.x);
+        if (xc < 0)
+            hl_cli_bad_input("plotcsv", "%s has no column %s (--x)", path, o.x);
+        for (int y = 0; y < o.ys.n; y++, n++) {
+            const int yc = hl_csv_column(t, o.ys.item[y]);
+            if (yc < 0)
+                hl_cli_bad_input("plotcsv", "%s has no column %s (--y)", path, o.ys.item[y]);
+            double *x = points[n][0] = malloc(sizeof(double) * (t->n_rows + 1));
+            double *v = points[n][1] = malloc(sizeof(double) * (t->n_rows + 1));
+            if (!x || !v)
+                hl_cli_bad_input("plotcsv", "out of memory");
+            int kept = 0;
+            for (size_t r = 0; r < t->n_rows; r++)
+                if (row_kept(t, r, where_col, where_value, o.where.n)) {
+                    x[kept] = hl_csv_value(t, r, xc);
+                    v[kept++] = hl_csv_value(t, r, yc);
+                }
+            char folder[200];
+            folder_of(path, folder, sizeof folder);
+            if (o.ys.n > 1)
+                snprintf(labels[n], sizeof labels[n], "%s %s", folder, o.ys.item[y]);
+            else
+                snprintf(labels[n], sizeof labels[n], "%s", folder);
+            series[n] = (hl_plot_series){labels[n], x, v, kept};
+        }
+    }
+    char title[256];
+    snprintf(title, sizeof title, "%s", o.ys.item[0]);
+    for (int y = 1; y < o.ys.n; y++)
+        snprintf(title + strlen(title), sizeof title - strlen(title), ", %s", o.ys.item[y]);
+    hl_plot_panel panel = {.y_label = o.y_label ? o.y_label : o.ys.item[0], .series = series,
+                           .n_series = n};
+    hl_plot_opts plot = {.title = o.title ? o.title : title, .x_label = o.x};
+    hl_error err = {0};
+    const hl_status s = hl_plot_write(&panel, 1, o.out, &plot, &err);
+    for (int i = 0; i < n; i++) {
+        free(points[i][0]);
+        free(points[i][1]);
+    }
+    for (int f = 0; f < o.files.n; f++)
+        hl_csv_table_free(&tables[f]);
+    if (s != HL_OK) {
+        fprintf(stderr, "plotcsv: %s\n", err.message);
+        return 2;
+    }
+    printf("wrote %s (%d series)\n", o.out, n);
+    return 0;
+}
