@@ -17,6 +17,7 @@
 #                   apt-get install libopenblas0 python3-torch); a table and bench.csv.
 #                   BENCH_ARGS=--quick for a smoke run, BENCH_ARGS=--help for the rest
 #   make kjv        out/kjv/kjv.txt: the King James Bible from Debian's bible-kjv, for charlm
+#   make pystd      out/pystd/pystd.txt: the Python 3.11 standard library's modules as one text
 #   make deps       installs missing Debian packages (apt-get; sudo when not root)
 #   make clean
 #
@@ -96,7 +97,7 @@ CLI_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard examples/common/*.c))
 TEST_SRC := $(wildcard tests/*.c) tests/fuzz/fuzz_entry.c
 TEST_BIN := $(BUILD)/test_headlab
 
-.PHONY: all lib examples demo test test-one test-other-sets arm asan fuzz bench deps test-deps clean kjv induction
+.PHONY: all lib examples demo test test-one test-other-sets arm asan fuzz bench deps test-deps clean kjv pystd induction
 all: lib examples
 lib: $(LIB)
 examples: $(EXAMPLES)
@@ -137,6 +138,10 @@ $(TEST_BIN): $(TEST_SRC) $(wildcard tests/*.h tests/fuzz/*.h) $(CLI_OBJ) $(LIB) 
 # The King James Bible as plain text (Debian's bible-kjv), for charlm.
 kjv:
 	@tools/kjv.sh
+
+# Python source code as a second real text (Debian's libpython3.11-stdlib).
+pystd:
+	@tools/pystd.sh
 
 # An induction head on real text: the recipe of README's section trained on the
 # King James Bible, its phase-change table and causal numbers (tools/induction.sh).

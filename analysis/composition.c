@@ -50,7 +50,10 @@ hl_status hl_head_weights_get(const hl_gpt *m, int l, int h, hl_head_weights *w,
     if (!a->packed)
         return hl_error_set(err, HL_ERR_ARG, "composition: layer %d's attention is not packed", l);
     const int E = a->cfg.embed_dim, D = a->cfg.head_dim, inner = hl_mha_inner_dim(a);
-    const bool ln = b->ln1_w != NULL;
+    /* LayerNorm removes the mean, so its readers and writers are centred;
+     * RMSNorm does not (TransformerLens skips the centring there too). Both
+     * gains are folded in. */
+    const bool ln = m->cfg.norm == HL_GPT_NORM_LAYER;
     w->E = E;
     w->D = D;
     w->q = malloc(sizeof *w->q * (size_t)D * E);

@@ -14,8 +14,16 @@
  * from_pretrained does by default: each LayerNorm gain is folded into the
  * weights that read its output (W_Q, W_K, W_V by ln1), those reading weights
  * are centred over d_model (fold_layer_norm, center_weights), and W_O is
- * centred over d_model (center_writing_weights). Without LayerNorm the
- * weights are used as they are. Norms are computed from the (d_head,d_head)
+ * centred over d_model (center_writing_weights). With RMSNorm the gain is
+ * folded in and nothing is centred (RMSNorm keeps the mean). Without a norm
+ * the weights are used as they are.
+ *
+ * With rotary positions the QK circuit of a query at t and a key at s is
+ * W_Q·R(s-t)·W_Kᵀ, R a rotation of each head's pairs of dimensions by the
+ * offset's angles: the scores above, from W_Q and W_K alone (as
+ * TransformerLens computes them for rotary models), describe the offset 0.
+ * V-composition does not involve the rotation. Smeared keys mix each key
+ * with its predecessor before the rotation; W_K is read as it is. Norms are computed from the (d_head,d_head)
  * Gram matrices of the factors, never the (d_model,d_model) products.
  *
  *     int n = hl_gpt_total_heads(&m->cfg);
