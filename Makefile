@@ -62,7 +62,7 @@ CFLAGS  += -std=c11 $(OPT) $(WARN) -ffp-contract=off $(OMPFLAG) $(REALFLAG) $(MP
            -D_POSIX_C_SOURCE=200809L -I. $(PKG_CFLAGS) $(SAN)
 LDLIBS  := $(PKG_LIBS) -lm
 
-LIB_DIRS := files core text ops models io viz train analysis
+LIB_DIRS := files core text data ops models io viz train analysis
 LIB_SRC  := $(wildcard $(LIB_DIRS:%=%/*.c))
 # The kernel sets (ops/kernels/, on ops/simd.h): every source compiled once
 # per instruction set of the target, with that set's flags.
