@@ -847,7 +847,7 @@ static void setup_heads(run *r)
         !(r->text_set = hl_text_windows_read(span_read, &r->val, r->val.size, TEXT_WINDOWS,
                                               r->T, 4, &err))) {
         fprintf(stderr, "charlm: %s\n", err.message[0] ? err.message : "out of memory");
-        hl_dist_abort(1);
+        hl_dist_abort(err.status == HL_ERR_FORMAT ? 2 : 1); /* a bad token file */
     }
 }
 
@@ -888,7 +888,7 @@ static void setup(run *r, const options *o)
     r->val_set = validation_set(r->val, o->val_windows, r->B, r->T, &err);
     if (!r->opt || !r->g || !r->x || !r->y || !r->offsets || !r->val_set) {
         fprintf(stderr, "charlm: %s\n", err.message[0] ? err.message : "out of memory");
-        hl_dist_abort(1);
+        hl_dist_abort(err.status == HL_ERR_FORMAT ? 2 : 1); /* a bad token file */
     }
     start_model(r);
     r->log = r->lead ? open_log(o->out, "train.csv", r->start > 0 ? r->start : -1,

@@ -38,6 +38,8 @@
     X(csv_log)            \
     X(vocab)              \
     X(bpe)                \
+    X(token_file)         \
+    X(tokenize)           \
     X(heatmap)            \
     X(plot)               \
     X(mha)                \
@@ -62,6 +64,7 @@
     X(cli)                \
     X(faults)             \
     X(fuzz_entry)         \
-    X(examples)
+    X(examples)           \
+    X(tokens)
 
 #endif
