@@ -7,8 +7,9 @@
 #                   1 thread on each other set it has (installs chromium for the report test)
 #   make asan       the suite under AddressSanitizer + UndefinedBehaviorSanitizer (one pass
 #                   per build, 1 thread)
-#   make fuzz       libFuzzer on the file readers, the option parser, the vocabulary parser
-#                   and the patching pairs parser (tests/fuzz/), FUZZ_SECONDS per harness
+#   make fuzz       libFuzzer on the file readers, the option parser, the vocabulary parser,
+#                   the patching pairs parser and the token-file reader (tests/fuzz/),
+#                   FUZZ_SECONDS per harness
 #   make arm        cross-builds for AArch64 (Debian's gcc-aarch64-linux-gnu, arm64
 #                   libraries by multiarch) and runs the float suite at 1 thread under
 #                   qemu-user: every suite but those that start the programs
@@ -216,7 +217,7 @@ asan: test-deps
 # per harness of tests/fuzz/, each run FUZZ_SECONDS (default 60) from the seed
 # corpus; crashes land in build/fuzz/crashes/<harness>/ (tools/fuzz.sh).
 FUZZ_SECONDS ?= 60
-FUZZ_HARNESSES := safetensors checkpoint gpt cli patch_pairs vocab
+FUZZ_HARNESSES := safetensors checkpoint gpt cli patch_pairs vocab token_file
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_PROGS := $(FUZZ_HARNESSES:%=build/fuzz/fuzz_%)
 fuzz:

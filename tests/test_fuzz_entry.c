@@ -19,6 +19,7 @@ static const struct {
     {"cli", hl_fuzz_cli},
     {"patch_pairs", hl_fuzz_patch_pairs},
     {"vocab", hl_fuzz_vocab},
+    {"token_file", hl_fuzz_token_file},
 };
 
 static uint8_t *read_all(const char *path, size_t *size)
