@@ -8,8 +8,8 @@
 #   make asan       the suite under AddressSanitizer + UndefinedBehaviorSanitizer (one pass
 #                   per build, 1 thread)
 #   make fuzz       libFuzzer on the file readers, the option parser, the vocabulary parser,
-#                   the patching pairs parser and the CSV reader (tests/fuzz/), FUZZ_SECONDS
-#                   per harness
+#                   the patching pairs parser, the CSV reader and the token-file reader
+#                   (tests/fuzz/), FUZZ_SECONDS per harness
 #   make arm        cross-builds for AArch64 (Debian's gcc-aarch64-linux-gnu, arm64
 #                   libraries by multiarch) and runs the float suite at 1 thread under
 #                   qemu-user: every suite but those that start the programs
@@ -64,7 +64,7 @@ CFLAGS  += -std=c11 $(OPT) $(WARN) -ffp-contract=off $(OMPFLAG) $(REALFLAG) $(MP
            -D_POSIX_C_SOURCE=200809L -I. $(PKG_CFLAGS) $(SAN)
 LDLIBS  := $(PKG_LIBS) -lm
 
-LIB_DIRS := files core text ops models io viz train analysis
+LIB_DIRS := files core text data ops models io viz train analysis
 LIB_SRC  := $(wildcard $(LIB_DIRS:%=%/*.c))
 # The kernel sets (ops/kernels/, on ops/simd.h): every source compiled once
 # per instruction set of the target, with that set's flags.
@@ -222,7 +222,7 @@ asan: test-deps
 # per harness of tests/fuzz/, each run FUZZ_SECONDS (default 60) from the seed
 # corpus; crashes land in build/fuzz/crashes/<harness>/ (tools/fuzz.sh).
 FUZZ_SECONDS ?= 60
-FUZZ_HARNESSES := safetensors checkpoint gpt cli patch_pairs vocab csv
+FUZZ_HARNESSES := safetensors checkpoint gpt cli patch_pairs vocab csv token_file
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_PROGS := $(FUZZ_HARNESSES:%=build/fuzz/fuzz_%)
 fuzz:

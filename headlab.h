@@ -42,6 +42,8 @@
 #include "io/csv_read.h"
 #include "files/fs.h"
 #include "text/vocab.h"
+#include "data/token_file.h"
+#include "data/tokenize.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
 #include "viz/heatmap.h"

@@ -3,8 +3,11 @@
  * byte-level BPE learnt from the text (--vocab N, --tokenizer, text/vocab.h).
  *
  *     build/charlm --data FILE [--vocab N [--tokenizer bpe]] [--steps N] [--out DIR] ...
+ *     build/charlm --tokens DIR [--steps N] [--out DIR] ...
  *
- * Splits the file 90/10 into training and validation text, trains with
+ * Splits the file 90/10 into training and validation text (or trains from
+ * the token files DIR/train.tok and DIR/val.tok that build/tokenize wrote,
+ * memory-mapped: data/token_file.h), trains with
  * AdamW (warm-up, cosine decay, gradient clipping), reports both losses,
  * logs every evaluation to DIR/train.csv, keeps DIR/checkpoint.safetensors
  * (weights, optimizer state, step, RNG) for --resume, and samples text.
@@ -17,10 +20,14 @@
  * rank trains on its slice of every batch; rank 0 writes and samples.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "examples/common/cli.h"
 #include "analysis/detectors.h"
@@ -32,9 +39,14 @@
 #define PROBE_SEQUENCES 20 /* the induction probe at each evaluation */
 #define TEXT_WINDOWS 16    /* validation windows for the detectors on the text */
 #define REPORT_MAP_TOKENS 96 /* the report's maps: this many validation tokens at most */
+#define REPORT_TEXT_MAX (1 << 22) /* --tokens: the report's text, the first 4M validation tokens */
+/* --data: memory the text takes per byte of the file: the bytes, their
+ * tokens (4 bytes each, one per byte at most) and room for the buffer growing
+ * and the vocabulary's learning. */
+#define DATA_BYTES_IN_MEMORY 8
 
 typedef struct {
-    const char *data, *out, *resume, *prompt;
+    const char *data, *tokens, *out, *resume, *prompt;
     const char *schedule, *pos_init, *tokenizer, *pos, *norm, *mlp;
     int steps, batch, ctx, d_model, heads, layers, eval_every, sample, threads, seed, warmup;
     int vocab, val_windows;
@@ -45,9 +57,12 @@ typedef struct {
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: charlm --data FILE [options]\n"
+        "usage: charlm (--data FILE | --tokens DIR) [options]\n"
         "Trains a transformer on the text in FILE and samples from it.\n"
         "  --data FILE          training text (any bytes; 90%% train, 10%% validation)\n"
+        "  --tokens DIR         DIR/train.tok and DIR/val.tok, token files of build/tokenize\n"
+        "                       (memory-mapped: a corpus larger than memory); the vocabulary\n"
+        "                       is theirs\n"
         "  --vocab N            tokens: 0 = the bytes (the default); N > 256 = the bytes and\n"
         "                       the N-256 most frequent words of the training text, stored\n"
         "                       with the model (a word is a run of letters with the space\n"
@@ -101,6 +116,7 @@ static options parse_options(int argc, char **argv)
                  .pos = "learned", .norm = "layernorm", .mlp = "gelu", .rope_base = 10000};
     const hl_opt opts[] = {
         HL_OPTION_TEXT("data", &o.data),
+        HL_OPTION_TEXT("tokens", &o.tokens),
         HL_OPTION_TEXT("out", &o.out),
         HL_OPTION_TEXT("resume", &o.resume),
         HL_OPTION_TEXT("prompt", &o.prompt),
@@ -137,8 +153,11 @@ static options parse_options(int argc, char **argv)
         {0},
     };
     hl_cli_parse_or_exit("charlm", opts, argc, argv, usage);
-    if (!o.data)
-        hl_cli_bad_input("charlm", "--data FILE is required (see --help)");
+    if (!o.data == !o.tokens)
+        hl_cli_bad_input("charlm", "one of --data FILE or --tokens DIR is required (see --help)");
+    if (o.tokens && (o.vocab || o.tokenizer))
+        hl_cli_bad_input("charlm", "--vocab or --tokenizer with --tokens: the vocabulary comes "
+                         "from the token files");
     if (strcmp(o.schedule, "cosine") && strcmp(o.schedule, "constant"))
         hl_cli_bad_input("charlm", "unknown --schedule %s (cosine or constant)", o.schedule);
     if (strcmp(o.pos_init, "normal") && strcmp(o.pos_init, "sinusoidal"))
@@ -179,19 +198,35 @@ static options parse_options(int argc, char **argv)
 
 /* ---- the text ---- */
 
+/* Tokens in memory (--data), or a memory-mapped token file (--tokens). */
 typedef struct {
     const int32_t *tokens;
     size_t size;
+    const hl_token_file *file;
 } text_span;
 
-/* B windows of T+1 tokens starting at the given offsets -> inputs and targets. */
-static void make_batch(text_span s, const size_t *offsets, int B, int T, int32_t *x, int32_t *y)
+/* Tokens at..at+n-1 of a text span (an hl_text_read_fn). */
+static hl_status span_read(void *ctx, size_t at, size_t n, int32_t *out, hl_error *err)
 {
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            x[b * T + t] = s.tokens[offsets[b] + t];
-            y[b * T + t] = s.tokens[offsets[b] + t + 1];
-        }
+    const text_span *s = ctx;
+    if (s->file)
+        return hl_token_file_read(s->file, at, n, out, err);
+    memcpy(out, s->tokens + at, sizeof *out * n);
+    return HL_OK;
+}
+
+/* B windows of T+1 tokens starting at the given offsets -> inputs and targets. */
+static hl_status make_batch(text_span s, const size_t *offsets, int B, int T, int32_t *x,
+                            int32_t *y, hl_error *err)
+{
+    for (int b = 0; b < B; b++) {
+        int32_t *in = x + (size_t)b * T, *next = y + (size_t)b * T;
+        if (span_read(&s, offsets[b], (size_t)T, in, err) != HL_OK ||
+            span_read(&s, offsets[b] + (size_t)T, 1, next + T - 1, err) != HL_OK)
+            return err->status;
+        memcpy(next, in + 1, sizeof *next * (size_t)(T - 1));
+    }
+    return HL_OK;
 }
 
 /* The validation set: --val-windows evenly spread windows of the validation
@@ -202,7 +237,7 @@ static hl_eval_set *validation_set(text_span val, int windows, int B, int T, hl_
 {
     const size_t fit = val.size / ((size_t)T + 1);
     const int n = windows ? windows : fit > VAL_WINDOWS_MAX ? VAL_WINDOWS_MAX : fit ? (int)fit : 1;
-    return hl_text_windows(val.tokens, val.size, n, T, B, err);
+    return hl_text_windows_read(span_read, &val, val.size, n, T, B, err);
 }
 
 /* ---- training ---- */
@@ -218,6 +253,8 @@ typedef struct {
     hl_vocab *vocab;        /* the bytes, or learnt from the training text */
     size_t size;            /* bytes in the file */
     int32_t *tokens[2];     /* the training and the validation text, encoded */
+    hl_token_file *files[2]; /* or their token files (--tokens) */
+    char tokens_meta[8600]; /* the token files' paths and fingerprints, for checkpoints */
     text_span train, val;
     hl_eval_set *val_set;
     hl_gpt *m;
@@ -260,7 +297,11 @@ static void next_batch(run *r)
     int begin, end;
     hl_dist_shard(r->B, &begin, &end);
     r->rows = end - begin;
-    make_batch(r->train, r->offsets + begin, r->rows, r->T, r->x, r->y);
+    hl_error err = {0};
+    if (make_batch(r->train, r->offsets + begin, r->rows, r->T, r->x, r->y, &err) != HL_OK) {
+        fprintf(stderr, "charlm: %s\n", err.message);
+        hl_dist_abort(2);
+    }
 }
 
 static hl_status save_checkpoint(run *r, int64_t step, hl_error *err)
@@ -272,9 +313,14 @@ static hl_status save_checkpoint(run *r, int64_t step, hl_error *err)
     char *vocab = hl_gpt_meta_format_vocab(r->vocab, &failed);
     if (failed)
         return hl_error_set(err, HL_ERR_NOMEM, "checkpoint: out of memory");
-    hl_checkpoint_meta meta[] = {{"config", r->config}, {"task", "charlm"}, {"vocab", vocab}};
-    hl_status st = hl_checkpoint_save(path, r->m->params, r->opt, step, rngs, 2, meta,
-                                      vocab ? 3 : 2, err);
+    hl_checkpoint_meta meta[4] = {{"config", r->config}, {"task", "charlm"}};
+    int n_meta = 2;
+    if (r->files[0])
+        meta[n_meta++] = (hl_checkpoint_meta){"tokens", r->tokens_meta};
+    if (vocab)
+        meta[n_meta++] = (hl_checkpoint_meta){"vocab", vocab};
+    hl_status st = hl_checkpoint_save(path, r->m->params, r->opt, step, rngs, 2, meta, n_meta,
+                                      err);
     free(vocab);
     return st;
 }
@@ -535,11 +581,50 @@ static void sample_text(hl_graph *g, const hl_gpt *m, const hl_vocab *vocab, con
 
 /* ---- set-up ---- */
 
+/* Bytes of memory this process may still take: MemAvailable, or free pages
+ * where /proc is missing, and at most its address-space limit (ulimit -v). */
+static uint64_t memory_available(void)
+{
+    uint64_t avail = (uint64_t)sysconf(_SC_AVPHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    unsigned long long kb;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            avail = (uint64_t)kb * 1024;
+    if (f)
+        fclose(f);
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+        (uint64_t)lim.rlim_cur < avail)
+        avail = (uint64_t)lim.rlim_cur;
+    return avail;
+}
+
+/* Exits 2, pointing to build/tokenize, when the text would not fit in memory
+ * (rather than being killed by the system half-way). */
+static void check_text_memory(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return; /* hl_read_file says why */
+    const uint64_t need = (uint64_t)st.st_size * DATA_BYTES_IN_MEMORY;
+    const uint64_t avail = memory_available();
+    if (need > avail) {
+        fprintf(stderr, "charlm: %s has %.2f GB of text, which takes about %.1f GB in memory "
+                "with --data, and %.1f GB are available; tokenize it once with `build/tokenize "
+                "%s --out DIR` and train with --tokens DIR (memory-mapped)\n", path,
+                (double)st.st_size / 1e9, (double)need / 1e9, (double)avail / 1e9, path);
+        hl_dist_abort(2);
+    }
+}
+
 /* The text, split 90/10 by bytes, and its tokens: the vocabulary is learnt
  * from the training part (or comes from the checkpoint: r->vocab is set) and
  * encodes both. Exits 2 when the file cannot be read or is too short. */
 static void load_text(run *r)
 {
+    check_text_memory(r->o.data);
     unsigned char *text = hl_read_file(r->o.data, &r->size);
     if (!text) {
         fprintf(stderr, "charlm: cannot read %s: %s\n", r->o.data, strerror(errno));
@@ -561,8 +646,86 @@ static void load_text(run *r)
         hl_dist_abort(1);
     }
     free(text);
-    r->train = (text_span){r->tokens[0], n[0]};
-    r->val = (text_span){r->tokens[1], n[1]};
+    r->train = (text_span){.tokens = r->tokens[0], .size = n[0]};
+    r->val = (text_span){.tokens = r->tokens[1], .size = n[1]};
+}
+
+/* --tokens: DIR/train.tok and DIR/val.tok, mapped. Their vocabulary is the
+ * model's (a copy), or must be the checkpoint's (r->vocab is set), and the
+ * files must be those the checkpoint was trained on. Exits 2 otherwise. */
+static void load_tokens(run *r)
+{
+    static const char *names[2] = {"train.tok", "val.tok"};
+    hl_error err = {0};
+    char path[4200];
+    size_t at = 0;
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", r->o.tokens, names[i]);
+        if (!(r->files[i] = hl_token_file_open(path, &err))) {
+            fprintf(stderr, "charlm: %s\n", err.message);
+            hl_dist_abort(2);
+        }
+        const hl_token_header *h = hl_token_file_header(r->files[i]);
+        r->size += h->text_bytes;
+        at += (size_t)snprintf(r->tokens_meta + at, sizeof r->tokens_meta - at,
+                               "%s%s %016" PRIx64, i ? "\n" : "", path,
+                               hl_token_file_fingerprint(r->files[i]));
+    }
+    const hl_token_header *train = hl_token_file_header(r->files[0]);
+    if (hl_token_file_header(r->files[1])->vocab_hash != train->vocab_hash) {
+        fprintf(stderr, "charlm: %s/train.tok and %s/val.tok have different vocabularies\n",
+                r->o.tokens, r->o.tokens);
+        hl_dist_abort(2);
+    }
+    char *model_vocab = r->vocab ? hl_vocab_format(r->vocab)
+                                 : hl_vocab_format(hl_token_file_vocab(r->files[0]));
+    if (!model_vocab) {
+        fprintf(stderr, "charlm: out of memory\n");
+        hl_dist_abort(1);
+    }
+    if (hl_token_vocab_hash(model_vocab, strlen(model_vocab)) != train->vocab_hash) {
+        fprintf(stderr, "charlm: %s/train.tok was made with another vocabulary than the "
+                "model's in %s (tokenize it with --vocab-from %s)\n", r->o.tokens, r->o.resume,
+                r->o.resume);
+        hl_dist_abort(2);
+    }
+    if (!r->vocab && !(r->vocab = hl_vocab_parse(model_vocab, &err))) {
+        fprintf(stderr, "charlm: %s\n", err.message);
+        hl_dist_abort(1);
+    }
+    free(model_vocab);
+    r->train = (text_span){.file = r->files[0], .size = (size_t)train->n_tokens};
+    r->val = (text_span){.file = r->files[1],
+                         .size = (size_t)hl_token_file_header(r->files[1])->n_tokens};
+}
+
+/* Resuming from --tokens: the checkpoint's token files must be these (their
+ * fingerprints; the paths may differ). Exits 2 otherwise. */
+static void check_same_tokens(const run *r)
+{
+    hl_safetensors *f = NULL;
+    hl_error err = {0};
+    if (hl_safetensors_read(r->o.resume, &f, &err) != HL_OK) {
+        fprintf(stderr, "charlm: %s\n", err.message);
+        hl_dist_abort(2);
+    }
+    const char *saved = hl_safetensors_metadata(f, "tokens");
+    for (int i = 0; saved && i < 2; i++) {
+        const char *line = saved;
+        for (int k = 0; k < i && line; k++)
+            line = (line = strchr(line, '\n')) ? line + 1 : NULL;
+        const char *space = line ? strpbrk(line, " \n") : NULL;
+        char want[17];
+        snprintf(want, sizeof want, "%016" PRIx64, hl_token_file_fingerprint(r->files[i]));
+        if (!space || *space != ' ' || strncmp(space + 1, want, 16) != 0) {
+            fprintf(stderr, "charlm: %s was not trained on %s (the checkpoint's token files: "
+                    "%s): it changed, or is another corpus\n", r->o.resume,
+                    hl_token_file_path(r->files[i]), saved);
+            hl_safetensors_free(f);
+            hl_dist_abort(2);
+        }
+    }
+    hl_safetensors_free(f);
 }
 
 /* The file's bytes per token of its encoding. */
@@ -576,7 +739,8 @@ static void check_text_fits(const run *r)
 {
     if (r->val.size < (size_t)r->T + 2 || r->train.size < (size_t)r->T + 2) {
         fprintf(stderr, "charlm: %s has %zu bytes, %zu + %zu tokens; with --ctx %d each part "
-                "(90%% training, 10%% validation) needs at least %d tokens\n", r->o.data,
+                "(training, validation) needs at least %d tokens\n",
+                r->o.data ? r->o.data : r->o.tokens,
                 r->size, r->train.size, r->val.size, r->T, r->T + 2);
         hl_dist_abort(2);
     }
@@ -706,10 +870,10 @@ static void setup_heads(run *r)
     ok &= (r->position_bytes = malloc(sizeof(double) * (size_t)r->T)) != NULL &&
           measure_position_bytes(r);
     if (!ok || hl_probe_new(r->m, &probe, &r->probe, &err) != HL_OK ||
-        !(r->text_set = hl_text_windows(r->val.tokens, r->val.size, TEXT_WINDOWS, r->T, 4,
-                                         &err))) {
+        !(r->text_set = hl_text_windows_read(span_read, &r->val, r->val.size, TEXT_WINDOWS,
+                                              r->T, 4, &err))) {
         fprintf(stderr, "charlm: %s\n", err.message[0] ? err.message : "out of memory");
-        hl_dist_abort(1);
+        hl_dist_abort(err.status == HL_ERR_FORMAT ? 2 : 1); /* a bad token file */
     }
 }
 
@@ -719,15 +883,19 @@ static void setup(run *r, const options *o)
     hl_error err = {0};
     /* A checkpoint brings its vocabulary; a new run learns one from the text
      * first. */
+    void (*load)(run *) = o->tokens ? load_tokens : load_text;
     if (!o->resume)
-        load_text(r);
+        load(r);
     r->m = build_model(o, &r->vocab, &err);
     if (!r->m) {
         fprintf(stderr, "charlm: %s\n", err.message);
         hl_dist_abort(2);
     }
-    if (o->resume)
-        load_text(r);
+    if (o->resume) {
+        load(r);
+        if (o->tokens)
+            check_same_tokens(r);
+    }
     r->T = r->m->cfg.n_ctx;
     check_text_fits(r);
     hl_gpt_config_format(&r->m->cfg, r->config, sizeof r->config);
@@ -746,7 +914,7 @@ static void setup(run *r, const options *o)
     r->val_set = validation_set(r->val, o->val_windows, r->B, r->T, &err);
     if (!r->opt || !r->g || !r->x || !r->y || !r->offsets || !r->val_set) {
         fprintf(stderr, "charlm: %s\n", err.message[0] ? err.message : "out of memory");
-        hl_dist_abort(1);
+        hl_dist_abort(err.status == HL_ERR_FORMAT ? 2 : 1); /* a bad token file */
     }
     start_model(r);
     r->log = r->lead ? open_log(o->out, "train.csv", r->start > 0 ? r->start : -1,
@@ -757,7 +925,7 @@ static void setup(run *r, const options *o)
     if (r->lead)
         printf("charlm: %s, %zu bytes; %d tokens (%s), %zu training and %zu validation "
                "tokens, %.3f bytes per token; %zu parameters; batch %d over %d rank(s)\n  %s\n",
-               o->data, r->size, hl_vocab_size(r->vocab),
+               o->data ? o->data : o->tokens, r->size, hl_vocab_size(r->vocab),
                !strcmp(hl_vocab_kind(r->vocab), "words") ? "bytes and learnt words"
                : !strcmp(hl_vocab_kind(r->vocab), "bpe") ? "byte-level BPE" : "bytes",
                r->train.size, r->val.size, bytes_per_token(r), hl_params_n_values(r->m->params),
@@ -784,13 +952,30 @@ static int finish(run *r)
         return 1;
     }
     int32_t *x = r->val_set->tokens; /* the first validation window */
+    /* The report's text: the validation tokens, from a token file their
+     * first REPORT_TEXT_MAX. */
+    size_t text_tokens = r->val.size;
+    int32_t *text = (int32_t *)r->val.tokens;
+    if (r->val.file) {
+        text_tokens = text_tokens < REPORT_TEXT_MAX ? text_tokens : REPORT_TEXT_MAX;
+        if (!(text = malloc(sizeof *text * text_tokens)) ||
+            span_read(&r->val, 0, text_tokens, text, &err) != HL_OK) {
+            free(text);
+            fprintf(stderr, "charlm: report: %s\n", err.message[0] ? err.message
+                                                                    : "out of memory");
+            return 1;
+        }
+    }
     hl_head_report_opts ro = {.model_path = "model.safetensors", .meta = &meta,
                               .probe = hl_probe_text_opts(r->vocab),
                               .vocab = r->vocab, .map_tokens = x,
                               .map_T = r->T < REPORT_MAP_TOKENS ? r->T : REPORT_MAP_TOKENS,
-                              .text = r->val.tokens, .text_tokens = r->val.size,
+                              .text = text, .text_tokens = text_tokens,
                               .eval = r->val_set};
-    if (hl_head_report_write(r->m, &ro, path, &err) != HL_OK) {
+    const hl_status st = hl_head_report_write(r->m, &ro, path, &err);
+    if (text != r->val.tokens)
+        free(text);
+    if (st != HL_OK) {
         fprintf(stderr, "charlm: report: %s\n", err.message);
         return 1;
     }
@@ -816,6 +1001,8 @@ static void teardown(run *r)
     free(r->offsets);
     free(r->tokens[0]);
     free(r->tokens[1]);
+    hl_token_file_close(r->files[0]);
+    hl_token_file_close(r->files[1]);
     hl_vocab_free(r->vocab);
     hl_eval_set_free(r->val_set);
     hl_graph_free(r->g);

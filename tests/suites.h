@@ -39,6 +39,8 @@
     X(csv_read)           \
     X(vocab)              \
     X(bpe)                \
+    X(token_file)         \
+    X(tokenize)           \
     X(heatmap)            \
     X(plot)               \
     X(mha)                \
@@ -63,6 +65,7 @@
     X(cli)                \
     X(faults)             \
     X(fuzz_entry)         \
-    X(examples)
+    X(examples)           \
+    X(tokens)
 
 #endif

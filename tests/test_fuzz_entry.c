@@ -20,6 +20,7 @@ static const struct {
     {"patch_pairs", hl_fuzz_patch_pairs},
     {"vocab", hl_fuzz_vocab},
     {"csv", hl_fuzz_csv},
+    {"token_file", hl_fuzz_token_file},
 };
 
 static uint8_t *read_all(const char *path, size_t *size)

@@ -97,6 +97,13 @@ size_t hl_vocab_next_word(const unsigned char *text, size_t n, size_t i);
 /* The end of the BPE chunk that starts at text[i] (i < n): see the top. */
 size_t hl_bpe_next_chunk(const unsigned char *text, size_t n, size_t i);
 
+/* The first place p in from..n-1 where text may be cut so that encoding
+ * text[0..p) and text[p..n) gives the tokens of the whole (for the bytes any
+ * place; for words and BPE, a lone newline between two non-spaces or a
+ * non-space before " " and an ASCII letter; vocab_cut.c), or n when there is
+ * none. Lets a text larger than memory be encoded in pieces, in parallel. */
+size_t hl_vocab_cut(const hl_vocab *v, const unsigned char *text, size_t n, size_t from);
+
 /* The tokens of text into a malloc'd array (*tokens, *n_tokens; free it).
  * Never fails for want of a token; HL_ERR_NOMEM only (and HL_ERR_ARG for a
  * BPE chunk of 4 GiB or more). */

@@ -5,7 +5,7 @@
 #   directories), text (tokens), io, viz and train build on core (io and train
 #   also on models, io on train for the optimizer state it checkpoints and on
 #   text for the vocabulary it stores, io and viz on files for their file
-#   writes).
+#   writes); data (token files) builds on core, files and text.
 #
 # Every `#include "dir/..."` (or `<dir/...>` naming one of headlab's folders)
 # in a library file must name its own layer or one it may build on. Prints each offending file and line; exit 1 if any.
@@ -18,17 +18,18 @@ allowed() {
     core)     echo "core" ;;
     files)    echo "core files" ;;
     text)     echo "core text" ;;
+    data)     echo "core files text data" ;;
     ops)      echo "core ops" ;;
     models)   echo "core ops models" ;;
     viz)      echo "core files viz" ;;
     train)    echo "core ops models train" ;;
     io)       echo "core files text models train io" ;;
-    analysis) echo "core files text ops models io viz train analysis" ;;
+    analysis) echo "core files text data ops models io viz train analysis" ;;
     esac
 }
 
 status=0
-for layer in core files text ops models viz train io analysis; do
+for layer in core files text data ops models viz train io analysis; do
     ok=$(allowed "$layer")
     for file in "$layer"/*.c "$layer"/*.h "$layer"/*/*.c "$layer"/*/*.h; do
         [ -e "$file" ] || continue
@@ -39,7 +40,7 @@ for layer in core files text ops models viz train io analysis; do
                 sed 's|^\([0-9]*\):[^"]*"\([^"/]*\)/.*|\1 \2|'
             grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*<[^>/]*/' "$file" |
                 sed 's|^\([0-9]*\):[^<]*<\([^>/]*\)/.*|\1 \2|' |
-                grep -E ' (core|files|text|ops|models|io|viz|train|analysis|examples|tests|bench)$'
+                grep -E ' (core|files|text|data|ops|models|io|viz|train|analysis|examples|tests|bench)$'
         } >"${TMPDIR:-/tmp}/hl_layers.$$" || true
         while read -r line dir; do
             case " $ok " in

@@ -263,10 +263,10 @@ static size_t window_start(size_t room, int w, int windows)
     return windows > 1 ? room * (size_t)w / (size_t)(windows - 1) : 0;
 }
 
-hl_eval_set *hl_text_windows(const int32_t *text, size_t size, int windows, int T, int batch,
-                             hl_error *err)
+hl_eval_set *hl_text_windows_read(hl_text_read_fn read, void *ctx, size_t size, int windows,
+                                  int T, int batch, hl_error *err)
 {
-    if (!text || T < 1 || windows < 1 || size < (size_t)T + 1) {
+    if (T < 1 || windows < 1 || size < (size_t)T + 1) {
         hl_error_set(err, HL_ERR_ARG, "text windows: %zu tokens do not hold a window of %d",
                      size, T + 1);
         return NULL;
@@ -278,12 +278,30 @@ hl_eval_set *hl_text_windows(const int32_t *text, size_t size, int windows, int 
     const size_t room = size - (size_t)T - 1;
     for (int w = 0; w < windows; w++) {
         const size_t at = window_start(room, w, windows);
-        for (int t = 0; t < T; t++) {
-            set->tokens[(size_t)w * T + t] = text[at + t];
-            set->targets[0][(size_t)w * T + t] = text[at + t + 1];
+        int32_t *x = set->tokens + (size_t)w * T, *y = set->targets[0] + (size_t)w * T;
+        /* T tokens as inputs; the targets are the same shifted by one */
+        if (read(ctx, at, (size_t)T, x, err) != HL_OK ||
+            read(ctx, at + (size_t)T, 1, y + T - 1, err) != HL_OK) {
+            hl_eval_set_free(set);
+            return NULL;
         }
+        memcpy(y, x + 1, sizeof *y * (size_t)(T - 1));
     }
     return set;
+}
+
+static hl_status read_array(void *ctx, size_t at, size_t n, int32_t *out, hl_error *err)
+{
+    (void)err;
+    memcpy(out, (const int32_t *)ctx + at, sizeof *out * n);
+    return HL_OK;
+}
+
+hl_eval_set *hl_text_windows(const int32_t *text, size_t size, int windows, int T, int batch,
+                             hl_error *err)
+{
+    return hl_text_windows_read(read_array, (void *)text, text ? size : 0, windows, T, batch,
+                                err);
 }
 
 hl_eval_set *hl_repeat_windows(const int32_t *text, size_t size, int windows, int half, int batch,

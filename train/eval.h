@@ -112,6 +112,14 @@ double hl_icl_score(const double *position_loss, const double *position_weight, 
 hl_eval_set *hl_text_windows(const int32_t *text, size_t size, int windows, int T, int batch,
                              hl_error *err);
 
+/* Reads tokens at..at+n-1 of a text into out (a text not held in memory, e.g.
+ * a token file: data/token_file.h). */
+typedef hl_status (*hl_text_read_fn)(void *ctx, size_t at, size_t n, int32_t *out, hl_error *err);
+/* hl_text_windows over a text of size tokens that read gives; its errors
+ * pass through. */
+hl_eval_set *hl_text_windows_read(hl_text_read_fn read, void *ctx, size_t size, int windows,
+                                  int T, int batch, hl_error *err);
+
 /* Repeated text: evenly spaced windows of `half` tokens of a text, each
  * followed by itself (2*half tokens), as an evaluation set with the groups
  * "repeat" (the targets of the second half: predictable by looking back) and

@@ -19,7 +19,8 @@
  * The evaluation set: for a toy_heads model, the toy generator (by default
  * toy_heads' own held-out set, 1000 sequences from seed 1000003), scored on
  * the repeated half ("scored" targets) and on the rest ("other"); for a
- * charlm model, --data FILE cut into evenly spaced windows of n_ctx+1 tokens.
+ * charlm model, --data FILE cut into evenly spaced windows of n_ctx+1 tokens
+ * (a text, or a token file of build/tokenize, read whole).
  * Heads are named L<layer>H<head> by their index in the model as trained, also
  * after pruning. Writes into DIR (default out/heads): ablation.csv,
  * importance.csv and importance.png, pruned.safetensors, prune_curve.csv and
@@ -124,7 +125,9 @@ static void usage(FILE *f)
         "                        vocabulary)\n"
         "  --offset N            maps, report with --data: the token the input starts at (0)\n"
         "  --data FILE           charlm models: the text to evaluate on (scores: detectors\n"
-        "                        on its windows too; maps: the input)\n"
+        "                        on its windows too; maps: the input); a token file of\n"
+        "                        build/tokenize is read as its tokens (its vocabulary must\n"
+        "                        be the model's)\n"
         "  --windows N           charlm: evenly spaced windows of n_ctx+1 tokens (64)\n"
         "  --repeat              ablate, importance on charlm: instead, windows of n_ctx/2\n"
         "                        tokens each followed by itself, scored on the second half\n"

@@ -34,8 +34,46 @@ void heads_make_out_dir(const options *o)
         heads_bad_input("cannot create %s: %s", o->out, strerror(errno));
 }
 
+/* A token file's tokens (data/token_file.h), whole, when its vocabulary is
+ * the model's; exits 2 otherwise. */
+static int32_t *read_token_file(const char *path, const hl_vocab *vocab, size_t *n)
+{
+    hl_error err = {0};
+    hl_token_file *f = hl_token_file_open(path, &err);
+    if (!f)
+        heads_bad_input("%s", err.message);
+    char *mine = hl_vocab_format(vocab);
+    if (!mine) {
+        fprintf(stderr, "heads: out of memory\n");
+        exit(1);
+    }
+    const hl_token_header *h = hl_token_file_header(f);
+    const bool same = hl_token_vocab_hash(mine, strlen(mine)) == h->vocab_hash;
+    free(mine);
+    if (!same)
+        heads_bad_input("%s was made with another vocabulary than the model's (%u tokens, %s)",
+                        path, h->vocab_size, hl_vocab_kind(hl_token_file_vocab(f)));
+    int32_t *tokens = malloc(sizeof *tokens * (h->n_tokens ? h->n_tokens : 1));
+    if (!tokens) {
+        fprintf(stderr, "heads: %s: out of memory\n", path);
+        exit(1);
+    }
+    if (hl_token_file_read(f, 0, h->n_tokens, tokens, &err) != HL_OK)
+        heads_bad_input("%s", err.message);
+    *n = h->n_tokens;
+    hl_token_file_close(f);
+    return tokens;
+}
+
 int32_t *heads_read_tokens(const char *path, const hl_vocab *vocab, size_t *n)
 {
+    unsigned char magic[8];
+    FILE *probe = fopen(path, "rb");
+    const bool token_file = probe && fread(magic, 1, 8, probe) == 8 && hl_token_magic(magic, 8);
+    if (probe)
+        fclose(probe);
+    if (token_file)
+        return read_token_file(path, vocab, n);
     size_t size;
     unsigned char *text = hl_read_file(path, &size);
     if (!text)

@@ -9,6 +9,7 @@
 
 #include "analysis/patch_pairs.h"
 #include "analysis/toy_task.h"
+#include "data/token_file.h"
 #include "io/checkpoint.h"
 #include "io/csv_read.h"
 #include "examples/common/cli.h"
@@ -294,4 +295,35 @@ int hl_fuzz_csv(const uint8_t *data, size_t size)
             sum += hl_csv_value(&t, r, c) != 0;
     hl_csv_table_free(&t);
     return sum < 0;
+}
+
+int hl_fuzz_token_file(const uint8_t *data, size_t size)
+{
+    /* The header and vocabulary parser on the bytes in memory ... */
+    hl_error err = {0};
+    hl_token_header h;
+    hl_vocab *v = NULL;
+    if (hl_token_header_parse(data, size, size, "fuzz", &h, &v, &err) == HL_OK &&
+        (h.tokens_at + h.n_tokens * h.width != size || h.tokens_at % HL_TOKEN_ALIGN ||
+         hl_vocab_size(v) != (int)h.vocab_size))
+        abort(); /* accepted what the format forbids */
+    hl_vocab_free(v);
+    /* ... and the whole reader on them as a file, every token read. */
+    const char *path = as_file(data, size);
+    hl_error open_err = {0};
+    hl_token_file *f = path ? hl_token_file_open(path, &open_err) : NULL;
+    if (!f)
+        return 0;
+    const hl_token_header *fh = hl_token_file_header(f);
+    int32_t window[64];
+    for (uint64_t at = 0; at < fh->n_tokens; at += 64) {
+        const size_t n = fh->n_tokens - at < 64 ? (size_t)(fh->n_tokens - at) : 64;
+        hl_error read_err = {0};
+        if (hl_token_file_read(f, at, n, window, &read_err) == HL_OK)
+            for (size_t i = 0; i < n; i++)
+                if (window[i] < 0 || (uint32_t)window[i] >= fh->vocab_size)
+                    abort();
+    }
+    hl_token_file_close(f);
+    return 0;
 }

@@ -43,6 +43,12 @@ int hl_fuzz_patch_pairs(const uint8_t *data, size_t size);
  * against what the parser promises (aborting when it breaks it). */
 int hl_fuzz_csv(const uint8_t *data, size_t size);
 
+/* The bytes as a token file (data/token_file.h): the header and vocabulary
+ * parser on them in memory, then the file opened (memory-mapped) and every
+ * token read; an accepted header must describe exactly the bytes, and every
+ * token read must be inside the vocabulary. */
+int hl_fuzz_token_file(const uint8_t *data, size_t size);
+
 /* Models a fuzzed config may build: small, so an input cannot make the fuzzer
  * allocate gigabytes (hl_gpt_new's own limit, HL_GPT_MAX_PARAMS, is larger). */
 #define HL_FUZZ_MAX_PARAMS (1 << 20)

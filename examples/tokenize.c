@@ -1,0 +1,313 @@
+/*
+ * tokenize: text files into the token files charlm --tokens trains from
+ * (data/token_file.h, docs/token-files.md).
+ *
+ *     build/tokenize TEXT... [--vocab-from MODEL | --learn N --tokenizer words|bpe]
+ *                    [--val-fraction F] --out DIR
+ *
+ * The files are read as one text, in order. Its last F of the bytes
+ * (charlm's split: the last size/10 bytes for 0.1) go to DIR/val.tok, the
+ * rest to DIR/train.tok. The text is streamed in blocks of BLOCK bytes, each
+ * encoded in parallel chunks (data/tokenize.h), so memory does not grow with
+ * the corpus and the files are the same for any thread count. A learnt
+ * vocabulary comes from the first LEARN_SAMPLE bytes of the training part
+ * (all of it when shorter, which is what charlm --data learns from).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "examples/common/cli.h"
+#include "headlab.h"
+
+#define BLOCK ((size_t)16 << 20)        /* bytes read and encoded at a time */
+#define BLOCK_MAX ((size_t)1 << 30)     /* a block grows to this when it has no place to cut */
+#define LEARN_SAMPLE ((size_t)64 << 20) /* a learnt vocabulary's sample: the first 64 MiB */
+
+static const char *program = "tokenize";
+
+typedef struct {
+    const char *vocab_from, *tokenizer, *out;
+    int learn, threads;
+    double val_fraction;
+} options;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: tokenize TEXT... [options] --out DIR\n"
+        "Encodes text files (read as one text, in order) into DIR/train.tok and\n"
+        "DIR/val.tok, the token files charlm --tokens DIR trains from.\n"
+        "  --out DIR            where train.tok and val.tok go (required)\n"
+        "  --vocab-from MODEL   the vocabulary of a charlm model or checkpoint\n"
+        "  --learn N            learn a vocabulary of N tokens (N > 256) from the first\n"
+        "                       64 MiB of the training part (all of it when shorter)\n"
+        "  --tokenizer NAME     bytes (the default without --learn), words (the default\n"
+        "                       with it) or bpe, as charlm's --tokenizer\n"
+        "  --val-fraction F     the last F of the bytes are the validation text (0.1, as\n"
+        "                       charlm --data: the last size/10 bytes)\n"
+        "  --threads N          OpenMP threads (default: OMP_NUM_THREADS); the files do\n"
+        "                       not depend on it\n"
+        "Exit status: 0 done, 1 out of memory, 2 bad input or a file that cannot be read\n"
+        "or written (nothing is left half-written).\n");
+}
+
+/* ---- the files as one text ---- */
+
+typedef struct {
+    char **paths;
+    int n, at;          /* files, the one being read */
+    FILE *f;
+    uint64_t size;      /* bytes in all of them */
+} stream;
+
+static void stream_open(stream *s, char **paths, int n)
+{
+    *s = (stream){.paths = paths, .n = n};
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        if (stat(paths[i], &st) != 0)
+            hl_cli_bad_input(program, "cannot read %s: %s", paths[i], strerror(errno));
+        if (!S_ISREG(st.st_mode))
+            hl_cli_bad_input(program, "%s is not a regular file", paths[i]);
+        s->size += (uint64_t)st.st_size;
+    }
+}
+
+/* Up to n bytes of the text into buf; fewer only at its end. */
+static size_t stream_read(stream *s, unsigned char *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n && s->at < s->n) {
+        if (!s->f && !(s->f = fopen(s->paths[s->at], "rb")))
+            hl_cli_bad_input(program, "cannot read %s: %s", s->paths[s->at], strerror(errno));
+        got += fread(buf + got, 1, n - got, s->f);
+        if (got < n) {
+            if (ferror(s->f))
+                hl_cli_bad_input(program, "cannot read %s", s->paths[s->at]);
+            fclose(s->f);
+            s->f = NULL;
+            s->at++;
+        }
+    }
+    return got;
+}
+
+static void stream_rewind(stream *s)
+{
+    if (s->f)
+        fclose(s->f);
+    s->f = NULL;
+    s->at = 0;
+}
+
+/* ---- progress on a terminal ---- */
+
+typedef struct {
+    bool tty;
+    uint64_t total;
+    double start, last;
+} progress;
+
+static void progress_show(progress *p, uint64_t done, bool final)
+{
+    const double now = hl_seconds();
+    if (!p->tty || (!final && now - p->last < 0.2))
+        return;
+    p->last = now;
+    const double mb_s = (double)done / 1e6 / (now - p->start + 1e-9);
+    const double eta = mb_s > 0 ? (double)(p->total - done) / 1e6 / mb_s : 0;
+    const int width = 30, filled = p->total ? (int)(width * (double)done / (double)p->total) : 0;
+    char bar[32];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < filled ? '#' : '.';
+    bar[width] = 0;
+    fprintf(stderr, "\r[%s] %.0f/%.0f MB  %.1f MB/s  ETA %.0f s ", bar, (double)done / 1e6,
+            (double)p->total / 1e6, mb_s, eta);
+    if (final)
+        fputc('\n', stderr);
+}
+
+/* ---- encoding ---- */
+
+/* The next bytes of the text, a part of `bytes` bytes, into DIR/name. */
+static uint64_t write_part(stream *s, uint64_t bytes, const hl_vocab *v, const char *dir,
+                           const char *name, progress *p, uint64_t *done)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    hl_error err = {0};
+    hl_token_writer *w = hl_token_writer_begin(path, v, &err);
+    size_t cap = BLOCK, have = 0;
+    unsigned char *buf = malloc(cap);
+    if (!w || !buf) {
+        fprintf(stderr, "%s: %s\n", program, err.message[0] ? err.message : "out of memory");
+        exit(err.status == HL_ERR_IO ? 2 : 1);
+    }
+    uint64_t left = bytes;
+    for (;;) {
+        const size_t want = cap - have < left ? cap - have : (size_t)left;
+        const size_t got = stream_read(s, buf + have, want);
+        if (got < want)
+            hl_cli_bad_input(program, "the input files shrank while being read");
+        have += got;
+        left -= got;
+        size_t used;
+        if (hl_tokenize_block(v, buf, have, HL_TOKENIZE_CHUNK, left == 0, w, &used, &err) !=
+            HL_OK) {
+            hl_token_writer_abort(w);
+            fprintf(stderr, "%s: %s\n", program, err.message);
+            exit(err.status == HL_ERR_NOMEM ? 1 : 2);
+        }
+        *done += used;
+        progress_show(p, *done, false);
+        memmove(buf, buf + used, have - used);
+        have -= used;
+        if (left == 0)
+            break;
+        if (used == 0 && have == cap) {
+            /* No place to cut in a whole block (a text without line breaks or
+             * spaces before words): a longer block. */
+            unsigned char *grown = cap < BLOCK_MAX ? realloc(buf, cap * 2) : NULL;
+            if (!grown) {
+                hl_token_writer_abort(w);
+                hl_cli_bad_input(program, "%s: no place to cut the text in %zu MiB (no line "
+                                 "break between two non-spaces, no space before a word)",
+                                 path, cap >> 20);
+            }
+            buf = grown;
+            cap *= 2;
+        }
+    }
+    free(buf);
+    const uint64_t n = hl_token_writer_count(w);
+    if (hl_token_writer_commit(w, &err) != HL_OK) {
+        fprintf(stderr, "%s: %s\n", program, err.message);
+        exit(2);
+    }
+    return n;
+}
+
+/* The vocabulary: a model's, learnt from the start of the training part, or
+ * the bytes. */
+static hl_vocab *make_vocab(const options *o, stream *s, uint64_t n_train)
+{
+    hl_error err = {0};
+    if (o->vocab_from) {
+        hl_gpt_meta meta;
+        hl_gpt *m = hl_gpt_load_meta(o->vocab_from, &meta, &err);
+        if (!m)
+            hl_cli_bad_input(program, "%s", err.message);
+        hl_gpt_free(m);
+        if (!meta.vocab)
+            hl_cli_bad_input(program, "%s is not a text model (no vocabulary)", o->vocab_from);
+        return meta.vocab;
+    }
+    if (!o->learn)
+        return hl_vocab_bytes();
+    const size_t n = n_train < LEARN_SAMPLE ? (size_t)n_train : LEARN_SAMPLE;
+    unsigned char *sample = malloc(n ? n : 1);
+    if (!sample)
+        return NULL;
+    if (stream_read(s, sample, n) < n)
+        hl_cli_bad_input(program, "the input files shrank while being read");
+    stream_rewind(s);
+    hl_vocab *v = !strcmp(o->tokenizer, "bpe") ? hl_vocab_learn_bpe(sample, n, o->learn, &err)
+                                               : hl_vocab_learn(sample, n, o->learn, &err);
+    free(sample);
+    if (!v && err.status != HL_ERR_NOMEM)
+        hl_cli_bad_input(program, "%s", err.message);
+    return v;
+}
+
+static options parse_options(int argc, char **argv, int first)
+{
+    options o = {.val_fraction = 0.1};
+    const hl_opt opts[] = {
+        HL_OPTION_TEXT("vocab-from", &o.vocab_from),
+        HL_OPTION_TEXT("tokenizer", &o.tokenizer),
+        HL_OPTION_TEXT("out", &o.out),
+        HL_OPTION_INT("learn", &o.learn, HL_VOCAB_BYTES + 1, HL_VOCAB_MAX),
+        HL_OPTION_INT("threads", &o.threads, 1, 1024),
+        HL_OPTION_REAL("val-fraction", &o.val_fraction, 0, 0.99),
+        {0},
+    };
+    switch (hl_cli_parse(program, opts, first, argc, argv, stderr)) {
+    case HL_CLI_HELP:
+        usage(stdout);
+        exit(0);
+    case HL_CLI_BAD:
+        exit(2);
+    case HL_CLI_OK:
+        break;
+    }
+    if (first == 1)
+        hl_cli_bad_input(program, "no text files (usage: tokenize TEXT... --out DIR)");
+    if (!o.out)
+        hl_cli_bad_input(program, "--out DIR is required (see --help)");
+    if (o.vocab_from && (o.learn || o.tokenizer))
+        hl_cli_bad_input(program, "--vocab-from takes the model's vocabulary: no --learn or "
+                         "--tokenizer");
+    if (!o.tokenizer)
+        o.tokenizer = o.learn ? "words" : "bytes";
+    if (strcmp(o.tokenizer, "bytes") && strcmp(o.tokenizer, "words") && strcmp(o.tokenizer, "bpe"))
+        hl_cli_bad_input(program, "unknown --tokenizer %s (bytes, words or bpe)", o.tokenizer);
+    if (!strcmp(o.tokenizer, "bytes") && o.learn)
+        hl_cli_bad_input(program, "--tokenizer bytes with --learn %d: the bytes are 256 tokens",
+                         o.learn);
+    if (strcmp(o.tokenizer, "bytes") && !o.learn)
+        hl_cli_bad_input(program, "--tokenizer %s needs --learn N, N > %d", o.tokenizer,
+                         HL_VOCAB_BYTES);
+    return o;
+}
+
+int main(int argc, char **argv)
+{
+    hl_cli_init();
+    int first = 1; /* the text files come first */
+    while (first < argc && argv[first][0] != '-')
+        first++;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+    options o = parse_options(argc, argv, first);
+    hl_cli_set_threads(o.threads);
+    stream s;
+    stream_open(&s, argv + 1, first - 1);
+    /* As charlm: the validation text is the last size*F bytes, rounded down
+     * (size/10 for 0.1). */
+    const uint64_t n_val = (uint64_t)((double)s.size * o.val_fraction);
+    const uint64_t n_train = s.size - n_val;
+    if (n_train == 0)
+        hl_cli_bad_input(program, "the text is empty");
+    if (hl_make_dirs(o.out))
+        hl_cli_bad_input(program, "cannot create %s: %s", o.out, strerror(errno));
+    const double t0 = hl_seconds();
+    hl_vocab *v = make_vocab(&o, &s, n_train);
+    if (!v) {
+        fprintf(stderr, "%s: out of memory\n", program);
+        return 1;
+    }
+    const double learnt = hl_seconds();
+    progress p = {.tty = isatty(STDERR_FILENO), .total = s.size, .start = learnt,
+                  .last = learnt};
+    uint64_t done = 0;
+    const uint64_t train = write_part(&s, n_train, v, o.out, "train.tok", &p, &done);
+    const uint64_t val = write_part(&s, n_val, v, o.out, "val.tok", &p, &done);
+    progress_show(&p, done, true);
+    const double seconds = hl_seconds() - learnt;
+    printf("tokenize: %llu bytes in %d file(s) -> %s/train.tok (%llu tokens) and %s/val.tok "
+           "(%llu tokens); %d tokens (%s); %.1f s to learn, %.1f s to encode (%.1f MB/s)\n",
+           (unsigned long long)s.size, s.n, o.out, (unsigned long long)train, o.out,
+           (unsigned long long)val, hl_vocab_size(v), hl_vocab_kind(v), learnt - t0, seconds,
+           (double)s.size / 1e6 / (seconds > 0 ? seconds : 1e-9));
+    stream_rewind(&s);
+    hl_vocab_free(v);
+    return 0;
+}

@@ -1,0 +1,288 @@
+/* Tests for the programs on token files: build/tokenize (examples/
+ * tokenize.c), charlm --tokens and heads --data with a token file. Bitwise
+ * the same model from --tokens as from --data, resumes that are refused, bad
+ * files, and a step from a sparse multi-GB file in little memory. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "tests/testutil.h"
+
+#ifndef HL_BUILD_DIR
+#define HL_BUILD_DIR "build"
+#endif
+
+static char dir[64];
+
+static void make_dir(void)
+{
+    strcpy(dir, "/tmp/headlab-tokens-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void remove_dir(void)
+{
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf %s", dir);
+    ck_assert_int_eq(system(command), 0);
+}
+
+static void expect_failure(const char *command, int code, const char *fragment)
+{
+    char out[4096];
+    int rc = tu_run(command, out, sizeof out);
+    ck_assert_msg(rc == code, "%s: exit %d, wanted %d; said: %s", command, rc, code, out);
+    ck_assert_msg(strstr(out, fragment), "%s: message \"%s\" lacks \"%s\"", command, out, fragment);
+}
+
+/* dir/text.txt: verses with words, digits and line breaks. */
+static void write_text(void)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/text.txt", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 600; i++)
+        fprintf(f, "%d:%d And the cat sat on the mat, and it was good %d.\n", i / 30, i % 30,
+                i % 7);
+    fclose(f);
+}
+
+#define TINY "--steps 8 --eval-every 4 --d-model 16 --heads 2 --layers 1 --ctx 16 --batch 4 " \
+             "--sample 0 --no-report --seed 5"
+
+START_TEST(test_tokenize_same_for_any_thread_count)
+{
+    make_dir();
+    write_text();
+    char command[1024];
+    const char *vocabs[] = {"", "--learn 300", "--learn 320 --tokenizer bpe"};
+    for (int k = 0; k < 3; k++) {
+        for (int threads = 1; threads <= 2; threads++) {
+            snprintf(command, sizeof command,
+                     "OMP_NUM_THREADS=%d " HL_BUILD_DIR "/tokenize %s/text.txt %s --out %s/t%d",
+                     threads, dir, vocabs[k], dir, threads);
+            tu_run_ok(command);
+        }
+        char a[128], b[128];
+        for (int i = 0; i < 2; i++) {
+            const char *name = i ? "val.tok" : "train.tok";
+            snprintf(a, sizeof a, "%s/t1/%s", dir, name);
+            snprintf(b, sizeof b, "%s/t2/%s", dir, name);
+            ck_assert_msg(tu_same_file(a, b), "%s %s: 1 and 2 threads differ", vocabs[k], name);
+        }
+    }
+    /* two files read as one text equal their concatenation */
+    snprintf(command, sizeof command,
+             "head -c 9999 %s/text.txt > %s/a.txt && tail -c +10000 %s/text.txt > %s/b.txt && "
+             HL_BUILD_DIR "/tokenize %s/a.txt %s/b.txt --learn 320 --tokenizer bpe --out %s/ab",
+             dir, dir, dir, dir, dir, dir, dir);
+    tu_run_ok(command);
+    char a[128], b[128];
+    snprintf(a, sizeof a, "%s/ab/train.tok", dir);
+    snprintf(b, sizeof b, "%s/t2/train.tok", dir);
+    ck_assert(tu_same_file(a, b));
+    remove_dir();
+}
+END_TEST
+
+/* charlm --tokens trains the model charlm --data trains, bit for bit; resumes
+ * from its checkpoint, and refuses other files or another vocabulary. */
+START_TEST(test_charlm_tokens_bitwise_and_resume)
+{
+    make_dir();
+    write_text();
+    char command[2048];
+    const char *kinds[][2] = {{"", ""}, {"--learn 320 --tokenizer bpe", "--vocab 320 --tokenizer bpe"},
+                              {"--learn 300", "--vocab 300"}};
+    for (int k = 0; k < 3; k++) {
+        snprintf(command, sizeof command,
+                 HL_BUILD_DIR "/tokenize %s/text.txt %s --out %s/tok%d && "
+                 HL_BUILD_DIR "/charlm --data %s/text.txt %s " TINY " --out %s/data%d && "
+                 HL_BUILD_DIR "/charlm --tokens %s/tok%d " TINY " --out %s/tokens%d",
+                 dir, kinds[k][0], dir, k, dir, kinds[k][1], dir, k, dir, k, dir, k);
+        tu_run_ok(command);
+        char a[128], b[128];
+        snprintf(a, sizeof a, "%s/data%d/model.safetensors", dir, k);
+        snprintf(b, sizeof b, "%s/tokens%d/model.safetensors", dir, k);
+        ck_assert_msg(tu_same_file(a, b), "%s: --tokens and --data train different models",
+                      kinds[k][1]);
+    }
+    /* resume: more steps from the checkpoint */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --tokens %s/tok1 " TINY " --steps 12 --out %s/tokens1 "
+             "--resume %s/tokens1/checkpoint.safetensors", dir, dir, dir);
+    tu_run_ok(command);
+    /* another corpus with the same vocabulary: refused */
+    snprintf(command, sizeof command,
+             "head -c 20000 %s/text.txt > %s/short.txt && " HL_BUILD_DIR "/tokenize "
+             "%s/short.txt --vocab-from %s/tokens1/model.safetensors --out %s/other",
+             dir, dir, dir, dir, dir);
+    tu_run_ok(command);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --tokens %s/other " TINY " --steps 16 --out %s/tokens1 "
+             "--resume %s/tokens1/checkpoint.safetensors", dir, dir, dir);
+    expect_failure(command, 2, "was not trained on");
+    /* another vocabulary: refused on resume, and by heads */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --tokens %s/tok0 " TINY " --steps 16 --out %s/tokens1 "
+             "--resume %s/tokens1/checkpoint.safetensors", dir, dir, dir);
+    expect_failure(command, 2, "another vocabulary");
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads scores --model %s/tokens1/model.safetensors --data "
+             "%s/tok0/val.tok --out %s/h", dir, dir, dir);
+    expect_failure(command, 2, "another vocabulary");
+    /* heads reads the model's own token file as the text it encodes */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads scores --model %s/tokens1/model.safetensors --data "
+             "%s/tok1/val.tok --out %s/h1 && " HL_BUILD_DIR "/heads scores --model "
+             "%s/tokens1/model.safetensors --data %s/text.txt --out %s/h2",
+             dir, dir, dir, dir, dir, dir);
+    tu_run_ok(command);
+    remove_dir();
+}
+END_TEST
+
+/* Writes a copy of src with len bytes of patch at `at` (or cut to `at` bytes
+ * when patch is NULL) to dst. */
+static void patched_copy(const char *src, const char *dst, long at, const void *patch,
+                         size_t len)
+{
+    size_t size;
+    unsigned char *b = hl_read_file(src, &size);
+    ck_assert_ptr_nonnull(b);
+    if (patch)
+        memcpy(b + at, patch, len);
+    else
+        size = (size_t)at;
+    FILE *f = fopen(dst, "wb");
+    ck_assert_uint_eq(fwrite(b, 1, size, f), size);
+    fclose(f);
+    free(b);
+}
+
+START_TEST(test_bad_token_files)
+{
+    make_dir();
+    write_text();
+    char command[2048], src[128], dst[128];
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/tokenize %s/text.txt --out %s/good && mkdir %s/bad", dir, dir,
+             dir);
+    tu_run_ok(command);
+    const uint32_t nine = 9, three = 3;
+    const uint64_t big = (uint64_t)1 << 40, hash = 42;
+    const uint16_t token = 300;
+    const struct {
+        long at;
+        const void *patch;
+        size_t len;
+        const char *says;
+    } cases[] = {
+        {0, "HLTOQ", 5, "magic"},     {8, &nine, 4, "version 9"},
+        {12, &three, 4, "width 3"},   {16, &big, 8, "truncated"},
+        {24, &nine, 4, "vocabulary size 9"},  {32, &hash, 8, "hash"},
+        {40, &big, 8, "truncated"},   {100, NULL, 0, "truncated"},
+        {5000, NULL, 0, "truncated"}, {128, &token, 2, "not below the vocabulary size"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        /* the bad token goes first in val.tok, where the first validation
+         * window reads it */
+        const char *name = cases[i].patch == &token ? "val.tok" : "train.tok";
+        snprintf(command, sizeof command, "cp %s/good/*.tok %s/bad/", dir, dir);
+        tu_run_ok(command);
+        snprintf(src, sizeof src, "%s/good/%s", dir, name);
+        snprintf(dst, sizeof dst, "%s/bad/%s", dir, name);
+        patched_copy(src, dst, cases[i].at, cases[i].patch, cases[i].len);
+        snprintf(command, sizeof command,
+                 HL_BUILD_DIR "/charlm --tokens %s/bad " TINY " --out %s/run --val-windows 1",
+                 dir, dir);
+        expect_failure(command, 2, cases[i].says);
+        expect_failure(command, 2, dst);
+    }
+    expect_failure(HL_BUILD_DIR "/charlm --tokens /nonexistent", 2, "/nonexistent/train.tok");
+    expect_failure(HL_BUILD_DIR "/charlm --tokens x --data y", 2, "one of");
+    expect_failure(HL_BUILD_DIR "/charlm --tokens x --vocab 300", 2, "token files");
+    /* tokenize's bad input */
+    expect_failure(HL_BUILD_DIR "/tokenize --out /tmp/x", 2, "no text files");
+    expect_failure(HL_BUILD_DIR "/tokenize /nonexistent.txt --out /tmp/x", 2,
+                   "/nonexistent.txt");
+    expect_failure(HL_BUILD_DIR "/tokenize tests/suites.h", 2, "--out");
+    expect_failure(HL_BUILD_DIR "/tokenize tests/suites.h --out /tmp/x --tokenizer bpe", 2,
+                   "--learn");
+    expect_failure(HL_BUILD_DIR "/tokenize tests/suites.h --out /tmp/x --learn 100", 2,
+                   "--learn");
+    expect_failure(HL_BUILD_DIR "/tokenize tests/suites.h --out /tmp/x --vocab-from /nonexist",
+                   2, "/nonexist");
+    expect_failure(HL_BUILD_DIR "/tokenize tests/suites.h --out /tmp/x --val-fraction 1", 2,
+                   "--val-fraction");
+    remove_dir();
+}
+END_TEST
+
+/* A header of the bytes vocabulary for n 2-byte tokens (all zero: token 0). */
+static void sparse_token_file(const char *path, uint64_t n)
+{
+    const char *vocab = "headlab-words-1";
+    unsigned char h[128] = "HLTOK";
+    const uint32_t version = 1, width = 2, size = 256;
+    const uint64_t len = strlen(vocab), hash = hl_token_vocab_hash(vocab, len), bytes = n;
+    memcpy(h + 8, &version, 4);
+    memcpy(h + 12, &width, 4);
+    memcpy(h + 16, &n, 8);
+    memcpy(h + 24, &size, 4);
+    memcpy(h + 32, &hash, 8);
+    memcpy(h + 40, &len, 8);
+    memcpy(h + 48, &bytes, 8);
+    memcpy(h + 64, vocab, len);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(h, 1, sizeof h, f), sizeof h);
+    ck_assert_int_eq(ftruncate(fileno(f), (off_t)(128 + 2 * n)), 0);
+    fclose(f);
+}
+
+/* A 3 GB token file (sparse: it takes no disk) trains a step, and the
+ * process's peak resident memory stays far below the file's size: windows
+ * are read where they lie, nothing reads the file whole. */
+START_TEST(test_sparse_multi_gb_file_trains_in_little_memory)
+{
+    make_dir();
+    char path[128], command[1024];
+    snprintf(path, sizeof path, "%s/train.tok", dir);
+    sparse_token_file(path, (uint64_t)3 << 29); /* 1.6e9 tokens, 3 GiB */
+    snprintf(path, sizeof path, "%s/val.tok", dir);
+    sparse_token_file(path, (uint64_t)1 << 28); /* 512 MiB */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --tokens %s --steps 1 --eval-every 1 --d-model 16 --heads 2 "
+             "--layers 1 --ctx 16 --batch 4 --sample 0 --no-report --out %s/run",
+             dir, dir);
+    tu_run_ok(command);
+    struct rusage use;
+    ck_assert_int_eq(getrusage(RUSAGE_CHILDREN, &use), 0);
+    ck_assert_msg(use.ru_maxrss < 300 * 1024, "peak RSS %ld KiB from a 3 GiB token file",
+                  use.ru_maxrss);
+    /* --data on a text that would not fit the memory allowed: exit 2, pointing to
+     * tokenize, before reading it */
+    snprintf(command, sizeof command,
+             "truncate -s 1G %s/big.txt && ulimit -v 1500000 && " HL_BUILD_DIR
+             "/charlm --data %s/big.txt --out %s/big", dir, dir, dir);
+    expect_failure(command, 2, "build/tokenize");
+    remove_dir();
+}
+END_TEST
+
+Suite *tokens_suite(void)
+{
+    Suite *s = suite_create("tokens");
+    TCase *tc = tcase_create("tokens");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_tokenize_same_for_any_thread_count);
+    tcase_add_test(tc, test_charlm_tokens_bitwise_and_resume);
+    tcase_add_test(tc, test_bad_token_files);
+    tcase_add_test(tc, test_sparse_multi_gb_file_trains_in_little_memory);
+    suite_add_tcase(s, tc);
+    return s;
+}
