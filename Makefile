@@ -143,11 +143,13 @@ kjv:
 pystd:
 	@tools/pystd.sh
 
-# An induction head on real text: the recipe of README's section trained on the
-# King James Bible, its phase-change table and causal numbers (tools/induction.sh).
+# An induction head on real text: the recipe of the induction study trained on
+# the King James Bible and on the Python standard library, each with its
+# phase-change table and causal numbers (tools/induction.sh; out/induction/).
 induction: deps
 	@$(MAKE) --no-print-directory $(BUILD)/charlm $(BUILD)/heads
-	@BUILD=$(BUILD) tools/induction.sh
+	@BUILD=$(BUILD) TEXT=kjv tools/induction.sh
+	@BUILD=$(BUILD) TEXT=pystd tools/induction.sh
 
 deps:
 	@tools/deps.sh $(MPI_PKGS)

@@ -41,7 +41,7 @@
 #include "text/vocab.h"
 
 #define HL_PATCH_PAIRS_LINE_MAX (1 << 20) /* bytes in a line, the newline not counted */
-#define HL_PATCH_PAIRS_MAX 65536          /* pairs in a file */
+#define HL_PATCH_PAIRS_MAX 1024           /* pairs in a file: they run as one batch */
 
 typedef struct hl_patch_pairs {
     hl_patch_task task; /* every pair, padded to the longest: (n, T) */

@@ -72,8 +72,10 @@ hl_status hl_patch_sequence_metrics(const hl_gpt *m, const hl_patch_task *t, dou
  * positions, or per_position one (head, query position) at a time; the
  * normalised metric into out[l * n_heads + h] or out[(l * n_heads + h) * T + t]
  * (entries past a pruned layer's heads NaN). The heads of a layer (and the
- * positions) run as one batch: L forward passes, split when the batch would
- * exceed HL_PATCH_MAX_ROWS sequences. */
+ * positions) run as one batch: L forward passes, split when the copies of
+ * the task would exceed HL_PATCH_MAX_ROWS sequences; the task's own B
+ * sequences (a pairs file's pairs) always run together, so its memory grows
+ * with B (analysis/patch_pairs.h caps B). */
 #define HL_PATCH_MAX_ROWS 256
 hl_status hl_patch_heads(const hl_gpt *m, const hl_patch_task *t, hl_act act, bool per_position,
                          double *out, hl_error *err);
@@ -98,16 +100,16 @@ hl_status hl_attrib_heads(const hl_gpt *m, const hl_patch_task *t, hl_act act, b
                           double *out, hl_error *err);
 
 /* Direct logit attribution on the clean input: each head's output through
- * W_O, centred and divided by the final LayerNorm's scale of the forward pass
- * (frozen), times its gain, read on the answer's unembedding (minus the wrong
+ * W_O, divided by the final norm's scale of the forward pass (frozen; centred
+ * first under LayerNorm, not under RMSNorm), times its gain, read on the answer's unembedding (minus the wrong
  * token's for a logit difference); the mean over the scored positions, into
  * out[l * n_heads + h]. Biases and the rest of the stream are not counted. */
 hl_status hl_direct_logit_attribution(const hl_gpt *m, const hl_patch_task *t, double *out,
                                       hl_error *err);
 
 /* The logit lens on the clean input: the residual stream entering each layer
- * and leaving the last (l = 0..n_layers) read through the final LayerNorm
- * (its own statistics, as the model's) and the unembedding: the metric at the
+ * and leaving the last (l = 0..n_layers) read through the final norm
+ * (LayerNorm or RMSNorm with its own statistics, as the model's) and the unembedding: the metric at the
  * scored positions into metric[l], and the k most likely tokens of sequence 0
  * at each position into top[(l * T + t) * k + i] (most likely first). */
 hl_status hl_logit_lens(const hl_gpt *m, const hl_patch_task *t, int k, double *metric,

@@ -163,8 +163,8 @@ double bench_gpt_flops(const bench_gpt_shape *s, bench_gpt_mode mode)
      * backward pass */
     const double B = s->batch, T = s->ctx, d = s->d_model;
     /* SwiGLU's three matrices of d·F against GELU's two of d·4d */
-    const double mlp = s->modern ? 6 * B * T * d * (((8 * s->d_model + 2) / 3 + 15) / 16 * 16)
-                                 : 16 * B * T * d * d;
+    const hl_gpt_config swiglu = {.d_model = s->d_model, .mlp = HL_GPT_MLP_SWIGLU};
+    const double mlp = s->modern ? 6 * B * T * d * hl_gpt_mlp_width(&swiglu) : 16 * B * T * d * d;
     const double forward = s->layers * (8 * B * T * d * d + mlp + 4 * B * T * T * d) +
                            2 * B * T * d * GPT_VOCAB;
     return mode == BENCH_GPT_EVAL ? forward : 3 * forward;

@@ -394,11 +394,11 @@ def gpt_call(layers, heads, d, T, B, mode, modern=0):
     return step
 
 
-def gpt_first_steps(layers, heads, d, T, B, warmup, warmup_seconds, reps):
+def gpt_first_steps(layers, heads, d, T, B, modern, warmup, warmup_seconds, reps):
     """Each timed call: a new model and optimizer (untimed), then its first step."""
     out = []
     for _ in range(reps):
-        fn = gpt_call(layers, heads, d, T, B, 0)
+        fn = gpt_call(layers, heads, d, T, B, 0, modern)
         t0 = time.perf_counter()
         fn()
         out.append(time.perf_counter() - t0)
@@ -437,7 +437,7 @@ def serve():
             elif cmd == "toy" and not args:
                 times = timed(toy_step, *block)
             elif cmd == "gpt" and len(args) == 7 and args[5] == 2:
-                times = gpt_first_steps(*args[:5], *block)
+                times = gpt_first_steps(*args[:5], args[6], *block)
             elif cmd == "gpt" and len(args) == 7:
                 times = timed(gpt_call(*args), *block)
             else:

@@ -52,6 +52,7 @@ typedef struct {
     int vocab, val_windows;
     double lr, dropout, temperature, clip, emb_std, rope_base;
     bool no_mlp, no_layernorm, no_report, tie, smear;
+    bool model_given, rope_base_given, mlp_given, norm_given; /* flags the user wrote */
 } options;
 
 static void usage(FILE *f)
@@ -122,10 +123,11 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_TEXT("prompt", &o.prompt),
         HL_OPTION_TEXT("schedule", &o.schedule),
         HL_OPTION_TEXT("pos-init", &o.pos_init),
-        HL_OPTION_TEXT("pos", &o.pos),
-        HL_OPTION_TEXT("norm", &o.norm),
-        HL_OPTION_TEXT("mlp", &o.mlp),
-        HL_OPTION_REAL("rope-base", &o.rope_base, 1.001, 1e12),
+        {.name = "pos", .kind = HL_OPT_TEXT, .value = &o.pos, .given = &o.model_given},
+        {.name = "norm", .kind = HL_OPT_TEXT, .value = &o.norm, .given = &o.norm_given},
+        {.name = "mlp", .kind = HL_OPT_TEXT, .value = &o.mlp, .given = &o.mlp_given},
+        {.name = "rope-base", .kind = HL_OPT_REAL, .value = &o.rope_base, .min = 1.001,
+         .max = 1e12, .given = &o.rope_base_given},
         HL_OPTION_FLAG("tie", &o.tie),
         HL_OPTION_FLAG("smear", &o.smear),
         HL_OPTION_TEXT("tokenizer", &o.tokenizer),
@@ -168,6 +170,16 @@ static options parse_options(int argc, char **argv)
         hl_cli_bad_input("charlm", "unknown --norm %s (layernorm, rmsnorm or none)", o.norm);
     if (hl_gpt_mlp_parse(o.mlp) < 0)
         hl_cli_bad_input("charlm", "unknown --mlp %s (gelu, swiglu or none)", o.mlp);
+    if (o.no_mlp && o.mlp_given && strcmp(o.mlp, "none"))
+        hl_cli_bad_input("charlm", "--no-mlp with --mlp %s", o.mlp);
+    if (o.no_layernorm && o.norm_given && strcmp(o.norm, "none"))
+        hl_cli_bad_input("charlm", "--no-layernorm with --norm %s", o.norm);
+    if (o.rope_base_given && strcmp(o.pos, "rope"))
+        hl_cli_bad_input("charlm", "--rope-base belongs to --pos rope (--pos is %s)", o.pos);
+    if (o.resume && (o.model_given || o.norm_given || o.mlp_given || o.rope_base_given ||
+                     o.tie || o.smear || o.no_mlp || o.no_layernorm))
+        hl_cli_bad_input("charlm", "--pos, --norm, --mlp, --rope-base, --tie, --smear, --no-mlp "
+                         "and --no-layernorm with --resume: the model comes from the checkpoint");
     if (o.no_mlp)
         o.mlp = "none";
     if (o.no_layernorm)

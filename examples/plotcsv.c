@@ -115,7 +115,7 @@ int main(int argc, char **argv)
             double *v = points[n][1] = malloc(sizeof(double) * (t->n_rows + 1));
             if (!x || !v)
                 hl_cli_bad_input("plotcsv", "out of memory");
-            int kept = 0;
+            size_t kept = 0;
             for (size_t r = 0; r < t->n_rows; r++)
                 if (row_kept(t, r, where_col, where_value, o.where.n)) {
                     x[kept] = hl_csv_value(t, r, xc);
@@ -127,7 +127,7 @@ int main(int argc, char **argv)
                 snprintf(labels[n], sizeof labels[n], "%s %s", folder, o.ys.item[y]);
             else
                 snprintf(labels[n], sizeof labels[n], "%s", folder);
-            series[n] = (hl_plot_series){labels[n], x, v, kept};
+            series[n] = (hl_plot_series){labels[n], x, v, (int)kept};
         }
     }
     char title[256];

@@ -33,10 +33,11 @@ static size_t line_end(const char *text, size_t n, size_t i, size_t *next)
     return end;
 }
 
+/* Fields on a line, counted up to one past the most a table may have. */
 static int count_fields(const char *line, size_t len)
 {
     int fields = 1;
-    for (size_t i = 0; i < len; i++)
+    for (size_t i = 0; i < len && fields <= HL_CSV_MAX_COLS; i++)
         fields += line[i] == ',';
     return fields;
 }

@@ -12,7 +12,9 @@
  *
  * The first line names the columns; every later line holds one number a
  * column (strtod's syntax: "nan" and "inf" too; an empty field is NaN).
- * Lines end in \n or \r\n, and a last line may lack its end. Refused
+ * Lines end in \n or \r\n, and a last line may lack its end; an empty line
+ * is a row of one empty field (NaN in a one-column table, refused in a wider
+ * one). Refused
  * (HL_ERR_FORMAT, naming the file and the line): no header, a duplicate or
  * empty column name, a row with more or fewer fields than the header, a field
  * that is not a number, more than HL_CSV_MAX_COLS columns, a NUL byte.

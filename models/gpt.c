@@ -99,6 +99,11 @@ static uint64_t parameter_count(const hl_gpt_config *cfg)
  * allocated (and before any dim is multiplied in int arithmetic). */
 static bool size_ok(const hl_gpt_config *cfg, hl_error *err)
 {
+    if (cfg->n_ctx > HL_GPT_MAX_CTX) {
+        hl_error_set(err, HL_ERR_ARG, "gpt: n_ctx %d is over the limit of %d (HL_GPT_MAX_CTX)",
+                     cfg->n_ctx, HL_GPT_MAX_CTX);
+        return false;
+    }
     if (cfg->n_heads > HL_HEADS_MAX) {
         hl_error_set(err, HL_ERR_ARG, "gpt: n_heads %d is over the limit of %d (HL_HEADS_MAX)",
                      cfg->n_heads, HL_HEADS_MAX);
@@ -309,8 +314,8 @@ hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, i
     int32_t *positions = hl_graph_alloc(g, (size_t)B * T * sizeof *positions);
     if (!positions)
         return &g->poison;
-    for (int i = 0; i < B * T; i++)
-        positions[i] = i % T;
+    for (size_t i = 0; i < (size_t)B * T; i++)
+        positions[i] = (int32_t)(i % (size_t)T);
     hl_tensor *h = hl_embedding(g, m->tok_emb, tokens, 2, (int[]){B, T});
     hl_tensor *pos = m->pos_emb ? m->pos_emb : m->pos_table; /* NULL: rotary or none */
     if (pos)
@@ -488,12 +493,22 @@ hl_status hl_gpt_config_parse(const char *text, hl_gpt_config *c, hl_error *err)
             p = end + (*end == ',');
         }
     }
-    /* Optional, by name: pos, rope_base, tie, smear (older files have none:
-     * learned positions, untied, no smearing). */
-    while (*p)
-        if (!parse_option(&p, c))
+    /* Optional, by name, each once: pos, rope_base, tie, smear (older files
+     * have none: learned positions, untied, no smearing). */
+    const char *seen[4] = {0};
+    int n_seen = 0;
+    for (p += strspn(p, " \t\r\n"); *p; p += strspn(p, " \t\r\n")) {
+        const char *at = p;
+        const size_t key = strcspn(at, "=");
+        for (int i = 0; i < n_seen; i++)
+            if (!strncmp(seen[i], at, key + 1))
+                return hl_error_set(err, HL_ERR_FORMAT, "gpt: option \"%.*s\" given twice in "
+                                    "the model config", (int)key, at);
+        if (n_seen == 4 || !parse_option(&p, c))
             return hl_error_set(err, HL_ERR_FORMAT,
-                                "gpt: bad option \"%.40s\" in the model config", p);
+                                "gpt: bad option \"%.40s\" in the model config", at);
+        seen[n_seen++] = at;
+    }
     return HL_OK;
 }
 

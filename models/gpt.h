@@ -53,6 +53,9 @@
 #define HL_GPT_MAX_PARAMS (UINT64_C(1) << 30)
 /* Every LayerNorm's epsilon (as PyTorch's default). */
 #define HL_GPT_LN_EPS 1e-5
+/* Positions a GPT may have: a context of tokens whose every (B,H,T,T) score a
+ * trace holds; longer contexts are refused like oversized configs. */
+#define HL_GPT_MAX_CTX 65536
 /* Heads per layer a GPT (and a head set, models/head_set.h) may have. */
 #define HL_HEADS_MAX 256
 

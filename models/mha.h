@@ -77,7 +77,9 @@ typedef struct hl_mha_config {
     bool bias;     /* in- and out-projection biases */
     int head_dim;  /* D; 0 means E / H. Set by pruning, where H·D < E */
     /* > 0: rotary positions (ops.h hl_rope, rotate-half) on q and k, with
-     * this base (10000 in RoFormer and Llama); 0: none. D must be even. */
+     * this base (10000 in RoFormer and Llama); 0: none. D must be even.
+     * Queries and keys are both numbered from position 0, as in
+     * self-attention; for cross-attention that is rarely what is meant. */
     double rotary_base;
     /* Smeared keys (ops.h hl_smear): each head mixes every key with the one
      * before by a learned weight σ(smear_h), parameter `<prefix>smear (H)`. */

@@ -24,6 +24,8 @@ hl_tensor *hl_rmsnorm(hl_graph *g, hl_tensor *x, hl_tensor *gamma, hl_real eps)
     char gs[HL_SHAPE_STR_MAX], xs[HL_SHAPE_STR_MAX];
     if (gamma && hl_tensor_is_poison(gamma))
         return hl_op_fail(g, HL_OP_RMSNORM, HL_ERR_ARG, "gamma is a poisoned tensor");
+    if (gamma && !hl_op_inputs_ok(g, HL_OP_RMSNORM, 1, &gamma)) /* e.g. not committed */
+        return &g->poison;
     if (gamma && (gamma->rank != 1 || gamma->shape[0] != cols))
         return hl_op_fail(g, HL_OP_RMSNORM, HL_ERR_SHAPE,
                           "gamma %s does not match the last dim of input %s (it must be (%d))",

@@ -592,6 +592,12 @@ START_TEST(test_charlm_bad_input)
     expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --pos rope --heads 2 --d-model 6",
                    2, "even head width");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --rope-base 1", 2, "--rope-base");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --rope-base 500", 2,
+                   "--rope-base belongs to --pos rope (--pos is learned)");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --no-mlp --mlp swiglu", 2,
+                   "--no-mlp with --mlp swiglu");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --resume x --smear", 2,
+                   "the model comes from the checkpoint");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --val-windows -3", 2,
                    "--val-windows");
 }

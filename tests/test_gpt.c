@@ -343,6 +343,10 @@ START_TEST(test_gpt_config_round_trip)
                                          "n_layers=1 mlp=1 layernorm=1 dropout=0 emb_std=1",
                                          &b, &err), HL_OK);
     ck_assert(b.pos == HL_GPT_POS_LEARNED && !b.tie_embeddings && !b.smear_keys);
+    ck_assert_int_eq(hl_gpt_config_parse("vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 "
+                                         "n_layers=1 mlp=1 layernorm=1 dropout=0 emb_std=1 "
+                                         "layer_heads=2 pos=rope tie=1\n", &b, &err), HL_OK);
+    ck_assert(b.pos == HL_GPT_POS_ROPE && b.tie_embeddings);
     static const char *const bad[] = {
         "vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 n_layers=1 mlp=3 layernorm=1 "
         "dropout=0 emb_std=1",
@@ -352,6 +356,8 @@ START_TEST(test_gpt_config_round_trip)
         "dropout=0 emb_std=1 layer_heads=2 tie=2",
         "vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 n_layers=1 mlp=1 layernorm=1 "
         "dropout=0 emb_std=1 layer_heads=2 rope_base=-1",
+        "vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 n_layers=1 mlp=1 layernorm=1 "
+        "dropout=0 emb_std=1 layer_heads=2 smear=1 tie=0 smear=0",
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         ck_assert_msg(hl_gpt_config_parse(bad[i], &b, &err) == HL_ERR_FORMAT, "%s", bad[i]);
@@ -366,6 +372,12 @@ START_TEST(test_gpt_config_round_trip)
     err = (hl_error){0};
     ck_assert_ptr_null(hl_gpt_new(&odd, &err));
     ck_assert_ptr_nonnull(strstr(err.message, "even head width"));
+    /* A context without a learned table to pay for it is still bounded. */
+    odd.d_model = 4;
+    odd.n_ctx = HL_GPT_MAX_CTX + 1;
+    err = (hl_error){0};
+    ck_assert_ptr_null(hl_gpt_new(&odd, &err));
+    ck_assert_ptr_nonnull(strstr(err.message, "HL_GPT_MAX_CTX"));
 }
 END_TEST
 

@@ -221,7 +221,7 @@ static size_t compute_rows(hl_real *out, size_t cap)
     x[40] = (hl_real)-95;
     size_t used = 0;
     for (size_t n = 0; n <= LEN; n++) {
-        ck_assert(used + 12 * n + 2 <= cap);
+        ck_assert(used + 13 * n + 2 <= cap);
         out[used] = hl_vmath_max(x, n);
         out[used + 1] = (hl_real)hl_vmath_exp_sum(x, 1, out + used + 2, n);
         used += n + 2;

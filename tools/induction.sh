@@ -1,36 +1,43 @@
 #!/bin/sh
 # make induction: an induction head forming on real text, in one command.
 #
-# Trains the recipe below on the King James Bible (tools/kjv.sh, Debian's
-# bible-kjv), then measures on the model it wrote: the phase-change table
-# (every evaluation: step, validation loss, ICL score, best induction and
-# previous-token scores, from train.csv and heads.csv), and the causal
-# evidence on the validation text, with `heads`:
+# Trains the recipe below on a real text — the King James Bible (TEXT=kjv,
+# the default; tools/kjv.sh, Debian's bible-kjv) or the Python standard
+# library's modules (TEXT=pystd; tools/pystd.sh) — then measures on the model
+# it wrote: the phase-change table (every evaluation: step, validation loss,
+# ICL score, best induction and previous-token scores, from train.csv and
+# heads.csv), and the causal evidence on the validation text, with `heads`:
 #   - the best layer-1 induction head mean-ablated: the loss on the second half
 #     of repeated text (ablate --repeat) and the ICL score (ablate);
 #   - the best layer-0 previous-token head ablated: the induction head's own
 #     score (circuits, ablation_effects.csv), and the K-composition between the
 #     two against the random baseline (composition.csv).
-# Usage: tools/induction.sh [OUT] (default out/induction), with build/charlm and
-# build/heads built (BUILD=DIR for another build); DATA=FILE trains on
-# another text with the same recipe; CHARLM_FLAGS="--steps 300 ..." is appended
-# to the recipe (a later flag wins), for trials. Writes OUT/{model.safetensors, train.csv,
-# heads.csv, position_loss.csv, heads.png, report/report.html, causal/,
-# phase_change.csv, summary.txt}.
+# Usage: tools/induction.sh [OUT] (default out/induction/TEXT), with build/charlm
+# and build/heads built (BUILD=DIR for another build); DATA=FILE trains on any
+# other text with the same recipe; CHARLM_FLAGS="--steps 300 ..." is appended
+# to the recipe (a later flag wins), for trials. Writes OUT/{model.safetensors,
+# train.csv, heads.csv, position_loss.csv, heads.png, position_loss.png,
+# report/report.html, causal/, phase_change.csv, summary.txt}.
 set -eu
 cd "$(dirname "$0")/.."
-out=${1:-out/induction}
-data=${DATA:-out/kjv/kjv.txt}
+text=${TEXT:-kjv}
+case $text in
+kjv | pystd) ;;
+*) echo "induction.sh: TEXT is kjv or pystd, not $text" >&2; exit 2 ;;
+esac
+out=${1:-out/induction/$text}
+data=${DATA:-out/$text/$text.txt}
 build=${BUILD:-build}
 
-# The recipe (README, "An induction head on real text?"): the setting of the
-# search the README lists that came closest, a strong previous-token head in
-# layer 0, though no induction head formed in it or in any other.
-recipe="--layers 2 --heads 8 --d-model 128 --ctx 256 --batch 8 --no-mlp --no-layernorm \
-        --emb-std 1 --lr 3e-3 --warmup 300 --schedule constant --steps 24000 \
-        --eval-every 2000 --seed 0"
+# The recipe (docs/studies/2026-11-25-induction-levers.md): the setting of the
+# search that came closest, byte-level BPE tokens with rotary positions and
+# smeared keys.
+recipe="--layers 2 --heads 8 --d-model 128 --ctx 128 --batch 8 --no-mlp --no-layernorm \
+        --tokenizer bpe --vocab 2048 --pos rope --smear \
+        --emb-std 1 --lr 3e-3 --warmup 300 --schedule constant --steps 4000 \
+        --eval-every 500 --seed 0"
 
-[ -n "${DATA:-}" ] || [ -s "$data" ] || tools/kjv.sh "$data"
+[ -n "${DATA:-}" ] || [ -s "$data" ] || "tools/$text.sh" "$data"
 for program in charlm heads; do
     [ -x "$build/$program" ] || { echo "induction.sh: no $build/$program: run make $build/$program" >&2; exit 2; }
 done
