@@ -171,6 +171,35 @@ START_TEST(test_checkpoint_across_rank_counts)
 }
 END_TEST
 
+/* Two ranks train from the same memory-mapped token files, bitwise as from
+ * the text itself (both read the same windows). */
+START_TEST(test_ranks_share_token_files)
+{
+    char dir[] = "/tmp/headlab-dist-XXXXXX", command[2048], out[8192];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(command, sizeof command,
+             "for i in $(seq 60); do cat tests/fixtures/bpe/train.txt; done > %s/text.txt", dir);
+    ck_assert_int_eq(system(command), 0);
+    snprintf(command, sizeof command, HL_BUILD_DIR "/tokenize %s/text.txt --learn 400 "
+             "--tokenizer bpe --out %s/tok", dir, dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    const char *args = "--steps 12 --eval-every 6 --ctx 16 --d-model 16 --heads 2 --layers 1 "
+                       "--batch 4 --sample 0 --no-report --threads 1";
+    snprintf(command, sizeof command, MPIRUN "-np 2 " HL_BUILD_DIR "/charlm --tokens %s/tok %s "
+             "--out %s/tokens", dir, args, dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    snprintf(command, sizeof command, MPIRUN "-np 2 " HL_BUILD_DIR "/charlm --data %s/text.txt "
+             "--tokenizer bpe --vocab 400 %s --out %s/text", dir, args, dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/tokens/model.safetensors", dir);
+    snprintf(b, sizeof b, "%s/text/model.safetensors", dir);
+    ck_assert_msg(tu_same_file(a, b), "2 ranks: --tokens and --data trained different models");
+    snprintf(command, sizeof command, "rm -rf %s", dir);
+    ck_assert_int_eq(system(command), 0);
+}
+END_TEST
+
 static double seconds_now(void)
 {
     struct timespec t;
@@ -237,6 +266,7 @@ Suite *dist_suite(void)
     tcase_add_test(tc, test_two_ranks_equal_one);
     tcase_add_test(tc, test_mismatched_or_dying_ranks_end_the_job);
     tcase_add_test(tc, test_checkpoint_across_rank_counts);
+    tcase_add_test(tc, test_ranks_share_token_files);
     tcase_add_test(tc, test_killed_rank_ends_the_job);
 #endif
     suite_add_tcase(s, tc);
