@@ -192,7 +192,7 @@ endif
 # out; they run natively on x86-64.
 ARM_PKGS := gcc-aarch64-linux-gnu qemu-user libc6:arm64 libgomp1:arm64 libpng-dev:arm64 \
             libcjson-dev:arm64 check:arm64
-ARM_PROGRAM_SUITES := examples faults heads heads_patch gradcheck_tool head_report dist
+ARM_PROGRAM_SUITES := examples faults heads heads_patch gradcheck_tool head_report dist tokens
 ARM_SUITES := $(filter-out $(ARM_PROGRAM_SUITES),\
                 $(shell sed -n 's/^ *X(\([a-z_]*\)).*/\1/p' tests/suites.h))
 arm:
