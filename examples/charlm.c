@@ -695,7 +695,10 @@ static void load_tokens(run *r)
         fprintf(stderr, "charlm: out of memory\n");
         hl_dist_abort(1);
     }
-    if (hl_token_vocab_hash(model_vocab, strlen(model_vocab)) != train->vocab_hash) {
+    /* Resuming: the files must speak the checkpoint's vocabulary (its stored
+     * string and its size). A new run takes the file's own. */
+    if (r->vocab && (hl_token_vocab_hash(model_vocab, strlen(model_vocab)) != train->vocab_hash ||
+                     (int64_t)train->vocab_size != hl_vocab_size(r->vocab))) {
         fprintf(stderr, "charlm: %s/train.tok was made with another vocabulary than the "
                 "model's in %s (tokenize it with --vocab-from %s)\n", r->o.tokens, r->o.resume,
                 r->o.resume);
@@ -722,11 +725,25 @@ static void check_same_tokens(const run *r)
         hl_dist_abort(2);
     }
     const char *saved = hl_safetensors_metadata(f, "tokens");
-    for (int i = 0; saved && i < 2; i++) {
+    if (!saved) {
+        fprintf(stderr, "charlm: %s was not trained from token files (it names none); resume "
+                "it with --data\n", r->o.resume);
+        hl_safetensors_free(f);
+        hl_dist_abort(2);
+    }
+    for (int i = 0; i < 2; i++) {
         const char *line = saved;
         for (int k = 0; k < i && line; k++)
             line = (line = strchr(line, '\n')) ? line + 1 : NULL;
-        const char *space = line ? strpbrk(line, " \n") : NULL;
+        /* "<path> <fingerprint>": the last space of the line, since a path may
+         * hold spaces. */
+        const char *end = line ? strchr(line, '\n') : NULL;
+        if (line && !end)
+            end = line + strlen(line);
+        const char *space = NULL;
+        for (const char *c = line; c && c < end; c++)
+            if (*c == ' ')
+                space = c;
         char want[17];
         snprintf(want, sizeof want, "%016" PRIx64, hl_token_file_fingerprint(r->files[i]));
         if (!space || *space != ' ' || strncmp(space + 1, want, 16) != 0) {

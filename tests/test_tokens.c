@@ -125,9 +125,22 @@ START_TEST(test_charlm_tokens_bitwise_and_resume)
              HL_BUILD_DIR "/charlm --tokens %s/other " TINY " --steps 16 --out %s/tokens1 "
              "--resume %s/tokens1/checkpoint.safetensors", dir, dir, dir);
     expect_failure(command, 2, "was not trained on");
+    /* a checkpoint of a --data run names no token files: refused */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --tokens %s/tok1 " TINY " --steps 16 --out %s/data1 "
+             "--resume %s/data1/checkpoint.safetensors", dir, dir, dir);
+    expect_failure(command, 2, "was not trained from token files");
+    /* the same files under a path with a space, resumed twice (the second
+     * reads the path back from the checkpoint) */
+    snprintf(command, sizeof command,
+             "cp -r %s/tok1 '%s/tok copy' && " HL_BUILD_DIR "/charlm --tokens '%s/tok copy' " TINY
+             " --steps 14 --out %s/tokens1 --resume %s/tokens1/checkpoint.safetensors && "
+             HL_BUILD_DIR "/charlm --tokens '%s/tok copy' " TINY " --steps 16 --out %s/tokens1 "
+             "--resume %s/tokens1/checkpoint.safetensors", dir, dir, dir, dir, dir, dir, dir, dir);
+    tu_run_ok(command);
     /* another vocabulary: refused on resume, and by heads */
     snprintf(command, sizeof command,
-             HL_BUILD_DIR "/charlm --tokens %s/tok0 " TINY " --steps 16 --out %s/tokens1 "
+             HL_BUILD_DIR "/charlm --tokens %s/tok0 " TINY " --steps 18 --out %s/tokens1 "
              "--resume %s/tokens1/checkpoint.safetensors", dir, dir, dir);
     expect_failure(command, 2, "another vocabulary");
     snprintf(command, sizeof command,

@@ -48,7 +48,9 @@ static int32_t *read_token_file(const char *path, const hl_vocab *vocab, size_t 
         exit(1);
     }
     const hl_token_header *h = hl_token_file_header(f);
-    const bool same = hl_token_vocab_hash(mine, strlen(mine)) == h->vocab_hash;
+    /* The size too: a hash alone could be matched on purpose. */
+    const bool same = hl_token_vocab_hash(mine, strlen(mine)) == h->vocab_hash &&
+                      (int64_t)h->vocab_size == hl_vocab_size(vocab);
     free(mine);
     if (!same)
         heads_bad_input("%s was made with another vocabulary than the model's (%u tokens, %s)",
