@@ -50,18 +50,22 @@ static void declare_block(hl_gpt *m, int l, hl_error *err)
 #undef NAME
 }
 
-int hl_gpt_mlp_width(const hl_gpt_config *cfg)
+/* The MLP's width in 64 bits: a config being checked may ask for more than an int. */
+static uint64_t mlp_width(const hl_gpt_config *cfg)
 {
+    const uint64_t d = (uint64_t)cfg->d_model;
     switch (cfg->mlp) {
     case HL_GPT_MLP_GELU:
-        return 4 * cfg->d_model;
+        return 4 * d;
     case HL_GPT_MLP_SWIGLU:
         /* Llama's 2/3 of 4d, so that three matrices hold what GELU's two do. */
-        return (int)(((8 * (int64_t)cfg->d_model + 2) / 3 + 15) / 16 * 16);
+        return ((8 * d + 2) / 3 + 15) / 16 * 16;
     default:
         return 0;
     }
 }
+
+int hl_gpt_mlp_width(const hl_gpt_config *cfg) { return (int)mlp_width(cfg); }
 
 /* a·b and a·b·c, saturating at UINT64_MAX. */
 static uint64_t mul(uint64_t a, uint64_t b) { return a && b > UINT64_MAX / a ? UINT64_MAX : a * b; }
@@ -73,7 +77,7 @@ static uint64_t sum(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64
 static uint64_t parameter_count(const hl_gpt_config *cfg)
 {
     const uint64_t d = (uint64_t)cfg->d_model, head_dim = d / (uint64_t)cfg->n_heads;
-    const uint64_t F = (uint64_t)hl_gpt_mlp_width(cfg);
+    const uint64_t F = mlp_width(cfg);
     const uint64_t norm = cfg->norm == HL_GPT_NORM_LAYER ? 2 * d : cfg->norm ? d : 0;
     uint64_t n = product(cfg->vocab_in, d, 1);
     if (cfg->pos == HL_GPT_POS_LEARNED)

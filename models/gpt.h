@@ -141,7 +141,7 @@ void hl_gpt_init_weights(hl_gpt *m, hl_rng *rng);
 void hl_gpt_init_positions_sinusoidal(hl_gpt *m);
 
 /* The MLP's hidden width F (4d for GELU; for SwiGLU 8d/3 rounded up to a
- * multiple of 16), 0 without an MLP. */
+ * multiple of 16), 0 without an MLP; for a config hl_gpt_new accepts. */
 int hl_gpt_mlp_width(const hl_gpt_config *cfg);
 /* x normalised as the model's norms are (LayerNorm with w, b; RMSNorm with
  * w; x itself when the model has none), e.g. ln_f for the logit lens. */
