@@ -6,7 +6,7 @@
 #                   1 and 2 OpenMP threads on the CPU's best kernel set, then float at
 #                   1 thread on each other set it has (installs chromium for the report test)
 #   make asan       the suite under AddressSanitizer + UndefinedBehaviorSanitizer (one pass
-#                   per build, 1 thread)
+#                   per build, 1 thread; the double pass runs the library's suites)
 #   make fuzz       libFuzzer on the file readers, the option parser, the vocabulary parser,
 #                   the patching pairs parser, the CSV reader and the token-file reader
 #                   (tests/fuzz/), FUZZ_SECONDS per harness
@@ -164,11 +164,17 @@ demo: deps
 	$(BUILD)/toy_heads --out out/toy_heads
 
 # Runs one build's suite once per thread count in TEST_THREADS (used by test
-# and asan).
+# and asan); TEST_SUITES names some suites (default: all).
 TEST_THREADS ?= 1 2
+TEST_SUITES ?=
 test-one: $(TEST_BIN)
-	@for t in $(TEST_THREADS); do echo "OMP_NUM_THREADS=$$t $(TEST_BIN)"; \
-	    OMP_NUM_THREADS=$$t $(TEST_BIN) || exit 1; done
+	@for t in $(TEST_THREADS); do echo "OMP_NUM_THREADS=$$t $(TEST_BIN) $(TEST_SUITES)"; \
+	    OMP_NUM_THREADS=$$t $(TEST_BIN) $(TEST_SUITES) || exit 1; done
+
+# The suites that start the example programs, and the rest (the library's).
+PROGRAM_SUITES := examples faults heads heads_patch gradcheck_tool head_report dist tokens
+LIBRARY_SUITES := $(filter-out $(PROGRAM_SUITES),\
+                    $(shell sed -n 's/^ *X(\([a-z_]*\)).*/\1/p' tests/suites.h))
 
 # The suite again on each other kernel set the CPU has (HL_ISA), float at 1
 # thread: the best set ran both builds at 1 and 2 threads already.
@@ -192,15 +198,12 @@ endif
 # out; they run natively on x86-64.
 ARM_PKGS := gcc-aarch64-linux-gnu qemu-user libc6:arm64 libgomp1:arm64 libpng-dev:arm64 \
             libcjson-dev:arm64 check:arm64
-ARM_PROGRAM_SUITES := examples faults heads heads_patch gradcheck_tool head_report dist tokens
-ARM_SUITES := $(filter-out $(ARM_PROGRAM_SUITES),\
-                $(shell sed -n 's/^ *X(\([a-z_]*\)).*/\1/p' tests/suites.h))
 arm:
 	@tools/deps.sh $(ARM_PKGS)
 	@PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig \
 	    $(MAKE) --no-print-directory CC=aarch64-linux-gnu-gcc BUILD=build/arm64 \
 	    build/arm64/test_headlab
-	OMP_NUM_THREADS=1 qemu-aarch64 -L / build/arm64/test_headlab $(ARM_SUITES)
+	OMP_NUM_THREADS=1 qemu-aarch64 -L / build/arm64/test_headlab $(LIBRARY_SUITES)
 
 # OpenBLAS is loaded at run time and PyTorch runs in bench/torch_worker.py: neither is
 # needed to build, and a missing one only empties its columns.
@@ -213,12 +216,14 @@ bench: deps
 
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 # One pass per build under the sanitizers: the thread-identity tests run 1 and
-# 2 threads inside the suite, and a pass costs ~15 minutes on 2 cores.
+# 2 threads inside the suite. The float pass runs every suite (~20 minutes on 2
+# cores); the double pass the library's, since the programs run the same code
+# in either precision and the float pass has run them.
 asan: test-deps
 	@$(MAKE) --no-print-directory test-one REAL=float BUILD=build/asan OPT="-O1 -g" \
 	    SAN="$(SAN_FLAGS)" TEST_THREADS=1
 	@$(MAKE) --no-print-directory test-one REAL=double BUILD=build/asan-double OPT="-O1 -g" \
-	    SAN="$(SAN_FLAGS)" TEST_THREADS=1
+	    SAN="$(SAN_FLAGS)" TEST_THREADS=1 TEST_SUITES="$(LIBRARY_SUITES)"
 
 # libFuzzer (Debian's clang 14 and its runtime, libclang-rt-14-dev): one program
 # per harness of tests/fuzz/, each run FUZZ_SECONDS (default 60) from the seed
