@@ -523,7 +523,7 @@ static const char *const gpt_variants[] = {"train step", "eval", "first step"};
 
 /* One variant of a GPT at every thread count. PyTorch's OpenBLAS stays at one
  * thread, as in the MHA and toy rows: OpenBLAS threads on top of torch's make
- * its 2-thread step 2.3x slower (../shared/bench/tiny_gpt_train.py at 4x4 d
+ * its 2-thread step 2.3x slower (the same model in PyTorch at 4x4 d
  * 128: 185 ms with 2:2 threads, 81 with 2:1, 76 with 1). */
 static void gpt_rows(bench_run *run, bench_gpt *work, int config, bench_gpt_mode mode)
 {

@@ -179,7 +179,8 @@ void bench_gpt_free(bench_gpt *w);
 void bench_gpt_select(bench_gpt *w, bench_gpt_mode mode);
 int bench_gpt_block(void *ctx, const bench_plan *p, double *seconds, char *why,
                     size_t why_size);
-/* Matmul FLOPs of one call, as ../shared/bench/tiny_gpt_train.py counts them. */
+/* Matmul FLOPs of one call: 24·B·T·d² + 4·B·T²·d a layer and 2·B·T·d·V for the head
+ * forward, three times that with backward. */
 double bench_gpt_flops(const bench_gpt_shape *shape, bench_gpt_mode mode);
 
 /* The child process of the peak-memory measurement: builds the MHA config,

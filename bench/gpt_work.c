@@ -21,8 +21,8 @@ struct bench_gpt {
     int next;
 };
 
-/* As ../shared/bench/tiny_gpt_train.py: x[t+1] = (3·x[t] + 1) mod V from a
- * random start, a sequence the model can learn. */
+/* x[t+1] = (3·x[t] + 1) mod V from a random start: a sequence the model can
+ * learn. */
 static void draw_batches(bench_gpt *w, hl_rng *rng)
 {
     const int rows = GPT_BATCHES * w->shape.batch, T = w->shape.ctx;

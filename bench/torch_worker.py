@@ -17,11 +17,10 @@ on stdin; each gets one line on stdout:
                                     recording), or forward + backward into x and weights;
                                     need_weights=bool(WEIGHTS) (per-head weights, as
                                     headlab's trace; False takes the fused SDPA path)
-  toy W S R                         one training step of the TOYTASK.md model (as
-                                    ../shared/bench/toytask.py builds it): zero-grad,
+  toy W S R                         one training step of the TOYTASK.md model (the
+                                    same shapes): zero-grad,
                                     forward, CE(scored) + CE(other), backward, AdamW
-  gpt L H D T B MODE MODERN W S R   a GPT as headlab's charlm builds it (as
-                                    ../shared/bench/tiny_gpt_train.py, with a biased
+  gpt L H D T B MODE MODERN W S R   a GPT as headlab's charlm builds it (with a biased
                                     head): MODE 0 a training step (zero-grad, forward,
                                     CE, backward, AdamW), 1 a forward under no_grad in
                                     eval mode, 2 the first step of a new model and
