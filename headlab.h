@@ -44,6 +44,7 @@
 #include "text/vocab.h"
 #include "data/token_file.h"
 #include "data/tokenize.h"
+#include "data/window_copy.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
 #include "viz/heatmap.h"

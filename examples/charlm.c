@@ -50,7 +50,8 @@ typedef struct {
     const char *schedule, *pos_init, *tokenizer, *pos, *norm, *mlp;
     int steps, batch, ctx, d_model, heads, layers, eval_every, sample, threads, seed, warmup;
     int vocab, val_windows;
-    double lr, dropout, temperature, clip, emb_std, rope_base;
+    int copy_span;
+    double lr, dropout, temperature, clip, emb_std, rope_base, copy_windows;
     bool no_mlp, no_layernorm, no_report, tie, smear;
     bool model_given, rope_base_given, mlp_given, norm_given; /* flags the user wrote */
 } options;
@@ -97,6 +98,11 @@ static void usage(FILE *f)
         "  --schedule NAME      after warm-up: cosine (down to 0.1 of the peak at the last\n"
         "                       step; the default) or constant\n"
         "  --clip X             gradient-norm clip, 0 = off (1.0)\n"
+        "  --copy-windows F     a training-data intervention: in this fraction of the\n"
+        "                       training windows a span of the window recurs later in it\n"
+        "                       (copied over what followed); validation text is never\n"
+        "                       changed (0)\n"
+        "  --copy-span N        the copied span's length in tokens, at most (ctx+1)/2 (ctx/4)\n"
         "  --eval-every N       validation interval (200)  --seed N        (0)\n"
         "  --val-windows N      validation windows of ctx+1 tokens, evenly spread (0: as\n"
         "                       many as the validation text holds apart, at most 512)\n"
@@ -148,6 +154,8 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_REAL("dropout", &o.dropout, 0, 0.99),
         HL_OPTION_REAL("emb-std", &o.emb_std, 1e-6, 100),
         HL_OPTION_REAL("clip", &o.clip, 0, 1e9),
+        HL_OPTION_REAL("copy-windows", &o.copy_windows, 0, 1),
+        HL_OPTION_INT("copy-span", &o.copy_span, 1, 4096),
         HL_OPTION_REAL("temperature", &o.temperature, 1e-3, 100),
         HL_OPTION_FLAG("no-mlp", &o.no_mlp),
         HL_OPTION_FLAG("no-layernorm", &o.no_layernorm),
@@ -202,6 +210,8 @@ static options parse_options(int argc, char **argv)
     if (o.tokenizer && strcmp(o.tokenizer, "bytes") && !o.vocab)
         hl_cli_bad_input("charlm", "--tokenizer %s needs --vocab N, N > %d", o.tokenizer,
                          HL_VOCAB_BYTES);
+    if (o.copy_span && !o.copy_windows)
+        hl_cli_bad_input("charlm", "--copy-span without --copy-windows F, F > 0");
     if (o.vocab && o.resume)
         hl_cli_bad_input("charlm", "--vocab with --resume: the vocabulary comes from the "
                          "checkpoint");
@@ -227,9 +237,10 @@ static hl_status span_read(void *ctx, size_t at, size_t n, int32_t *out, hl_erro
     return HL_OK;
 }
 
-/* B windows of T+1 tokens starting at the given offsets -> inputs and targets. */
-static hl_status make_batch(text_span s, const size_t *offsets, int B, int T, int32_t *x,
-                            int32_t *y, hl_error *err)
+/* B windows of T+1 tokens starting at the given offsets -> inputs and
+ * targets, with their copies applied. */
+static hl_status make_batch(text_span s, const size_t *offsets, const hl_window_copy *copies,
+                            int B, int T, int32_t *x, int32_t *y, hl_error *err)
 {
     for (int b = 0; b < B; b++) {
         int32_t *in = x + (size_t)b * T, *next = y + (size_t)b * T;
@@ -237,6 +248,7 @@ static hl_status make_batch(text_span s, const size_t *offsets, int B, int T, in
             span_read(&s, offsets[b] + (size_t)T, 1, next + T - 1, err) != HL_OK)
             return err->status;
         memcpy(next, in + 1, sizeof *next * (size_t)(T - 1));
+        hl_window_copy_apply(in, next, T, copies[b]);
     }
     return HL_OK;
 }
@@ -275,6 +287,8 @@ typedef struct {
     int B, T;
     int32_t *x, *y;         /* this rank's rows of the step's batch */
     size_t *offsets;        /* the global batch's windows */
+    hl_window_copy *copies; /* and the spans recurring in them (--copy-windows) */
+    int copy_span;          /* the copied spans' length; 0: no copies */
     int rows;               /* this rank's share of the batch */
     hl_rng data_rng;        /* the same on every rank */
     int64_t start;
@@ -303,14 +317,20 @@ static hl_tensor *shard_loss(hl_graph *g, void *ctx)
  * keeps its slice. */
 static void next_batch(run *r)
 {
-    for (int b = 0; b < r->B; b++)
+    for (int b = 0; b < r->B; b++) {
         r->offsets[b] =
             (size_t)(hl_rng_uniform(&r->data_rng) * (double)(r->train.size - (size_t)r->T - 1));
+        /* Nothing drawn without copies: such a run reads the windows it
+         * read before the option existed. */
+        r->copies[b] =
+            hl_window_copy_draw(&r->data_rng, r->T + 1, r->copy_span, r->o.copy_windows);
+    }
     int begin, end;
     hl_dist_shard(r->B, &begin, &end);
     r->rows = end - begin;
     hl_error err = {0};
-    if (make_batch(r->train, r->offsets + begin, r->rows, r->T, r->x, r->y, &err) != HL_OK) {
+    if (make_batch(r->train, r->offsets + begin, r->copies + begin, r->rows, r->T, r->x, r->y,
+                   &err) != HL_OK) {
         fprintf(stderr, "charlm: %s\n", err.message);
         hl_dist_abort(2);
     }
@@ -805,9 +825,9 @@ static void check_ranks_agree(const run *r)
 {
     char check[1024];
     snprintf(check, sizeof check, "%s batch=%d steps=%d lr=%g clip=%g seed=%d data_bytes=%zu "
-             "tokens=%zu+%zu",
+             "tokens=%zu+%zu copies=%g/%d",
              r->config, r->B, r->o.steps, r->o.lr, r->o.clip, r->o.seed, r->size, r->train.size,
-             r->val.size);
+             r->val.size, r->o.copy_windows, r->copy_span);
     hl_error err = {0};
     if (hl_dist_check_same(check, &err) != HL_OK) {
         if (r->lead)
@@ -927,6 +947,12 @@ static void setup(run *r, const options *o)
     }
     r->T = r->m->cfg.n_ctx;
     check_text_fits(r);
+    if (o->copy_windows > 0) {
+        r->copy_span = o->copy_span ? o->copy_span : r->T / 4 > 0 ? r->T / 4 : 1;
+        if (2 * r->copy_span > r->T + 1)
+            hl_cli_bad_input("charlm", "--copy-span %d: a span and its copy must fit in the "
+                             "window of ctx+1 = %d tokens", r->copy_span, r->T + 1);
+    }
     hl_gpt_config_format(&r->m->cfg, r->config, sizeof r->config);
     check_ranks_agree(r);
     if (r->lead && hl_make_dirs(o->out)) {
@@ -940,8 +966,9 @@ static void setup(run *r, const options *o)
     r->x = malloc(sizeof *r->x * (size_t)r->B * r->T);
     r->y = malloc(sizeof *r->y * (size_t)r->B * r->T);
     r->offsets = malloc(sizeof *r->offsets * (size_t)r->B);
+    r->copies = malloc(sizeof *r->copies * (size_t)r->B);
     r->val_set = validation_set(r->val, o->val_windows, r->B, r->T, &err);
-    if (!r->opt || !r->g || !r->x || !r->y || !r->offsets || !r->val_set) {
+    if (!r->opt || !r->g || !r->x || !r->y || !r->offsets || !r->copies || !r->val_set) {
         fprintf(stderr, "charlm: %s\n", err.message[0] ? err.message : "out of memory");
         hl_dist_abort(err.status == HL_ERR_FORMAT ? 2 : 1); /* a bad token file */
     }
@@ -959,6 +986,9 @@ static void setup(run *r, const options *o)
                : !strcmp(hl_vocab_kind(r->vocab), "bpe") ? "byte-level BPE" : "bytes",
                r->train.size, r->val.size, bytes_per_token(r), hl_params_n_values(r->m->params),
                r->B, hl_dist_size(), r->config);
+    if (r->lead && r->copy_span)
+        printf("  training-data intervention: in %.0f%% of the training windows a span of %d "
+               "tokens recurs later in the window\n", 100 * o->copy_windows, r->copy_span);
 }
 
 /* model.safetensors, and the head report in DIR/report/ unless --no-report. */
@@ -1028,6 +1058,7 @@ static void teardown(run *r)
     free(r->x);
     free(r->y);
     free(r->offsets);
+    free(r->copies);
     free(r->tokens[0]);
     free(r->tokens[1]);
     hl_token_file_close(r->files[0]);

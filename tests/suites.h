@@ -41,6 +41,7 @@
     X(bpe)                \
     X(token_file)         \
     X(tokenize)           \
+    X(window_copy)        \
     X(heatmap)            \
     X(plot)               \
     X(mha)                \
