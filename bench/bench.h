@@ -209,6 +209,7 @@ typedef struct bench_row {
     bench_stats stats[BENCH_IMPLS];
     double peak_mib[BENCH_IMPLS], base_mib[BENCH_IMPLS]; /* memory rows */
     double foreign;       /* share of the CPUs other processes used */
+    char torch_threads[16]; /* PyTorch's fastest arrangement, "torch:OpenBLAS" threads */
 } bench_row;
 
 typedef struct bench_report {

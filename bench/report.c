@@ -42,8 +42,9 @@ static void print_header(const char *section)
                "%-26s %-16s %10s %12s %10s %12s\n",
                "B,T,E,H", "mask", "headlab", "after setup", "PyTorch", "after setup");
     else
-        printf("\n%s  ms per call: median (fastest-slowest run)\n"
-               "%-26s %-22s %3s  %-23s %-23s %7s %5s\n",
+        printf("\n%s  ms per call: median (fastest-slowest run); PT t: PyTorch's fastest "
+               "arrangement of its threads, torch:OpenBLAS\n"
+               "%-26s %-22s %3s  %-23s %-23s %5s %7s %5s\n",
                !strcmp(section, "mha")
                    ? "MHA  (B,T,E,H) self-attention, training mode (without +weights: no "
                      "trace, the training path: the fused op, or the composed ops where T, S <= 64)"
@@ -51,9 +52,9 @@ static void print_header(const char *section)
                    ? "GPT  charlm's model (pre-LayerNorm, 4x GELU MLP, 256-byte vocabulary, "
                      "AdamW); 4x4 d 128: T 64, batch 16;\n6x6 d 384: T 256, batch 8. "
                      "eval: forward + cross-entropy, no gradients; first step: a new model's"
-               : "Toy training step (TOYTASK.md: B=32, T=32, 2 layers x 4 heads, d 64; AdamW)",
+               : "Toy training step (the toy task: B=32, T=32, 2 layers x 4 heads, d 64; AdamW)",
                !strcmp(section, "mha") ? "B,T,E,H" : "model", "variant", "thr", "headlab",
-               "PyTorch", "vs PT", "busy");
+               "PyTorch", "PT t", "vs PT", "busy");
 }
 
 /* "123.4 (110.2-130.9)": GFLOP/s for GEMM rows, else milliseconds. */
@@ -116,8 +117,9 @@ static void print_row(const bench_row *row)
                row->threads, cells[0], cells[1], cells[2], ratio[1], ratio[2],
                100 * row->foreign);
     } else {
-        printf("%-26s %-22s %3d  %-23s %-23s %7s %4.0f%%\n", row->name, row->variant,
-               row->threads, cells[0], cells[2], ratio[2], 100 * row->foreign);
+        printf("%-26s %-22s %3d  %-23s %-23s %5s %7s %4.0f%%\n", row->name, row->variant,
+               row->threads, cells[0], cells[2], row->torch_threads, ratio[2],
+               100 * row->foreign);
     }
     fflush(stdout);
 }
@@ -164,7 +166,7 @@ int bench_report_open(bench_report *r, const char *path)
                 impl_names[i], impl_names[i]);
     fprintf(r->csv, ",speedup_vs_openblas,speedup_vs_torch,openblas,torch,foreign_cpu_pct,"
                     "headlab_peak_rss_mib,headlab_base_rss_mib,torch_peak_rss_mib,"
-                    "torch_base_rss_mib\n");
+                    "torch_base_rss_mib,torch_threads\n");
     return 0;
 }
 
@@ -203,7 +205,7 @@ static void csv_row(FILE *f, const bench_row *row)
     csv_number(f, rss_hl && row->base_mib[BENCH_HEADLAB] >= 0, row->base_mib[BENCH_HEADLAB]);
     csv_number(f, rss_pt, row->peak_mib[BENCH_TORCH]);
     csv_number(f, rss_pt && row->base_mib[BENCH_TORCH] >= 0, row->base_mib[BENCH_TORCH]);
-    fputc('\n', f);
+    fprintf(f, ",%s\n", row->torch_threads);
     fflush(f);
 }
 

@@ -83,6 +83,23 @@ typedef struct {
 typedef void hl_rope_row_fn(const hl_real *x, const hl_real *cosines, const hl_real *sines,
                             hl_real sign, hl_real *y, size_t half, bool accumulate);
 
+/* ---- Row kernels of LayerNorm and RMSNorm (ops/kernels/norm.c), in double.
+ * sum: Σ (x - shift), or Σ (x - shift)² when square.
+ * scale: y = (x - mean)·rstd·gamma + beta (gamma, beta may be NULL).
+ * grad_sums: with d = dy·gamma and x̂ = (x - mean)·rstd, Σ d and Σ d·x̂.
+ * grad: dx (+)= rstd·(d - mean_d - x̂·mean_dxhat).
+ * RMSNorm is the case mean = 0 (and mean_d = 0). */
+typedef struct {
+    double (*sum)(const hl_real *x, double shift, bool square, size_t n);
+    void (*scale)(const hl_real *x, double mean, double rstd, const hl_real *gamma,
+                  const hl_real *beta, hl_real *y, size_t n);
+    void (*grad_sums)(const hl_real *x, const hl_real *dy, const hl_real *gamma, double mean,
+                      double rstd, size_t n, double *sum_d, double *sum_dxhat);
+    void (*grad)(const hl_real *x, const hl_real *dy, const hl_real *gamma, double mean,
+                 double rstd, double mean_d, double mean_dxhat, hl_real *dx, size_t n,
+                 bool overwrite);
+} hl_norm_kernels;
+
 typedef struct hl_kernel_set {
     hl_isa isa;
     bool fma; /* multiply-adds round once: the bits every FMA set shares */
@@ -91,6 +108,7 @@ typedef struct hl_kernel_set {
     hl_tile_gemm_fn *tile_gemm;
     hl_vmath_kernels vmath;
     hl_rope_row_fn *rope_row;
+    hl_norm_kernels norm;
     /* iterations of independent FMAs on the calling thread, *flops set to
      * their floating-point operations (2 per lane): a benchmark's yardstick
      * of the core's peak (bench's peak row). Returns a value to keep. */

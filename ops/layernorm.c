@@ -1,5 +1,8 @@
 /* Layer normalisation over the last dim, as torch.nn.LayerNorm. */
+#include <math.h>
+
 #include "ops/internal.h"
+#include "ops/kernels.h"
 
 /* Columns per block in the gamma/beta gradient: one block's accumulators stay
  * in registers or L1 while the rows stream past. */
@@ -33,17 +36,10 @@ static bool param_ok(hl_graph *g, const hl_tensor *p, const char *what, const hl
 
 /* Mean and variance by two passes in double: stable for rows with a large
  * offset, where E[x²] - E[x]² would cancel. */
-static row_stats row_stats_of(const hl_real *x, int n, double eps)
+static row_stats row_stats_of(const hl_norm_kernels *k, const hl_real *x, int n, double eps)
 {
-    double sum = 0;
-    for (int j = 0; j < n; j++)
-        sum += (double)x[j];
-    double mean = sum / n, var = 0;
-    for (int j = 0; j < n; j++) {
-        double d = (double)x[j] - mean;
-        var += d * d;
-    }
-    var /= n;
+    const double mean = k->sum(x, 0, false, (size_t)n) / n;
+    const double var = k->sum(x, mean, true, (size_t)n) / n;
     return (row_stats){mean, 1.0 / sqrt(var + eps)};
 }
 
@@ -65,16 +61,12 @@ hl_tensor *hl_layernorm(hl_graph *g, hl_tensor *x, hl_tensor *gamma, hl_tensor *
     if (hl_graph_failed(g))
         return &g->poison;
     const hl_real *gw = gamma ? gamma->data : NULL, *bw = beta ? beta->data : NULL;
+    const hl_norm_kernels *k = &hl_kernels()->norm;
 #pragma omp parallel for if (x->numel >= HL_PARALLEL_MIN_WORK) schedule(static)
     for (size_t r = 0; r < rows; r++) {
         const hl_real *xr = x->data + r * cols;
-        hl_real *yr = out->data + r * cols;
-        row_stats s = row_stats_of(xr, cols, (double)eps);
-        stats[r] = s;
-        for (int j = 0; j < cols; j++) {
-            double xhat = ((double)xr[j] - s.mean) * s.rstd;
-            yr[j] = (hl_real)(xhat * (gw ? (double)gw[j] : 1.0) + (bw ? (double)bw[j] : 0.0));
-        }
+        const row_stats s = stats[r] = row_stats_of(k, xr, cols, (double)eps);
+        k->scale(xr, s.mean, s.rstd, gw, bw, out->data + r * cols, (size_t)cols);
     }
     hl_tensor *inputs[3] = {x, gamma, beta};
     hl_node *n = hl_op_record(g, HL_OP_LAYERNORM, out, 3, inputs);
@@ -128,23 +120,14 @@ void hl_layernorm_backward(hl_graph *g, hl_node *n)
     hl_real *dx = hl_op_grad_first(g, x, &overwrite);
     if (!dx)
         return;
+    const hl_norm_kernels *k = &hl_kernels()->norm;
 #pragma omp parallel for if (x->numel >= HL_PARALLEL_MIN_WORK) schedule(static)
     for (size_t r = 0; r < rows; r++) {
         const hl_real *xr = x->data + r * cols, *dyr = dy + r * cols;
-        hl_real *dxr = dx + r * cols;
         const row_stats s = stats[r];
-        double sum_d = 0, sum_dx = 0;
-        for (int j = 0; j < cols; j++) {
-            double d = (double)dyr[j] * (gw ? (double)gw[j] : 1.0);
-            sum_d += d;
-            sum_dx += d * (((double)xr[j] - s.mean) * s.rstd);
-        }
-        const double mean_d = sum_d / cols, mean_dx = sum_dx / cols;
-        for (int j = 0; j < cols; j++) {
-            double d = (double)dyr[j] * (gw ? (double)gw[j] : 1.0);
-            double xhat = ((double)xr[j] - s.mean) * s.rstd;
-            const hl_real v = (hl_real)(s.rstd * (d - mean_d - xhat * mean_dx));
-            dxr[j] = overwrite ? v : dxr[j] + v;
-        }
+        double sum_d, sum_dxhat;
+        k->grad_sums(xr, dyr, gw, s.mean, s.rstd, (size_t)cols, &sum_d, &sum_dxhat);
+        k->grad(xr, dyr, gw, s.mean, s.rstd, sum_d / cols, sum_dxhat / cols, dx + r * cols,
+                (size_t)cols, overwrite);
     }
 }

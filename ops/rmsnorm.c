@@ -1,20 +1,14 @@
 /* Root-mean-square normalisation over the last dim: see ops.h. Statistics and
- * each element's arithmetic in double, as ops/layernorm.c. */
+ * each element's arithmetic in double on LayerNorm's row kernels, with the
+ * mean held at 0 (ops/kernels/norm.c). */
 #include <math.h>
 
 #include "ops/internal.h"
+#include "ops/kernels.h"
 
 /* Columns per block in gamma's gradient (as in ops/layernorm.c). */
 #define PARAM_GRAD_BLOCK 64
 
-/* 1 / sqrt(mean(x²) + eps) of one row, the squares summed in double. */
-static double row_rstd(const hl_real *x, int n, double eps)
-{
-    double sq = 0;
-    for (int j = 0; j < n; j++)
-        sq += (double)x[j] * (double)x[j];
-    return 1.0 / sqrt(sq / n + eps);
-}
 
 hl_tensor *hl_rmsnorm(hl_graph *g, hl_tensor *x, hl_tensor *gamma, hl_real eps)
 {
@@ -38,13 +32,12 @@ hl_tensor *hl_rmsnorm(hl_graph *g, hl_tensor *x, hl_tensor *gamma, hl_real eps)
     if (hl_graph_failed(g))
         return &g->poison;
     const hl_real *gw = gamma ? gamma->data : NULL;
+    const hl_norm_kernels *k = &hl_kernels()->norm;
 #pragma omp parallel for if (x->numel >= HL_PARALLEL_MIN_WORK) schedule(static)
     for (size_t r = 0; r < rows; r++) {
         const hl_real *xr = x->data + r * cols;
-        hl_real *yr = out->data + r * cols;
-        const double s = rstd[r] = row_rstd(xr, cols, (double)eps);
-        for (int j = 0; j < cols; j++)
-            yr[j] = (hl_real)((double)xr[j] * s * (gw ? (double)gw[j] : 1.0));
+        const double s = rstd[r] = 1.0 / sqrt(k->sum(xr, 0, true, (size_t)cols) / cols + eps);
+        k->scale(xr, 0, s, gw, NULL, out->data + r * cols, (size_t)cols);
     }
     hl_tensor *inputs[2] = {x, gamma};
     hl_node *n = hl_op_record(g, HL_OP_RMSNORM, out, 2, inputs);
@@ -90,19 +83,13 @@ void hl_rmsnorm_backward(hl_graph *g, hl_node *n)
     hl_real *dx = hl_op_grad_first(g, x, &overwrite);
     if (!dx)
         return;
+    const hl_norm_kernels *k = &hl_kernels()->norm;
 #pragma omp parallel for if (x->numel >= HL_PARALLEL_MIN_WORK) schedule(static)
     for (size_t r = 0; r < rows; r++) {
         const hl_real *xr = x->data + r * cols, *dyr = dy + r * cols;
-        hl_real *dxr = dx + r * cols;
-        const double s = rstd[r];
-        double sum_dx = 0;
-        for (int j = 0; j < cols; j++)
-            sum_dx += (double)dyr[j] * (gw ? (double)gw[j] : 1.0) * ((double)xr[j] * s);
-        const double mean_dx = sum_dx / cols;
-        for (int j = 0; j < cols; j++) {
-            const double d = (double)dyr[j] * (gw ? (double)gw[j] : 1.0);
-            const hl_real v = (hl_real)(s * (d - (double)xr[j] * s * mean_dx));
-            dxr[j] = overwrite ? v : dxr[j] + v;
-        }
+        double sum_d, sum_dxhat; /* Σ d unused: the mean is not subtracted */
+        k->grad_sums(xr, dyr, gw, 0, rstd[r], (size_t)cols, &sum_d, &sum_dxhat);
+        k->grad(xr, dyr, gw, 0, rstd[r], 0, sum_dxhat / cols, dx + r * cols, (size_t)cols,
+                overwrite);
     }
 }

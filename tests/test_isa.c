@@ -208,8 +208,8 @@ static size_t compute_tiles(hl_real *out, size_t cap)
 START_TEST(test_isa_tile_gemm_same_bits) { check_sets_agree("tile_gemm", compute_tiles, 1 << 17); }
 END_TEST
 
-/* Row kernels on rows of every length up to past two partial-sum blocks,
- * with large, tiny and special values. */
+/* Row kernels (vmath, rotary, norms) on rows of every length up to past two
+ * partial-sum blocks, with large, tiny and special values. */
 static size_t compute_rows(hl_real *out, size_t cap)
 {
     enum { LEN = 75 };
@@ -252,6 +252,28 @@ static size_t compute_rows(hl_real *out, size_t cap)
             hl_kernels()->rope_row(dy, x, dy, -1, out + used + n, n / 2, true);
             used += 2 * n;
         }
+        /* The norm kernels on a row with a large offset, dy as gamma and x's
+         * tail as beta. */
+        const hl_norm_kernels *k = &hl_kernels()->norm;
+        hl_real row[LEN];
+        for (size_t i = 0; i < n; i++)
+            row[i] = 1000 + 3 * dy[i];
+        const double mean = k->sum(row, 0, false, n) / (n ? (double)n : 1);
+        const double rstd = 1 / sqrt(k->sum(row, mean, true, n) / (n ? (double)n : 1) + 1e-5);
+        double sums[2];
+        k->grad_sums(row, x + LEN - n, dy, mean, rstd, n, &sums[0], &sums[1]);
+        ck_assert(used + 4 * n + 4 <= cap);
+        out[used++] = (hl_real)mean;
+        out[used++] = (hl_real)rstd;
+        out[used++] = (hl_real)sums[0];
+        out[used++] = (hl_real)sums[1];
+        k->scale(row, mean, rstd, dy, x + LEN - n, out + used, n);
+        k->scale(row, 0, rstd, NULL, NULL, out + used + n, n);
+        used += 2 * n;
+        k->grad(row, dy, dy, mean, rstd, sums[0] / 7, sums[1] / 7, out + used, n, true);
+        memcpy(out + used + n, dy, n * sizeof *dy);
+        k->grad(row, dy, NULL, 0, rstd, 0, sums[1], out + used + n, n, false);
+        used += 2 * n;
     }
     return used;
 }

@@ -28,5 +28,12 @@ const hl_kernel_set HL_SIMD_FN(hl_kernel_set) = {
             .swiglu_grad = HL_SIMD_FN(hl_vmath_swiglu_grad),
         },
     .rope_row = HL_SIMD_FN(hl_rope_row),
+    .norm =
+        {
+            .sum = HL_SIMD_FN(hl_norm_sum),
+            .scale = HL_SIMD_FN(hl_norm_scale),
+            .grad_sums = HL_SIMD_FN(hl_norm_grad_sums),
+            .grad = HL_SIMD_FN(hl_norm_grad),
+        },
     .fma_peak = HL_SIMD_FN(hl_fma_peak),
 };

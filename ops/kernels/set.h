@@ -28,8 +28,29 @@ void HL_SIMD_FN(hl_vmath_swiglu_grad)(const hl_real *gate, const hl_real *up, co
 void HL_SIMD_FN(hl_rope_row)(const hl_real *x, const hl_real *cosines, const hl_real *sines,
                              hl_real sign, hl_real *y, size_t half, bool accumulate);
 
+double HL_SIMD_FN(hl_norm_sum)(const hl_real *x, double shift, bool square, size_t n);
+void HL_SIMD_FN(hl_norm_scale)(const hl_real *x, double mean, double rstd, const hl_real *gamma,
+                               const hl_real *beta, hl_real *y, size_t n);
+void HL_SIMD_FN(hl_norm_grad_sums)(const hl_real *x, const hl_real *dy, const hl_real *gamma,
+                                   double mean, double rstd, size_t n, double *sum_d,
+                                   double *sum_dxhat);
+void HL_SIMD_FN(hl_norm_grad)(const hl_real *x, const hl_real *dy, const hl_real *gamma,
+                              double mean, double rstd, double mean_d, double mean_dxhat,
+                              hl_real *dx, size_t n, bool overwrite);
 double HL_SIMD_FN(hl_fma_peak)(long iterations, double *flops);
 
 extern const hl_kernel_set HL_SIMD_FN(hl_kernel_set);
+
+/* The sum of HL_SUM_LANES partial sums, pairwise in a fixed tree: the one
+ * order every set's reductions end in. */
+static inline double hl_sum_lanes_total(const double lanes[HL_SUM_LANES])
+{
+    double t[HL_SUM_LANES];
+    memcpy(t, lanes, sizeof t);
+    for (int w = HL_SUM_LANES / 2; w >= 1; w /= 2)
+        for (int i = 0; i < w; i++)
+            t[i] += t[i + w];
+    return t[0];
+}
 
 #endif

@@ -7,17 +7,6 @@
 enum { V = HL_VL, PARTS = HL_SUM_LANES / HL_VL };
 _Static_assert(HL_SUM_LANES % HL_VL == 0, "whole vectors of partial sums");
 
-/* The sum of the partial sums, pairwise in a fixed tree. */
-static double partials_total(const double lanes[HL_SUM_LANES])
-{
-    double t[HL_SUM_LANES];
-    memcpy(t, lanes, sizeof t);
-    for (int w = HL_SUM_LANES / 2; w >= 1; w /= 2)
-        for (int i = 0; i < w; i++)
-            t[i] += t[i + w];
-    return t[0];
-}
-
 #if defined(HL_REAL_DOUBLE)
 
 /* The double build calls libm per element: it exists for tight gradient
@@ -44,7 +33,7 @@ double HL_SIMD_FN(hl_vmath_exp_sum)(const hl_real *x, hl_real shift, hl_real *y,
             y[i] = e;
         lanes[i % HL_SUM_LANES] += e;
     }
-    return partials_total(lanes);
+    return hl_sum_lanes_total(lanes);
 }
 
 void HL_SIMD_FN(hl_vmath_exp)(const hl_real *x, hl_real a, hl_real b, hl_real *y, size_t n)
@@ -241,7 +230,7 @@ double HL_SIMD_FN(hl_vmath_exp_sum)(const hl_real *x, hl_real shift, hl_real *y,
     }
     double lanes[HL_SUM_LANES];
     hl_dsum_store(&sum, lanes);
-    return partials_total(lanes);
+    return hl_sum_lanes_total(lanes);
 }
 
 /* y = f(x) over a row: whole vectors, then the masked tail. */
