@@ -165,6 +165,55 @@ START_TEST(test_clip_threads)
 }
 END_TEST
 
+/* Clipping inside the update (hl_optim_step_scaled with hl_clip_scale) gives
+ * the weights and moments of hl_clip_grad_norm then hl_optim_step, bit for
+ * bit, for AdamW and SGD, clipped or not, and leaves the gradients alone. */
+START_TEST(test_clip_fused_into_step)
+{
+    const hl_optim_config configs[] = {
+        {.kind = HL_OPTIM_ADAMW, .lr = 1e-2, .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8,
+         .weight_decay = 0.01},
+        {.kind = HL_OPTIM_SGD, .lr = 0.1, .momentum = 0.9, .weight_decay = 0.01}};
+    for (int k = 0; k < 2; k++)
+        for (int clipped = 0; clipped < 2; clipped++) {
+            hl_params *p[2];
+            hl_optim *opt[2];
+            for (int i = 0; i < 2; i++) {
+                p[i] = hl_params_new();
+                hl_params_add(p[i], "w", 1, (int[]){40001});
+                hl_params_commit(p[i]);
+                hl_real *w = hl_params_values(p[i]);
+                for (size_t j = 0; j < hl_params_count(p[i]); j++)
+                    w[j] = (hl_real)cos(0.003 * (double)j);
+                opt[i] = hl_optim_new(p[i], &configs[k], NULL);
+                ck_assert_ptr_nonnull(opt[i]);
+            }
+            const size_t n = hl_params_count(p[0]);
+            const double max_norm = clipped ? 1.0 : 1e9;
+            for (int step = 0; step < 3; step++) {
+                for (int i = 0; i < 2; i++) {
+                    hl_real *g = hl_params_grads(p[i]);
+                    for (size_t j = 0; j < n; j++)
+                        g[j] = (hl_real)sin(0.001 * (double)j + step);
+                }
+                const double norm = hl_clip_grad_norm(p[0], max_norm);
+                hl_optim_step(opt[0], 0.5);
+                ck_assert(hl_grad_norm(p[1]) == norm);
+                ck_assert((hl_clip_scale(norm, max_norm) < 1) == clipped); /* ~110 vs 1 */
+                hl_optim_step_scaled(opt[1], 0.5, hl_clip_scale(norm, max_norm));
+                ck_assert(hl_params_grads(p[1])[1] == (hl_real)sin(0.001 + step));
+            }
+            ck_assert(memcmp(hl_params_values(p[0]), hl_params_values(p[1]),
+                             n * sizeof(hl_real)) == 0);
+            ck_assert(memcmp(opt[0]->m, opt[1]->m, n * sizeof(hl_real)) == 0);
+            for (int i = 0; i < 2; i++) {
+                hl_optim_free(opt[i]);
+                hl_params_free(p[i]);
+            }
+        }
+}
+END_TEST
+
 START_TEST(test_schedule)
 {
     hl_lr_schedule s = {.warmup_steps = 100, .total_steps = 1100, .cosine = true, .min_scale = 0.1};
@@ -225,6 +274,7 @@ Suite *optim_suite(void)
     tcase_add_test(tc, test_sgd_matches_torch);
     tcase_add_test(tc, test_clip_matches_torch);
     tcase_add_test(tc, test_clip_threads);
+    tcase_add_test(tc, test_clip_fused_into_step);
     tcase_add_test(tc, test_schedule);
     tcase_add_test(tc, test_optim_errors);
     suite_add_tcase(s, tc);

@@ -54,7 +54,7 @@ void hl_optim_free(hl_optim *opt)
     free(opt);
 }
 
-static void adamw_step(hl_optim *opt, double lr)
+static void adamw_step(hl_optim *opt, double lr, hl_real scale)
 {
     const size_t n = hl_params_count(opt->params);
     hl_real *w = hl_params_values(opt->params);
@@ -67,9 +67,10 @@ static void adamw_step(hl_optim *opt, double lr)
     const hl_real step_size = (hl_real)(lr / (1 - pow(opt->cfg.beta1, t)));
     const hl_real sqrt_bc2 = (hl_real)sqrt(1 - pow(opt->cfg.beta2, t));
     const hl_real eps = (hl_real)opt->cfg.eps;
+    const bool scaled = scale != 1;
 #pragma omp parallel for if (n >= OPTIM_PARALLEL_MIN) schedule(static)
     for (size_t i = 0; i < n; i++) {
-        hl_real g = grad[i];
+        const hl_real g = scaled ? grad[i] * scale : grad[i];
         w[i] *= decay;
         m[i] = b1 * m[i] + (1 - b1) * g;
         v[i] = b2 * v[i] + (1 - b2) * g * g;
@@ -77,7 +78,7 @@ static void adamw_step(hl_optim *opt, double lr)
     }
 }
 
-static void sgd_step(hl_optim *opt, double lr)
+static void sgd_step(hl_optim *opt, double lr, hl_real scale)
 {
     const size_t n = hl_params_count(opt->params);
     hl_real *w = hl_params_values(opt->params);
@@ -86,10 +87,11 @@ static void sgd_step(hl_optim *opt, double lr)
     const hl_real wd = (hl_real)opt->cfg.weight_decay, mu = (hl_real)opt->cfg.momentum;
     const hl_real rate = (hl_real)lr;
     const int first = opt->step == 1;
+    const bool scaled = scale != 1;
     /* torch.optim.SGD: g += wd·p; buf = g on the first step, else mu·buf + g. */
 #pragma omp parallel for if (n >= OPTIM_PARALLEL_MIN) schedule(static)
     for (size_t i = 0; i < n; i++) {
-        hl_real g = grad[i] + wd * w[i];
+        hl_real g = (scaled ? grad[i] * scale : grad[i]) + wd * w[i];
         if (mu != 0) {
             buf[i] = first ? g : mu * buf[i] + g;
             g = buf[i];
@@ -98,15 +100,17 @@ static void sgd_step(hl_optim *opt, double lr)
     }
 }
 
-void hl_optim_step(hl_optim *opt, double lr_scale)
+void hl_optim_step_scaled(hl_optim *opt, double lr_scale, double grad_scale)
 {
     opt->step++;
-    double lr = opt->cfg.lr * lr_scale;
+    const double lr = opt->cfg.lr * lr_scale;
     if (opt->cfg.kind == HL_OPTIM_ADAMW)
-        adamw_step(opt, lr);
+        adamw_step(opt, lr, (hl_real)grad_scale);
     else
-        sgd_step(opt, lr);
+        sgd_step(opt, lr, (hl_real)grad_scale);
 }
+
+void hl_optim_step(hl_optim *opt, double lr_scale) { hl_optim_step_scaled(opt, lr_scale, 1); }
 
 double hl_lr_scale(const hl_lr_schedule *s, int64_t k)
 {
@@ -120,37 +124,43 @@ double hl_lr_scale(const hl_lr_schedule *s, int64_t k)
     return s->min_scale + (1 - s->min_scale) * 0.5 * (1 + cos(3.14159265358979323846 * progress));
 }
 
-double hl_clip_grad_norm(hl_params *params, double max_norm)
+double hl_grad_norm(const hl_params *params)
 {
     const size_t n = hl_params_count(params);
-    hl_real *grad = hl_params_grads(params);
+    const hl_real *grad = hl_params_grads(params);
     /* Fixed chunks summed in order: the same norm for any thread count. */
-    double partial[256] = {0}, norm = 0;
+    double partial[256];
     const size_t chunk = n / 256 + 1;
-    /* One team: the partial sums, the norm on one thread, then the scaling. */
-#pragma omp parallel if (n >= OPTIM_PARALLEL_MIN)
-    {
-#pragma omp for schedule(static)
-        for (int c = 0; c < 256; c++) {
-            double s = 0;
-            size_t end = (size_t)(c + 1) * chunk < n ? (size_t)(c + 1) * chunk : n;
-            for (size_t i = (size_t)c * chunk; i < end; i++)
-                s += (double)grad[i] * grad[i];
-            partial[c] = s;
-        }
-#pragma omp single
-        {
-            double total = 0;
-            for (int c = 0; c < 256; c++)
-                total += partial[c];
-            norm = sqrt(total);
-        } /* the barrier here publishes norm */
-        if (max_norm > 0 && norm > max_norm) {
-            const hl_real coef = (hl_real)(max_norm / (norm + 1e-6));
-#pragma omp for schedule(static)
-            for (size_t i = 0; i < n; i++)
-                grad[i] *= coef;
-        }
+#pragma omp parallel for if (n >= OPTIM_PARALLEL_MIN) schedule(static)
+    for (int c = 0; c < 256; c++) {
+        double s = 0;
+        const size_t end = (size_t)(c + 1) * chunk < n ? (size_t)(c + 1) * chunk : n;
+        for (size_t i = (size_t)c * chunk; i < end; i++)
+            s += (double)grad[i] * grad[i];
+        partial[c] = s;
+    }
+    double total = 0;
+    for (int c = 0; c < 256; c++)
+        total += partial[c];
+    return sqrt(total);
+}
+
+double hl_clip_scale(double norm, double max_norm)
+{
+    return max_norm > 0 && norm > max_norm ? max_norm / (norm + 1e-6) : 1;
+}
+
+double hl_clip_grad_norm(hl_params *params, double max_norm)
+{
+    const double norm = hl_grad_norm(params);
+    const double scale = hl_clip_scale(norm, max_norm);
+    if (scale != 1) {
+        const size_t n = hl_params_count(params);
+        hl_real *grad = hl_params_grads(params);
+        const hl_real coef = (hl_real)scale;
+#pragma omp parallel for if (n >= OPTIM_PARALLEL_MIN) schedule(static)
+        for (size_t i = 0; i < n; i++)
+            grad[i] *= coef;
     }
     return norm;
 }

@@ -12,6 +12,9 @@
  *     ...backward...
  *     double norm = hl_clip_grad_norm(params, 1.0);      // optional
  *     hl_optim_step(opt, hl_lr_schedule(&sched, step));
+ *     // or, clipping inside the update's pass:
+ *     double norm = hl_grad_norm(params);
+ *     hl_optim_step_scaled(opt, hl_lr_schedule(&sched, step), hl_clip_scale(norm, 1.0));
  */
 #ifndef HL_OPTIM_H
 #define HL_OPTIM_H
@@ -44,6 +47,12 @@ hl_optim *hl_optim_new(hl_params *params, const hl_optim_config *cfg, hl_error *
 void hl_optim_free(hl_optim *opt);
 /* One update with learning rate cfg.lr * lr_scale. */
 void hl_optim_step(hl_optim *opt, double lr_scale);
+/* The same with every gradient read as gradient · grad_scale (rounded to
+ * hl_real once, as hl_clip_grad_norm's scaling is): clipping fused into the
+ * update, one pass over the parameters fewer, the same bits as
+ * hl_clip_grad_norm followed by hl_optim_step. The gradients are left as
+ * they were. */
+void hl_optim_step_scaled(hl_optim *opt, double lr_scale, double grad_scale);
 
 /* Linear warm-up over warmup_steps, then constant or cosine decay to
  * min_scale at total_steps. Returns the multiplier for step k (0-based). */
@@ -56,8 +65,12 @@ typedef struct hl_lr_schedule {
 double hl_lr_scale(const hl_lr_schedule *s, int64_t k);
 
 /* The global L2 norm of all gradients; when max_norm > 0 and the norm is
- * larger, scales every gradient by max_norm / (norm + 1e-6), as
+ * larger, scales every gradient by hl_clip_scale(norm, max_norm), as
  * torch.nn.utils.clip_grad_norm_. */
 double hl_clip_grad_norm(hl_params *params, double max_norm);
+/* The norm alone (the same number, for any thread count). */
+double hl_grad_norm(const hl_params *params);
+/* max_norm / (norm + 1e-6) when max_norm > 0 and norm > max_norm, else 1. */
+double hl_clip_scale(double norm, double max_norm);
 
 #endif

@@ -42,11 +42,11 @@ hl_status hl_train_step(hl_graph *g, hl_params *params, hl_optim *opt, const hl_
     double local = s == HL_OK ? (double)loss->data[0] : NAN;
     hl_dist_allreduce_grads(params);
     double total = hl_dist_sum(local);
-    double norm = hl_clip_grad_norm(params, step->clip);
+    double norm = hl_grad_norm(params);
     if (s == HL_OK && (!isfinite(total) || !isfinite(norm)))
         s = not_finite(g, step, total, norm, err);
-    if (s == HL_OK)
-        hl_optim_step(opt, step->lr_scale);
+    if (s == HL_OK) /* clipping inside the update's pass */
+        hl_optim_step_scaled(opt, step->lr_scale, hl_clip_scale(norm, step->clip));
     hl_graph_reset(g);
     *out = (hl_step_result){total, norm};
     if (step->tuner) {
