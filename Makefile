@@ -16,6 +16,9 @@
 #   make bench      times headlab against OpenBLAS and PyTorch when installed (optional:
 #                   apt-get install libopenblas0 python3-torch); a table and bench.csv.
 #                   BENCH_ARGS=--quick for a smoke run, BENCH_ARGS=--help for the rest
+#   make install    the library (libheadlab.a, libheadlab.so.0), its headers under
+#                   include/headlab/, the programs and headlab.pc, into PREFIX (/usr/local);
+#                   make uninstall removes them
 #   make kjv        out/kjv/kjv.txt: the King James Bible from Debian's bible-kjv, for charlm
 #   make pystd      out/pystd/pystd.txt: the Python 3.11 standard library's modules as one text
 #   make deps       installs missing Debian packages (apt-get; sudo when not root)
@@ -97,7 +100,7 @@ CLI_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard examples/common/*.c))
 TEST_SRC := $(wildcard tests/*.c) tests/fuzz/fuzz_entry.c
 TEST_BIN := $(BUILD)/test_headlab
 
-.PHONY: all lib examples demo test test-one test-other-sets arm asan fuzz bench deps test-deps clean kjv pystd induction
+.PHONY: all lib examples demo test test-one test-other-sets arm asan fuzz bench deps test-deps clean kjv pystd induction install uninstall shared
 all: lib examples
 lib: $(LIB)
 examples: $(EXAMPLES)
@@ -130,6 +133,59 @@ $(foreach p,$(PROGRAM_DIRS),$(eval $(call program_dir,$(p))))
 BENCH_SRC := $(wildcard bench/*.c)
 $(BUILD)/bench: $(BENCH_SRC) $(wildcard bench/*.h) $(LIB)
 	$(CC) $(CFLAGS) $(BENCH_SRC) $(LIB) $(LDLIBS) -ldl -o $@
+
+# ---- The installed library: the same objects compiled position-independent
+# for libheadlab.so (build/pic/), the public headers (all but the internal
+# ones, see headlab.h), the programs and a pkg-config file.
+PREFIX     ?= /usr/local
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR     ?= $(PREFIX)/bin
+VERSION    := 0.1.0
+SOVERSION  := 0
+PIC_OBJ    := $(LIB_OBJ:$(BUILD)/obj/%=$(BUILD)/pic/%)
+SHARED     := $(BUILD)/libheadlab.so.$(VERSION)
+INTERNAL_HEADERS := ops/internal.h ops/kernels.h ops/simd.h ops/gemm.h ops/tile_gemm.h \
+                    ops/vmath.h text/vocab_impl.h text/hash.h
+PUBLIC_HEADERS := headlab.h $(filter-out $(INTERNAL_HEADERS),$(wildcard $(LIB_DIRS:%=%/*.h)))
+PROGRAMS   := $(notdir $(EXAMPLES))
+
+$(BUILD)/pic/%.o: %.c $(wildcard $(LIB_DIRS:%=%/*.h)) headlab.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
+
+define kernel_isa_pic
+$(BUILD)/pic/ops/kernels/%.$(1).o: ops/kernels/%.c $(wildcard ops/*.h ops/kernels/*.h core/*.h)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS) -fPIC $(ISA_FLAGS_$(1)) -MMD -MP -c $$< -o $$@
+endef
+$(foreach i,$(ISAS),$(eval $(call kernel_isa_pic,$(i))))
+
+$(SHARED): $(PIC_OBJ)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libheadlab.so.$(SOVERSION) $^ $(LDLIBS) -o $@
+shared: $(SHARED)
+
+install: $(LIB) $(SHARED) $(EXAMPLES)
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/headlab $(DESTDIR)$(BINDIR)
+	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(SHARED) $(DESTDIR)$(LIBDIR)/
+	ln -sf libheadlab.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libheadlab.so.$(SOVERSION)
+	ln -sf libheadlab.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libheadlab.so
+	for h in $(PUBLIC_HEADERS); do install -D -m 644 $$h $(DESTDIR)$(INCLUDEDIR)/headlab/$$h || exit 1; done
+	install -m 755 $(EXAMPLES) $(DESTDIR)$(BINDIR)/
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
+	    'Name: headlab' \
+	    'Description: graph-based autodiff for training small transformers and studying attention heads' \
+	    'Version: $(VERSION)' 'Requires.private: libpng libcjson' \
+	    'Cflags: -I$${includedir}/headlab $(REALFLAG)' \
+	    'Libs: -L$${libdir} -lheadlab' 'Libs.private: $(OMPFLAG) -lm' \
+	    >$(DESTDIR)$(LIBDIR)/pkgconfig/headlab.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libheadlab.a $(DESTDIR)$(LIBDIR)/libheadlab.so \
+	    $(DESTDIR)$(LIBDIR)/libheadlab.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libheadlab.so.$(VERSION) \
+	    $(DESTDIR)$(LIBDIR)/pkgconfig/headlab.pc $(PROGRAMS:%=$(DESTDIR)$(BINDIR)/%)
+	rm -rf $(DESTDIR)$(INCLUDEDIR)/headlab
 
 # The examples suite runs the programs of the same build.
 $(TEST_BIN): $(TEST_SRC) $(wildcard tests/*.h tests/fuzz/*.h) $(CLI_OBJ) $(LIB) $(EXAMPLES)
@@ -188,6 +244,7 @@ test: test-deps
 ifeq ($(MPI),1)
 	@$(MAKE) --no-print-directory test-one REAL=float MPI=1
 else
+	@tests/install.sh
 	@$(MAKE) --no-print-directory test-one REAL=float
 	@$(MAKE) --no-print-directory test-one REAL=double
 	@$(MAKE) --no-print-directory test-other-sets REAL=float
@@ -245,4 +302,4 @@ build/fuzz/fuzz_%: tests/fuzz/fuzz_main.c tests/fuzz/fuzz_entry.c tests/fuzz/fuz
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(PIC_OBJ:.o=.d)

@@ -1,6 +1,9 @@
 /*
  * headlab.h: the one public header of headlab, a small graph-based autodiff
  * framework in C11 for training small transformers and studying attention.
+ * It includes every public header; the internal ones (ops/internal.h,
+ * ops/kernels.h, ops/simd.h, ops/gemm.h, ops/tile_gemm.h, ops/vmath.h,
+ * text/vocab_impl.h, text/hash.h) are not installed.
  *
  *     #include "headlab.h"
  *
@@ -32,6 +35,7 @@
 #include "core/real.h"
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "ops/isa.h"
 #include "ops/ops.h"
 #include "models/gpt.h"
 #include "models/head_set.h"
@@ -48,15 +52,30 @@
 #include "io/model_io.h"
 #include "io/safetensors.h"
 #include "viz/heatmap.h"
+#include "viz/diagram.h"
 #include "viz/plot.h"
 #include "train/dist.h"
 #include "train/eval.h"
 #include "train/optim.h"
 #include "train/progress.h"
 #include "train/step.h"
+#include "train/threads.h"
+#include "analysis/composition.h"
+#include "analysis/copying.h"
+#include "analysis/detectors.h"
 #include "analysis/gradcheck_cases.h"
 #include "analysis/gradcheck_sweep.h"
+#include "analysis/head_effects.h"
+#include "analysis/head_files.h"
+#include "analysis/head_maps.h"
+#include "analysis/head_report.h"
 #include "analysis/heads.h"
+#include "analysis/html.h"
+#include "analysis/linalg.h"
+#include "analysis/patch_pairs.h"
+#include "analysis/patching.h"
+#include "analysis/probe.h"
+#include "analysis/roles.h"
 #include "analysis/toy_task.h"
 
 #endif
