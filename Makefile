@@ -240,7 +240,8 @@ test-other-sets: $(TEST_BIN)
 	    HL_ISA=$$isa OMP_NUM_THREADS=1 $(TEST_BIN) || exit 1; done
 
 test: test-deps
-	@tools/check_layers.sh
+	@$(MAKE) --no-print-directory lib
+	@tools/check_layers.sh $(BUILD)/obj
 ifeq ($(MPI),1)
 	@$(MAKE) --no-print-directory test-one REAL=float MPI=1
 else

@@ -111,7 +111,7 @@ static hl_status run_backward(hl_graph *g)
     for (hl_node *n = g->tail; n && !hl_graph_failed(g); n = n->prev) {
         if (!n->out->grad)
             continue; /* not on a path from the loss */
-        hl_op_get(n->op)->backward(g, n);
+        n->info->backward(g, n);
     }
     return hl_graph_status(g);
 }
@@ -158,7 +158,7 @@ const hl_node *hl_graph_first_nonfinite(const hl_graph *g)
 {
     const hl_node *first = NULL;
     for (const hl_node *n = g->tail; n; n = n->prev) {
-        if (hl_op_get(n->op)->flags & HL_OP_EMITS_INF)
+        if (n->info->flags & HL_OP_EMITS_INF)
             continue;
         for (size_t i = 0; i < n->out->numel; i++)
             if (!isfinite(n->out->data[i])) {

@@ -44,6 +44,7 @@
 
 typedef struct hl_node {
     hl_op op;
+    const hl_op_info *info;             /* the op's table entry, set by the op that records it */
     int n_inputs;
     hl_tensor *inputs[HL_NODE_MAX_INPUTS];
     hl_tensor *out;

@@ -81,6 +81,7 @@ hl_node *hl_op_record(hl_graph *g, hl_op op, hl_tensor *out, int n, hl_tensor *c
     if (!node)
         return NULL;
     node->op = op;
+    node->info = hl_op_get(op);
     node->n_inputs = n;
     for (int i = 0; i < n; i++)
         node->inputs[i] = inputs[i];

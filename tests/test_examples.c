@@ -664,8 +664,9 @@ static void write_file(const char *path, const char *text)
 }
 
 /* tools/check_layers.sh, on a copy of the tree's shape: it refuses a layer
- * that includes a higher one in either include form, and viz/ reaching io/
- * (its file writes come from files/), and passes a clean tree. */
+ * that includes a higher one in either include form, viz/ reaching io/ (its
+ * file writes come from files/) and core/ calling ops/ without an include,
+ * and passes a clean tree. */
 START_TEST(test_check_layers_both_include_forms)
 {
     make_temp_dir();
@@ -692,6 +693,22 @@ START_TEST(test_check_layers_both_include_forms)
     write_file(path, "#include \"io/checkpoint.h\"\n");
     ck_assert_msg(tu_run(command, out, sizeof out) == 1, "viz/ including io/ passed: %s", out);
     ck_assert_msg(strstr(out, "viz/c.c:1: viz/ may not include io/"), "%s", out);
+    remove(path);
+    /* Calls, from the objects: core/ calling into ops/ with a prototype of
+     * its own is refused; ops/ calling core/ is not. */
+    snprintf(command, sizeof command,
+             "cd %s && mkdir -p build/obj/core build/obj/ops && "
+             "printf 'void hl_x_op(void);\nvoid hl_x_core(void) { hl_x_op(); }\n' >x.c && "
+             "printf 'void hl_x_core2(void);\nvoid hl_x_op(void) { hl_x_core2(); }\n' >y.c && "
+             "printf 'void hl_x_core2(void) {}\n' >z.c && "
+             "cc -c x.c -o build/obj/core/x.o && cc -c y.c -o build/obj/ops/y.o && "
+             "cc -c z.c -o build/obj/core/z.o",
+             temp_dir);
+    ck_assert_int_eq(system(command), 0);
+    snprintf(command, sizeof command, "cd %s && tools/check_layers.sh", temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 1, "core/ calling ops/ passed: %s", out);
+    ck_assert_msg(strstr(out, "core/ uses hl_x_op from ops/"), "%s", out);
+    ck_assert_msg(!strstr(out, "hl_x_core2"), "ops/ calling core/ was refused: %s", out);
     remove_temp_dir();
 }
 END_TEST

@@ -8,8 +8,12 @@
 #   writes); data (token files) builds on core, files and text.
 #
 # Every `#include "dir/..."` (or `<dir/...>` naming one of headlab's folders)
-# in a library file must name its own layer or one it may build on. Prints each offending file and line; exit 1 if any.
-# Run by `make test`.
+# in a library file must name its own layer or one it may build on. And, when
+# the library's objects are built (tools/check_layers.sh [OBJ_DIR], default
+# build/obj), every function or variable an object uses from another layer
+# must come from one it may build on: a call needs no include to break the
+# rule (a prototype written by hand, a header that declares another layer's
+# function). Prints each offence; exit 1 if any. Run by `make test`.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -60,4 +64,40 @@ for layer in core files text data ops models viz train io analysis; do
 done
 rm -f "${TMPDIR:-/tmp}/hl_layers.$$"
 [ "$status" = 0 ] && echo "layers: every include follows the dependency rule"
+
+# The calls: each layer's undefined symbols against the layer defining them.
+obj=${1:-build/obj}
+layers="core files text data ops models viz train io analysis"
+if [ -d "$obj/core" ]; then
+    rules=""
+    for layer in $layers; do rules="$rules$layer:$(allowed "$layer" | tr ' ' ,);"; done
+    for layer in $layers; do
+        [ -d "$obj/$layer" ] || continue
+        find "$obj/$layer" -name '*.o' | sort | while read -r o; do
+            nm -g --defined-only "$o" | awk -v l="$layer" 'NF == 3 { print "D", l, $3 }'
+            nm -u "$o" | awk -v l="$layer" -v o="$o" '$1 == "U" { print "U", l, $2, o }'
+        done
+    done | awk -v rules="$rules" '
+        BEGIN {
+            n = split(rules, r, ";")
+            for (i = 1; i <= n; i++) if (r[i] != "") {
+                split(r[i], kv, ":"); ok[kv[1]] = "," kv[2] ","
+            }
+        }
+        $1 == "D" { def[$3] = $2; next }
+        { use[++m] = $0 }
+        END {
+            bad = 0
+            for (i = 1; i <= m; i++) {
+                split(use[i], u, " ")
+                if (!(u[3] in def)) continue         # libc, libpng, OpenMP, ...
+                if (index(ok[u[2]], "," def[u[3]] ",")) continue
+                printf "%s: %s/ uses %s from %s/ (it builds on: %s)\n", u[4], u[2], u[3],
+                    def[u[3]], substr(ok[u[2]], 2, length(ok[u[2]]) - 2) > "/dev/stderr"
+                bad = 1
+            }
+            exit bad
+        }' || status=1
+    [ "$status" = 0 ] && echo "layers: every call between layers follows the dependency rule"
+fi
 exit "$status"
