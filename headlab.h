@@ -74,6 +74,7 @@
 #include "analysis/linalg.h"
 #include "analysis/patch_pairs.h"
 #include "analysis/patching.h"
+#include "analysis/prune.h"
 #include "analysis/probe.h"
 #include "analysis/roles.h"
 #include "analysis/toy_task.h"

@@ -192,7 +192,7 @@ hl_status hl_heads_detect(const hl_gpt *m, const hl_eval_set *set, int probe_sta
     hl_gpt_run traced = run ? *run : (hl_gpt_run){0};
     traced.trace = trace;
     hl_eval_result ignored;
-    hl_status s = hl_evaluate(m, set, &traced, detect_hook, &c, &ignored, err);
+    hl_status s = hl_eval_loss(m, set, &traced, detect_hook, &c, &ignored, err);
     if (s == HL_OK)
         s = hl_heads_copying(m, copying, err);
     for (int l = 0; s == HL_OK && l < L; l++) {

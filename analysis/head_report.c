@@ -147,9 +147,9 @@ static hl_status section_detectors(study *s, hl_error *err)
     hl_html_image(s->html, path, "heads by detectors");
     if (!s->o->text)
         return HL_OK;
-    hl_eval_set *w = hl_text_windows(s->o->text, s->o->text_tokens,
-                                     s->o->text_windows ? s->o->text_windows : 64,
-                                     s->m->cfg.n_ctx, 16, err);
+    hl_eval_set *w = hl_eval_text_windows(s->o->text, s->o->text_tokens,
+                                          s->o->text_windows ? s->o->text_windows : 64,
+                                          s->m->cfg.n_ctx, 16, err);
     hl_head_scores *ts = malloc(sizeof *ts * (size_t)s->m->cfg.n_layers * s->m->cfg.n_heads);
     hl_status st = w && ts ? hl_heads_detect(s->m, w, -1, NULL, ts, err)
                            : hl_error_set(err, HL_ERR_NOMEM, "report: out of memory");
@@ -306,8 +306,8 @@ static hl_status measure_patching(const study *s, const hl_patch_task *t, patch_
     if (hl_patch_baselines(s->m, t, &p->clean, &p->corrupt, err) != HL_OK ||
         hl_patch_heads(s->m, t, HL_ACT_Z, false, p->z, err) != HL_OK ||
         hl_patch_heads(s->m, t, HL_ACT_K, false, p->k, err) != HL_OK ||
-        hl_attrib_heads(s->m, t, HL_ACT_Z, false, p->attrib, err) != HL_OK ||
-        hl_direct_logit_attribution(s->m, t, p->dla, err) != HL_OK)
+        hl_patch_attrib_heads(s->m, t, HL_ACT_Z, false, p->attrib, err) != HL_OK ||
+        hl_patch_logit_attribution(s->m, t, p->dla, err) != HL_OK)
         return err->status;
     if (c->n_layers < 2) {
         for (size_t i = 0; i < N * N; i++)

@@ -9,7 +9,7 @@
 #include "ops/ops.h"
 #include "train/eval.h"
 
-void hl_head_means_free(hl_head_means *means)
+void hl_heads_means_free(hl_head_means *means)
 {
     for (int l = 0; l < HL_GPT_MAX_LAYERS; l++) {
         hl_tensor_free(means->layer[l]);
@@ -139,8 +139,8 @@ hl_status hl_heads_evaluate_positions(const hl_gpt *m, const hl_eval_set *set,
     hl_heads_run r;
     hl_status s = hl_heads_run_ablate(&r, m, set->T, ablate, means, err);
     if (s == HL_OK)
-        s = position_loss ? hl_evaluate_positions(m, set, &r.run, position_loss, out, err)
-                          : hl_evaluate(m, set, &r.run, NULL, NULL, out, err);
+        s = position_loss ? hl_eval_position_loss(m, set, &r.run, position_loss, out, err)
+                          : hl_eval_loss(m, set, &r.run, NULL, NULL, out, err);
     hl_heads_run_free(&r);
     return s;
 }
@@ -187,15 +187,15 @@ hl_status hl_heads_mean_outputs(const hl_gpt *m, const hl_eval_set *set, hl_head
     hl_mha_trace trace[HL_GPT_MAX_LAYERS];
     hl_eval_result ignored;
     if (s == HL_OK)
-        s = hl_evaluate(m, set, &(hl_gpt_run){.trace = trace}, add_head_outputs, &sums,
-                        &ignored, err);
+        s = hl_eval_loss(m, set, &(hl_gpt_run){.trace = trace}, add_head_outputs, &sums, &ignored,
+                         err);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         for (size_t i = 0; s == HL_OK && i < means->layer[l]->numel; i++)
             means->layer[l]->data[i] = (hl_real)(sums.sums[l][i] / set->n);
         free(sums.sums[l]);
     }
     if (s != HL_OK)
-        hl_head_means_free(means);
+        hl_heads_means_free(means);
     return s;
 }
 

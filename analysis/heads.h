@@ -15,14 +15,14 @@
  *     hl_head_means means;
  *     hl_heads_mean_outputs(m, set, &means, &err);
  *     hl_heads_evaluate(m, set, &off, &means, &mean, &err);         // mean ablation
- *     hl_head_means_free(&means);
+ *     hl_heads_means_free(&means);
  *
  *     double raw[L * n_heads], norm[L * n_heads];                   // row stride n_heads
  *     hl_heads_importance(m, set, raw, norm, &err);
  *
  *     hl_gpt_meta meta;                                             // io/model_io.h
  *     hl_gpt *m = hl_gpt_load_meta("model.safetensors", &meta, &err);
- *     hl_gpt *small = hl_gpt_prune(m, &off, &meta.pruned, &err);    // meta.pruned grows
+ *     hl_gpt *small = hl_prune_heads(m, &off, &meta.pruned, &err);    // analysis/prune.h
  *     hl_gpt_save_meta("pruned.safetensors", small, &meta, &err);
  *     hl_gpt_meta_clear(&meta);                                     // its vocabulary
  *
@@ -57,7 +57,7 @@ typedef struct hl_head_means {
     hl_tensor *layer[HL_GPT_MAX_LAYERS]; /* (H_l,T,D) heap tensors */
 } hl_head_means;
 
-void hl_head_means_free(hl_head_means *means);
+void hl_heads_means_free(hl_head_means *means);
 
 /* ---- ablation runs ------------------------------------------------------- */
 
@@ -85,7 +85,7 @@ void hl_heads_run_free(hl_heads_run *r);
 hl_status hl_heads_evaluate(const hl_gpt *m, const hl_eval_set *set, const hl_head_set *ablate,
                             const hl_head_means *means, hl_eval_result *out, hl_error *err);
 /* The same, and the first group's mean loss at each position into
- * position_loss (T; hl_evaluate_positions), e.g. for the ICL score with heads
+ * position_loss (T; hl_eval_position_loss), e.g. for the ICL score with heads
  * ablated. position_loss NULL: hl_heads_evaluate. */
 hl_status hl_heads_evaluate_positions(const hl_gpt *m, const hl_eval_set *set,
                                       const hl_head_set *ablate, const hl_head_means *means,
@@ -103,16 +103,5 @@ hl_status hl_heads_mean_outputs(const hl_gpt *m, const hl_eval_set *set, hl_head
  * entries past a pruned layer's heads are NaN. normalised may be NULL. */
 hl_status hl_heads_importance(const hl_gpt *m, const hl_eval_set *set, double *raw,
                               double *normalised, hl_error *err);
-
-/* ---- pruning (analysis/prune.c) --------------------------------------------- */
-
-/* A new, smaller model without the heads in `remove` (current indices): their
- * rows of W_Q, W_K, W_V and of the in-projection bias and their columns of
- * W_O are dropped; everything else is copied.
- * When pruned is not NULL it holds the original indices already removed from
- * m and gets these added. NULL, with the reason in err, for a head out of
- * range, a layer left with no head, or no memory. m is not changed. */
-hl_gpt *hl_gpt_prune(const hl_gpt *m, const hl_head_set *remove, hl_head_set *pruned,
-                     hl_error *err);
 
 #endif

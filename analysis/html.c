@@ -164,7 +164,7 @@ void hl_html_image(hl_html *h, const char *path, const char *alt)
     if (hl_error_failed(&h->err))
         return;
     size_t n = 0;
-    unsigned char *png = hl_read_file(path, &n);
+    unsigned char *png = hl_fs_read_file(path, &n);
     if (!png) {
         hl_error_set(&h->err, HL_ERR_IO, "report: cannot read %s: %s", path, strerror(errno));
         return;

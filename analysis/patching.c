@@ -88,7 +88,7 @@ static double position_metric(const hl_patch_task *t, const hl_real *row, int V,
 {
     const int32_t a = t->answer[i];
     return t->metric == HL_METRIC_LOGIT_DIFF ? (double)row[a] - (double)row[t->wrong[i]]
-                                             : hl_token_loss(row, V, a);
+                                             : hl_eval_token_loss(row, V, a);
 }
 
 /* The metric of each of `copies` blocks of B rows of logits (copies·B, T, V). */
@@ -497,8 +497,8 @@ hl_status hl_patch_paths(const hl_gpt *m, const hl_patch_task *t, hl_act act, do
 
 /* ---- attribution patching ---------------------------------------------------------- */
 
-hl_status hl_attrib_heads(const hl_gpt *m, const hl_patch_task *t, hl_act act, bool per_position,
-                          double *out, hl_error *err)
+hl_status hl_patch_attrib_heads(const hl_gpt *m, const hl_patch_task *t, hl_act act,
+                                bool per_position, double *out, hl_error *err)
 {
     if (!is_head_act(act))
         return hl_error_set(err, HL_ERR_ARG, "attribution patching: heads are read at q, k, v, "
@@ -577,8 +577,8 @@ static void read_direction(const hl_gpt *m, const hl_patch_task *t, int i, doubl
     }
 }
 
-hl_status hl_direct_logit_attribution(const hl_gpt *m, const hl_patch_task *t, double *out,
-                                      hl_error *err)
+hl_status hl_patch_logit_attribution(const hl_gpt *m, const hl_patch_task *t, double *out,
+                                     hl_error *err)
 {
     if (check_task(m, t, err) != HL_OK)
         return err->status;
@@ -647,8 +647,8 @@ hl_status hl_direct_logit_attribution(const hl_gpt *m, const hl_patch_task *t, d
     return s;
 }
 
-hl_status hl_logit_lens(const hl_gpt *m, const hl_patch_task *t, int k, double *metric,
-                        int32_t *top, hl_error *err)
+hl_status hl_patch_logit_lens(const hl_gpt *m, const hl_patch_task *t, int k, double *metric,
+                              int32_t *top, hl_error *err)
 {
     if (check_task(m, t, err) != HL_OK)
         return err->status;

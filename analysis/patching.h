@@ -17,7 +17,7 @@
  *                        .metric = HL_METRIC_LOSS};
  *     double score[L * n_heads];                        // row stride cfg.n_heads
  *     hl_patch_heads(m, &t, HL_ACT_Z, false, score, &err);   // activation patching
- *     hl_attrib_heads(m, &t, HL_ACT_Z, false, score, &err);  // its linear estimate
+ *     hl_patch_attrib_heads(m, &t, HL_ACT_Z, false, score, &err);  // its linear estimate
  *
  * The model is never changed (its parameters' gradients are left zeroed).
  */
@@ -96,23 +96,23 @@ hl_status hl_patch_paths(const hl_gpt *m, const hl_patch_task *t, hl_act act, do
 /* Attribution patching: the first-order estimate of hl_patch_heads,
  * Σ (a_clean - a_corrupted)·∂metric/∂a at the corrupted run, normalised the
  * same way, from a clean forward and one corrupted forward and backward. */
-hl_status hl_attrib_heads(const hl_gpt *m, const hl_patch_task *t, hl_act act, bool per_position,
-                          double *out, hl_error *err);
+hl_status hl_patch_attrib_heads(const hl_gpt *m, const hl_patch_task *t, hl_act act,
+                                bool per_position, double *out, hl_error *err);
 
 /* Direct logit attribution on the clean input: each head's output through
  * W_O, divided by the final norm's scale of the forward pass (frozen; centred
  * first under LayerNorm, not under RMSNorm), times its gain, read on the answer's unembedding (minus the wrong
  * token's for a logit difference); the mean over the scored positions, into
  * out[l * n_heads + h]. Biases and the rest of the stream are not counted. */
-hl_status hl_direct_logit_attribution(const hl_gpt *m, const hl_patch_task *t, double *out,
-                                      hl_error *err);
+hl_status hl_patch_logit_attribution(const hl_gpt *m, const hl_patch_task *t, double *out,
+                                     hl_error *err);
 
 /* The logit lens on the clean input: the residual stream entering each layer
  * and leaving the last (l = 0..n_layers) read through the final norm
  * (LayerNorm or RMSNorm with its own statistics, as the model's) and the unembedding: the metric at the
  * scored positions into metric[l], and the k most likely tokens of sequence 0
  * at each position into top[(l * T + t) * k + i] (most likely first). */
-hl_status hl_logit_lens(const hl_gpt *m, const hl_patch_task *t, int k, double *metric,
-                        int32_t *top, hl_error *err);
+hl_status hl_patch_logit_lens(const hl_gpt *m, const hl_patch_task *t, int k, double *metric,
+                              int32_t *top, hl_error *err);
 
 #endif

@@ -1,5 +1,5 @@
 /* Pruning heads out of a GPT: see heads.h. */
-#include "analysis/heads.h"
+#include "analysis/prune.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -70,8 +70,8 @@ static void copy_kept_heads(const hl_mha *a, hl_mha *b, const bool *removed)
     }
 }
 
-hl_gpt *hl_gpt_prune(const hl_gpt *m, const hl_head_set *remove, hl_head_set *pruned,
-                     hl_error *err)
+hl_gpt *hl_prune_heads(const hl_gpt *m, const hl_head_set *remove, hl_head_set *pruned,
+                       hl_error *err)
 {
     int kept[HL_GPT_MAX_LAYERS];
     if (!m || !remove) {

@@ -261,7 +261,7 @@ static hl_eval_set *validation_set(text_span val, int windows, int B, int T, hl_
 {
     const size_t fit = val.size / ((size_t)T + 1);
     const int n = windows ? windows : fit > VAL_WINDOWS_MAX ? VAL_WINDOWS_MAX : fit ? (int)fit : 1;
-    return hl_text_windows_read(span_read, &val, val.size, n, T, B, err);
+    return hl_eval_text_windows_read(span_read, &val, val.size, n, T, B, err);
 }
 
 /* ---- training ---- */
@@ -486,10 +486,10 @@ static hl_status record(run *r, int64_t step, double train_loss, double norm,
                         const hl_lr_schedule *sched, double t0, hl_error *err)
 {
     hl_eval_result val;
-    if (hl_evaluate_positions(r->m, r->val_set, NULL, r->position_loss, &val, err) != HL_OK)
+    if (hl_eval_position_loss(r->m, r->val_set, NULL, r->position_loss, &val, err) != HL_OK)
         return err->status;
-    const double icl = hl_icl_score(r->position_loss, NULL, r->T);
-    const double icl_byte = hl_icl_score(r->position_loss, r->position_bytes, r->T);
+    const double icl = hl_eval_icl_score(r->position_loss, NULL, r->T);
+    const double icl_byte = hl_eval_icl_score(r->position_loss, r->position_bytes, r->T);
     fprintf(r->log, "%lld,%.6f,%.6f,%.6f,%.6f,%.6g,%.4f,%.2f\n", (long long)step, train_loss,
             val.loss[0], icl, icl_byte, r->o.lr * hl_lr_scale(sched, step), norm,
             hl_seconds() - t0);
@@ -639,7 +639,7 @@ static void check_text_memory(const char *path)
 {
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-        return; /* hl_read_file says why */
+        return; /* hl_fs_read_file says why */
     const uint64_t need = (uint64_t)st.st_size * DATA_BYTES_IN_MEMORY;
     const uint64_t avail = memory_available();
     if (need > avail) {
@@ -657,7 +657,7 @@ static void check_text_memory(const char *path)
 static void load_text(run *r)
 {
     check_text_memory(r->o.data);
-    unsigned char *text = hl_read_file(r->o.data, &r->size);
+    unsigned char *text = hl_fs_read_file(r->o.data, &r->size);
     if (!text) {
         fprintf(stderr, "charlm: cannot read %s: %s\n", r->o.data, strerror(errno));
         hl_dist_abort(2);
@@ -919,8 +919,8 @@ static void setup_heads(run *r)
     ok &= (r->position_bytes = malloc(sizeof(double) * (size_t)r->T)) != NULL &&
           measure_position_bytes(r);
     if (!ok || hl_probe_new(r->m, &probe, &r->probe, &err) != HL_OK ||
-        !(r->text_set = hl_text_windows_read(span_read, &r->val, r->val.size, TEXT_WINDOWS,
-                                              r->T, 4, &err))) {
+        !(r->text_set = hl_eval_text_windows_read(span_read, &r->val, r->val.size, TEXT_WINDOWS,
+                                                  r->T, 4, &err))) {
         fprintf(stderr, "charlm: %s\n", err.message[0] ? err.message : "out of memory");
         hl_dist_abort(err.status == HL_ERR_FORMAT ? 2 : 1); /* a bad token file */
     }
@@ -955,7 +955,7 @@ static void setup(run *r, const options *o)
     }
     hl_gpt_config_format(&r->m->cfg, r->config, sizeof r->config);
     check_ranks_agree(r);
-    if (r->lead && hl_make_dirs(o->out)) {
+    if (r->lead && hl_fs_make_dirs(o->out)) {
         fprintf(stderr, "charlm: cannot create %s: %s\n", o->out, strerror(errno));
         hl_dist_abort(2);
     }
@@ -1006,7 +1006,7 @@ static int finish(run *r)
     if (r->o.no_report)
         return 0;
     snprintf(path, sizeof path, "%s/report", r->o.out);
-    if (hl_make_dirs(path)) {
+    if (hl_fs_make_dirs(path)) {
         fprintf(stderr, "charlm: cannot create %s: %s\n", path, strerror(errno));
         return 1;
     }

@@ -85,7 +85,7 @@ static int run(const options *o, hl_error *err)
     hl_safetensors *weights = NULL, *inputs = NULL;
     hl_params *params = hl_params_new();
     hl_graph *g = hl_graph_new(0);
-    hl_st_writer *w = hl_st_writer_new();
+    hl_safetensors_writer *w = hl_safetensors_writer_new();
     hl_mha m = {0};
     hl_tensor *q = NULL, *k = NULL, *v = NULL, *pad = NULL, *mask = NULL, *dy = NULL;
     int rc = 2;
@@ -124,8 +124,9 @@ static int run(const options *o, hl_error *err)
         hl_error_set(err, hl_graph_status(g), "%s", hl_graph_message(g));
         goto done;
     }
-    if (hl_st_writer_add(w, "output", y, OUT_DTYPE, err) ||
-        (!o->no_weights && hl_st_writer_add(w, "attn_weights", trace.attn, OUT_DTYPE, err)))
+    if (hl_safetensors_writer_add(w, "output", y, OUT_DTYPE, err) ||
+        (!o->no_weights &&
+         hl_safetensors_writer_add(w, "attn_weights", trace.attn, OUT_DTYPE, err)))
         goto done;
     if (dy) {
         /* In self-attention q, k and v are one tensor: its gradient is the sum. */
@@ -134,7 +135,7 @@ static int run(const options *o, hl_error *err)
         for (int i = 0; i < 3; i++) {
             hl_tensor gt = *sources[i];
             gt.data = gt.grad;
-            if (hl_st_writer_add(w, names[i], &gt, OUT_DTYPE, err))
+            if (hl_safetensors_writer_add(w, names[i], &gt, OUT_DTYPE, err))
                 goto done;
         }
         for (size_t i = 0; i < hl_params_n_tensors(params); i++) {
@@ -142,11 +143,11 @@ static int run(const options *o, hl_error *err)
             char name[HL_NAME_MAX + 8];
             snprintf(name, sizeof name, "grad.%s", gt.name);
             gt.data = gt.grad;
-            if (hl_st_writer_add(w, name, &gt, OUT_DTYPE, err))
+            if (hl_safetensors_writer_add(w, name, &gt, OUT_DTYPE, err))
                 goto done;
         }
     }
-    if (hl_st_writer_save(w, o->out, err) == HL_OK)
+    if (hl_safetensors_writer_save(w, o->out, err) == HL_OK)
         rc = 0;
 done:
     if (k != q)
@@ -157,7 +158,7 @@ done:
     hl_tensor_free(pad);
     hl_tensor_free(mask);
     hl_tensor_free(dy);
-    hl_st_writer_free(w);
+    hl_safetensors_writer_free(w);
     hl_graph_free(g);
     hl_params_free(params);
     hl_safetensors_free(weights);

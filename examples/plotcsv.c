@@ -82,7 +82,7 @@ int main(int argc, char **argv)
     for (int f = 0; f < o.files.n; f++) {
         const char *path = o.files.item[f];
         size_t size;
-        char *text = (char *)hl_read_file(path, &size);
+        char *text = (char *)hl_fs_read_file(path, &size);
         if (!text)
             hl_cli_bad_input("plotcsv", "cannot read %s: %s", path, strerror(errno));
         hl_error err = {0};

@@ -286,7 +286,7 @@ int main(int argc, char **argv)
     const uint64_t n_train = s.size - n_val;
     if (n_train == 0)
         hl_cli_bad_input(program, "the text is empty");
-    if (hl_make_dirs(o.out))
+    if (hl_fs_make_dirs(o.out))
         hl_cli_bad_input(program, "cannot create %s: %s", o.out, strerror(errno));
     const double t0 = hl_seconds();
     hl_vocab *v = make_vocab(&o, &s, n_train);

@@ -161,7 +161,7 @@ static hl_status evaluate(const heldout_set *h, const hl_gpt *m, bool with_heads
 {
     *e = (evaluation){.L = m->cfg.n_layers, .H = m->cfg.n_heads};
     if (!with_heads)
-        return hl_evaluate(m, h->set, NULL, NULL, NULL, &e->result, err);
+        return hl_eval_loss(m, h->set, NULL, NULL, NULL, &e->result, err);
     const int shape[3] = {e->L * e->H, HL_TOY_T, HL_TOY_T};
     e->scores = calloc((size_t)e->L * e->H, sizeof *e->scores);
     e->example_maps = hl_tensor_new("attention", 3, shape, false);
@@ -175,8 +175,8 @@ static hl_status evaluate(const heldout_set *h, const hl_gpt *m, bool with_heads
         s = hl_toy_scores_begin(&sums[l], e->H, err);
     eval_ctx ctx = {h, e, sums};
     if (s == HL_OK)
-        s = hl_evaluate(m, h->set, &(hl_gpt_run){.trace = trace}, add_heads, &ctx, &e->result,
-                        err);
+        s = hl_eval_loss(m, h->set, &(hl_gpt_run){.trace = trace}, add_heads, &ctx, &e->result,
+                         err);
     for (int l = 0; s == HL_OK && l < e->L; l++)
         hl_toy_scores_finish(&sums[l], e->scores + l * e->H);
     free(sums);
@@ -541,7 +541,7 @@ static void setup(run *r, const options *o)
 {
     *r = (run){.o = *o, .lead = hl_dist_rank() == 0};
     check_ranks_agree(o);
-    if (r->lead && hl_make_dirs(o->out)) {
+    if (r->lead && hl_fs_make_dirs(o->out)) {
         fprintf(stderr, "toy_heads: cannot create %s: %s\n", o->out, strerror(errno));
         hl_dist_abort(2);
     }
@@ -605,7 +605,7 @@ static void head_report(run *r)
                               .probe = {.bos = HL_TOY_BOS, .seed = 12345},
                               .map_tokens = set->tokens + (size_t)r->heldout.example * set->T,
                               .map_T = set->T, .eval = &first};
-    if (hl_make_dirs(dir) || hl_head_report_write(r->m, &ro, dir, &err) != HL_OK) {
+    if (hl_fs_make_dirs(dir) || hl_head_report_write(r->m, &ro, dir, &err) != HL_OK) {
         fprintf(stderr, "toy_heads: report: %s\n", err.message[0] ? err.message : strerror(errno));
         hl_dist_abort(1);
     }

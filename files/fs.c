@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-int hl_make_dirs(const char *path)
+int hl_fs_make_dirs(const char *path)
 {
     char buf[4096];
     if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
@@ -22,7 +22,7 @@ int hl_make_dirs(const char *path)
     return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
 }
 
-unsigned char *hl_read_file(const char *path, size_t *size)
+unsigned char *hl_fs_read_file(const char *path, size_t *size)
 {
     FILE *f = fopen(path, "rb");
     if (!f)

@@ -1,7 +1,7 @@
 /*
  * fs.h: file-system helpers the programs share.
  *
- *     if (hl_make_dirs("out/toy_heads") != 0)
+ *     if (hl_fs_make_dirs("out/toy_heads") != 0)
  *         fprintf(stderr, "cannot create out/toy_heads: %s\n", strerror(errno));
  */
 #ifndef HL_FS_H
@@ -11,10 +11,10 @@
 
 /* Creates a directory and its missing parents, like `mkdir -p`. Returns 0, or
  * -1 with errno set (ENAMETOOLONG for a path of 4096 bytes or more). */
-int hl_make_dirs(const char *path);
+int hl_fs_make_dirs(const char *path);
 
 /* The whole file in a malloc'ed buffer (caller frees), its length in *size;
  * NULL with errno set when it cannot be opened, read or held in memory. */
-unsigned char *hl_read_file(const char *path, size_t *size);
+unsigned char *hl_fs_read_file(const char *path, size_t *size);
 
 #endif

@@ -51,24 +51,24 @@ static bool rng_parse(const char *text, hl_rng *rng)
     return true;
 }
 
-static hl_status add_params(hl_st_writer *w, const hl_params *params, const hl_optim *opt,
+static hl_status add_params(hl_safetensors_writer *w, const hl_params *params, const hl_optim *opt,
                             hl_error *err)
 {
     for (size_t i = 0; i < hl_params_n_tensors(params); i++) {
         const hl_tensor *t = hl_params_tensor(params, i);
-        if (hl_st_writer_add(w, t->name, t, NATIVE_DTYPE, err) != HL_OK)
+        if (hl_safetensors_writer_add(w, t->name, t, NATIVE_DTYPE, err) != HL_OK)
             return err->status;
         if (!opt)
             continue;
         char name[HL_NAME_MAX + 16];
         hl_tensor m = state_view(params, t, opt->m);
         state_name(name, sizeof name, 'm', t->name);
-        if (hl_st_writer_add(w, name, &m, NATIVE_DTYPE, err) != HL_OK)
+        if (hl_safetensors_writer_add(w, name, &m, NATIVE_DTYPE, err) != HL_OK)
             return err->status;
         if (opt->v) {
             hl_tensor v = state_view(params, t, opt->v);
             state_name(name, sizeof name, 'v', t->name);
-            if (hl_st_writer_add(w, name, &v, NATIVE_DTYPE, err) != HL_OK)
+            if (hl_safetensors_writer_add(w, name, &v, NATIVE_DTYPE, err) != HL_OK)
                 return err->status;
         }
     }
@@ -79,32 +79,32 @@ hl_status hl_checkpoint_save(const char *path, const hl_params *params, const hl
                              int64_t step, const hl_checkpoint_rng *rngs, int n_rngs,
                              const hl_checkpoint_meta *meta, int n_meta, hl_error *err)
 {
-    hl_st_writer *w = hl_st_writer_new();
+    hl_safetensors_writer *w = hl_safetensors_writer_new();
     if (!w)
         return hl_error_set(err, HL_ERR_NOMEM, "checkpoint: out of memory");
     char text[128];
     hl_status s = add_params(w, params, opt, err);
     if (s == HL_OK)
-        s = hl_st_writer_set_metadata(w, "format", FORMAT_NAME, err);
+        s = hl_safetensors_writer_set_metadata(w, "format", FORMAT_NAME, err);
     snprintf(text, sizeof text, "%" PRId64, step);
     if (s == HL_OK)
-        s = hl_st_writer_set_metadata(w, "step", text, err);
+        s = hl_safetensors_writer_set_metadata(w, "step", text, err);
     if (s == HL_OK && opt) {
         snprintf(text, sizeof text, "%s %" PRId64, opt->cfg.kind == HL_OPTIM_ADAMW ? "adamw" : "sgd",
                  opt->step);
-        s = hl_st_writer_set_metadata(w, "optim", text, err);
+        s = hl_safetensors_writer_set_metadata(w, "optim", text, err);
     }
     for (int i = 0; i < n_rngs && s == HL_OK; i++) {
         char key[96];
         snprintf(key, sizeof key, "rng.%s", rngs[i].name);
         rng_format(rngs[i].rng, text, sizeof text);
-        s = hl_st_writer_set_metadata(w, key, text, err);
+        s = hl_safetensors_writer_set_metadata(w, key, text, err);
     }
     for (int i = 0; i < n_meta && s == HL_OK; i++)
-        s = hl_st_writer_set_metadata(w, meta[i].key, meta[i].value, err);
+        s = hl_safetensors_writer_set_metadata(w, meta[i].key, meta[i].value, err);
     if (s == HL_OK)
-        s = hl_st_writer_save(w, path, err);
-    hl_st_writer_free(w);
+        s = hl_safetensors_writer_save(w, path, err);
+    hl_safetensors_writer_free(w);
     return s;
 }
 
@@ -113,7 +113,7 @@ hl_status hl_checkpoint_save(const char *path, const hl_params *params, const hl
 static hl_status check_entry(const hl_safetensors *f, const char *path, const char *name,
                              const hl_tensor *t, hl_error *err)
 {
-    const hl_st_entry *e = hl_safetensors_find(f, name);
+    const hl_safetensors_entry_info *e = hl_safetensors_find(f, name);
     if (!e)
         return hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: no tensor %s", path, name);
     bool same = e->rank == t->rank;
@@ -123,7 +123,7 @@ static hl_status check_entry(const hl_safetensors *f, const char *path, const ch
         char fs[HL_ST_SHAPE_STR_MAX], ts[HL_SHAPE_STR_MAX];
         return hl_error_set(err, HL_ERR_SHAPE,
                             "checkpoint %s: %s has shape %s in the file, %s in the model", path,
-                            name, hl_st_shape_str(e, fs), hl_shape_str(t, ts));
+                            name, hl_safetensors_shape_str(e, fs), hl_shape_str(t, ts));
     }
     return HL_OK;
 }

@@ -40,7 +40,7 @@ static hl_status truncate_log(const char *path, int64_t resume_step, const char 
                               bool *fresh, hl_error *err)
 {
     size_t n;
-    char *text = (char *)hl_read_file(path, &n);
+    char *text = (char *)hl_fs_read_file(path, &n);
     /* Empty: killed before its header was written. */
     *fresh = (!text && errno == ENOENT) || (text && n == 0);
     if (*fresh) {

@@ -3,7 +3,8 @@
 
 #include "io/model_io.h"
 
-static const hl_st_entry *find(const hl_safetensors *f, const char *prefix, const char *name)
+static const hl_safetensors_entry_info *find(const hl_safetensors *f, const char *prefix,
+                                             const char *name)
 {
     char full[HL_NAME_MAX];
     snprintf(full, sizeof full, "%s%s", prefix, name);
@@ -11,8 +12,8 @@ static const hl_st_entry *find(const hl_safetensors *f, const char *prefix, cons
 }
 
 /* The 2-d weight's dims, or an error naming it. */
-static hl_status matrix_dims(const hl_st_entry *e, const char *what, int *rows, int *cols,
-                             hl_error *err)
+static hl_status matrix_dims(const hl_safetensors_entry_info *e, const char *what, int *rows,
+                             int *cols, hl_error *err)
 {
     if (!e)
         return hl_error_set(err, HL_ERR_FORMAT, "mha: the weights have no %s", what);
@@ -40,7 +41,7 @@ hl_status hl_mha_load(hl_mha *m, hl_params *p, const hl_safetensors *f, const ch
                             "mha: out_proj.weight (%d,%d) does not split into %d heads", rows,
                             cols, num_heads);
     cfg.head_dim = cols / num_heads;
-    const hl_st_entry *packed = find(f, prefix, "in_proj_weight");
+    const hl_safetensors_entry_info *packed = find(f, prefix, "in_proj_weight");
     if (!packed) {
         int r = 0;
         if (matrix_dims(find(f, prefix, "k_proj_weight"), "in_proj_weight or k_proj_weight", &r,

@@ -24,11 +24,11 @@
  * The writer copies tensors as they are added and writes them in name order,
  * atomically (a temporary file in the same directory, renamed over the path):
  *
- *     hl_st_writer *w = hl_st_writer_new();
- *     hl_st_writer_add(w, "fc.weight", weight, HL_DTYPE_F32, &err);
- *     hl_st_writer_set_metadata(w, "step", "1000", &err);
- *     hl_st_writer_save(w, "model.safetensors", &err);
- *     hl_st_writer_free(w);
+ *     hl_safetensors_writer *w = hl_safetensors_writer_new();
+ *     hl_safetensors_writer_add(w, "fc.weight", weight, HL_DTYPE_F32, &err);
+ *     hl_safetensors_writer_set_metadata(w, "step", "1000", &err);
+ *     hl_safetensors_writer_save(w, "model.safetensors", &err);
+ *     hl_safetensors_writer_free(w);
  */
 #ifndef HL_SAFETENSORS_H
 #define HL_SAFETENSORS_H
@@ -64,19 +64,19 @@ size_t hl_dtype_size(hl_dtype dtype);
 #define HL_ST_MAX_HEADER 100000000u
 
 /* One tensor of a file, valid until hl_safetensors_free(). */
-typedef struct hl_st_entry {
+typedef struct hl_safetensors_entry_info {
     const char *name;
     hl_dtype dtype;
     int rank;                         /* 0..HL_ST_MAX_RANK; 0 is a scalar */
     int64_t shape[HL_ST_MAX_RANK];    /* dims >= 0; unused entries are 0 */
     const unsigned char *data;        /* nbytes little-endian bytes, not aligned */
     size_t nbytes;                    /* product(shape) * hl_dtype_size(dtype) */
-} hl_st_entry;
+} hl_safetensors_entry_info;
 
 /* Room for an entry's shape printed as "(d0,...,d7)". */
 #define HL_ST_SHAPE_STR_MAX 160
 /* Writes e's shape, e.g. "(3,4)" ("()" for a scalar), into buf and returns buf. */
-const char *hl_st_shape_str(const hl_st_entry *e, char *buf);
+const char *hl_safetensors_shape_str(const hl_safetensors_entry_info *e, char *buf);
 
 typedef struct hl_safetensors hl_safetensors;
 
@@ -90,8 +90,8 @@ void hl_safetensors_free(hl_safetensors *f);
 
 /* Entries are ordered by name (byte order); i >= count gives NULL. */
 size_t hl_safetensors_count(const hl_safetensors *f);
-const hl_st_entry *hl_safetensors_entry(const hl_safetensors *f, size_t i);
-const hl_st_entry *hl_safetensors_find(const hl_safetensors *f, const char *name);
+const hl_safetensors_entry_info *hl_safetensors_entry(const hl_safetensors *f, size_t i);
+const hl_safetensors_entry_info *hl_safetensors_find(const hl_safetensors *f, const char *name);
 /* The value of a "__metadata__" key, or NULL when absent. */
 const char *hl_safetensors_metadata(const hl_safetensors *f, const char *key);
 
@@ -106,29 +106,26 @@ hl_status hl_safetensors_copy_to(const hl_safetensors *f, const char *name, hl_t
 hl_tensor *hl_safetensors_load(const hl_safetensors *f, const char *name, bool requires_grad,
                                hl_error *err);
 
-typedef struct hl_st_writer hl_st_writer;
+typedef struct hl_safetensors_writer hl_safetensors_writer;
 
 /* NULL when out of memory. */
-hl_st_writer *hl_st_writer_new(void);
-void hl_st_writer_free(hl_st_writer *w);
+hl_safetensors_writer *hl_safetensors_writer_new(void);
+void hl_safetensors_writer_free(hl_safetensors_writer *w);
 
 /* Copies t's values now, converted to dtype (HL_DTYPE_F32 or HL_DTYPE_F64).
  * Names must be valid UTF-8, unique and not "__metadata__" (HL_ERR_ARG). */
-hl_status hl_st_writer_add(hl_st_writer *w, const char *name, const hl_tensor *t, hl_dtype dtype,
-                           hl_error *err);
+hl_status hl_safetensors_writer_add(hl_safetensors_writer *w, const char *name, const hl_tensor *t,
+                                    hl_dtype dtype, hl_error *err);
 /* Copies product(shape) elements of any dtype from bytes, given in the host's
  * byte order (e.g. an int32_t array for I32); BOOL bytes must be 0 or 1. */
-hl_status hl_st_writer_add_raw(hl_st_writer *w, const char *name, hl_dtype dtype, int rank,
-                               const int64_t *shape, const void *bytes, hl_error *err);
+hl_status hl_safetensors_writer_add_raw(hl_safetensors_writer *w, const char *name, hl_dtype dtype,
+                                        int rank, const int64_t *shape, const void *bytes,
+                                        hl_error *err);
 /* Sets (or replaces) a "__metadata__" string. */
-hl_status hl_st_writer_set_metadata(hl_st_writer *w, const char *key, const char *value,
-                                    hl_error *err);
+hl_status hl_safetensors_writer_set_metadata(hl_safetensors_writer *w, const char *key,
+                                             const char *value, hl_error *err);
 /* Writes "<path>.tmp.<pid>", flushes it to disk and renames it over path; on
  * failure removes the temporary file and leaves path as it was. */
-hl_status hl_st_writer_save(hl_st_writer *w, const char *path, hl_error *err);
-
-/* True when s[0..n) is well-formed UTF-8, as the format requires of the
- * header (shared by the reader and the writer). */
-bool hl_st_utf8_valid(const char *s, size_t n);
+hl_status hl_safetensors_writer_save(hl_safetensors_writer *w, const char *path, hl_error *err);
 
 #endif

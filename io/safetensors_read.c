@@ -1,4 +1,5 @@
 #include "io/safetensors.h"
+#include "io/internal.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -16,7 +17,7 @@ struct hl_safetensors {
     char *what;             /* the file name used in messages */
     unsigned char *bytes;   /* the whole file */
     cJSON *header;          /* owns the tensor names and metadata strings */
-    hl_st_entry *entries;   /* n_entries, sorted by name */
+    hl_safetensors_entry_info *entries; /* n_entries, sorted by name */
     size_t n_entries;
     const cJSON **metadata; /* n_metadata string items, sorted by key */
     size_t n_metadata;
@@ -49,7 +50,7 @@ size_t hl_dtype_size(hl_dtype dtype)
     return (unsigned)dtype < HL_DTYPE_COUNT ? dtypes[dtype].size : 0;
 }
 
-bool hl_st_utf8_valid(const char *s, size_t n)
+bool hl_safetensors_utf8_valid(const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
@@ -157,7 +158,7 @@ static const char *shape_text(int rank, const int64_t *shape, char *buf)
     return buf;
 }
 
-const char *hl_st_shape_str(const hl_st_entry *e, char *buf)
+const char *hl_safetensors_shape_str(const hl_safetensors_entry_info *e, char *buf)
 {
     return shape_text(e->rank, e->shape, buf);
 }
@@ -212,7 +213,7 @@ static hl_status entry_fields(const cJSON *obj, const char *what, const cJSON *f
 
 /* Checks one tensor entry against the data buffer (data, data_len bytes). */
 static hl_status parse_entry(const cJSON *obj, const unsigned char *data, uint64_t data_len,
-                             const char *what, hl_st_entry *e, hl_error *err)
+                             const char *what, hl_safetensors_entry_info *e, hl_error *err)
 {
     const char *name = obj->string;
     char text[64];
@@ -323,12 +324,14 @@ static hl_status parse_metadata(hl_safetensors *f, const cJSON *obj, hl_error *e
 
 static int by_name(const void *a, const void *b)
 {
-    return strcmp(((const hl_st_entry *)a)->name, ((const hl_st_entry *)b)->name);
+    return strcmp(((const hl_safetensors_entry_info *)a)->name,
+                  ((const hl_safetensors_entry_info *)b)->name);
 }
 
 static int by_offset(const void *a, const void *b)
 {
-    const hl_st_entry *x = *(const hl_st_entry *const *)a, *y = *(const hl_st_entry *const *)b;
+    const hl_safetensors_entry_info *x = *(const hl_safetensors_entry_info *const *)a,
+                                    *y = *(const hl_safetensors_entry_info *const *)b;
     if (x->data != y->data)
         return x->data < y->data ? -1 : 1;
     return (x->nbytes > y->nbytes) - (x->nbytes < y->nbytes);
@@ -340,7 +343,7 @@ static hl_status check_tiling(hl_safetensors *f, const unsigned char *data, uint
                               hl_error *err)
 {
     size_t n = f->n_entries;
-    const hl_st_entry **order = malloc((n ? n : 1) * sizeof *order);
+    const hl_safetensors_entry_info **order = malloc((n ? n : 1) * sizeof *order);
     if (!order)
         return fail(err, HL_ERR_NOMEM, f->what, "out of memory");
     for (size_t i = 0; i < n; i++)
@@ -374,7 +377,7 @@ static hl_status check_tiling(hl_safetensors *f, const unsigned char *data, uint
 /* Parses the header text (n bytes, not NUL-terminated) into f->header. */
 static hl_status parse_json(hl_safetensors *f, const char *header, size_t n, hl_error *err)
 {
-    if (!hl_st_utf8_valid(header, n))
+    if (!hl_safetensors_utf8_valid(header, n))
         return fail(err, HL_ERR_FORMAT, f->what, "header is not valid UTF-8");
     /* JSON allows no control characters besides whitespace, even in strings;
      * cJSON is laxer, so check here. */
@@ -544,16 +547,16 @@ void hl_safetensors_free(hl_safetensors *f)
 
 size_t hl_safetensors_count(const hl_safetensors *f) { return f ? f->n_entries : 0; }
 
-const hl_st_entry *hl_safetensors_entry(const hl_safetensors *f, size_t i)
+const hl_safetensors_entry_info *hl_safetensors_entry(const hl_safetensors *f, size_t i)
 {
     return f && i < f->n_entries ? &f->entries[i] : NULL;
 }
 
-const hl_st_entry *hl_safetensors_find(const hl_safetensors *f, const char *name)
+const hl_safetensors_entry_info *hl_safetensors_find(const hl_safetensors *f, const char *name)
 {
     if (!f || !name || f->n_entries == 0) /* bsearch may not take a NULL array */
         return NULL;
-    hl_st_entry key = {.name = name};
+    hl_safetensors_entry_info key = {.name = name};
     return bsearch(&key, f->entries, f->n_entries, sizeof key, by_name);
 }
 
@@ -593,7 +596,7 @@ static double element(const unsigned char *p, hl_dtype dtype)
     return 0;
 }
 
-static void convert(const hl_st_entry *e, hl_real *dst)
+static void convert(const hl_safetensors_entry_info *e, hl_real *dst)
 {
     size_t size = dtypes[e->dtype].size, n = e->nbytes / size;
     for (size_t i = 0; i < n; i++)
@@ -602,7 +605,7 @@ static void convert(const hl_st_entry *e, hl_real *dst)
 
 /* The entry's shape as a headlab tensor's (a scalar becomes (1)); false when
  * the rank is over HL_MAX_RANK or a dim over INT_MAX. */
-static bool tensor_shape(const hl_st_entry *e, int *rank, int shape[HL_MAX_RANK])
+static bool tensor_shape(const hl_safetensors_entry_info *e, int *rank, int shape[HL_MAX_RANK])
 {
     if (e->rank > HL_MAX_RANK)
         return false;
@@ -616,13 +619,14 @@ static bool tensor_shape(const hl_st_entry *e, int *rank, int shape[HL_MAX_RANK]
     return true;
 }
 
-static const hl_st_entry *find_for(const hl_safetensors *f, const char *name, hl_error *err)
+static const hl_safetensors_entry_info *find_for(const hl_safetensors *f, const char *name,
+                                                 hl_error *err)
 {
     if (!f || !name) {
         hl_error_set(err, HL_ERR_ARG, "safetensors: NULL file or tensor name");
         return NULL;
     }
-    const hl_st_entry *e = hl_safetensors_find(f, name);
+    const hl_safetensors_entry_info *e = hl_safetensors_find(f, name);
     if (!e)
         fail(err, HL_ERR_ARG, f->what, "no tensor named \"%s\"", name);
     return e;
@@ -631,7 +635,7 @@ static const hl_st_entry *find_for(const hl_safetensors *f, const char *name, hl
 hl_status hl_safetensors_copy_to(const hl_safetensors *f, const char *name, hl_tensor *dst,
                                  hl_error *err)
 {
-    const hl_st_entry *e = find_for(f, name, err);
+    const hl_safetensors_entry_info *e = find_for(f, name, err);
     if (!e)
         return err->status;
     if (!dst || !dst->data)
@@ -658,7 +662,7 @@ hl_status hl_safetensors_copy_to(const hl_safetensors *f, const char *name, hl_t
 hl_tensor *hl_safetensors_load(const hl_safetensors *f, const char *name, bool requires_grad,
                                hl_error *err)
 {
-    const hl_st_entry *e = find_for(f, name, err);
+    const hl_safetensors_entry_info *e = find_for(f, name, err);
     if (!e)
         return NULL;
     char text[SHAPE_TEXT_MAX];

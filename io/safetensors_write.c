@@ -1,4 +1,5 @@
 #include "io/safetensors.h"
+#include "io/internal.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -27,16 +28,19 @@ typedef struct {
     char *value;
 } st_meta;
 
-struct hl_st_writer {
+struct hl_safetensors_writer {
     st_item *items;
     size_t n_items, cap_items;
     st_meta *meta;
     size_t n_meta, cap_meta;
 };
 
-hl_st_writer *hl_st_writer_new(void) { return calloc(1, sizeof(hl_st_writer)); }
+hl_safetensors_writer *hl_safetensors_writer_new(void)
+{
+    return calloc(1, sizeof(hl_safetensors_writer));
+}
 
-void hl_st_writer_free(hl_st_writer *w)
+void hl_safetensors_writer_free(hl_safetensors_writer *w)
 {
     if (!w)
         return;
@@ -82,12 +86,12 @@ static bool reserve(void **array, size_t *cap, size_t n, size_t elem)
 }
 
 /* Checks a tensor's name, dtype and shape; sets *nbytes to its data size. */
-static hl_status check_item(const hl_st_writer *w, const char *name, hl_dtype dtype, int rank,
-                            const int64_t *shape, size_t *nbytes, hl_error *err)
+static hl_status check_item(const hl_safetensors_writer *w, const char *name, hl_dtype dtype,
+                            int rank, const int64_t *shape, size_t *nbytes, hl_error *err)
 {
     if (!w || !name)
         return hl_error_set(err, HL_ERR_ARG, "safetensors writer: NULL writer or name");
-    if (!hl_st_utf8_valid(name, strlen(name)) || strcmp(name, "__metadata__") == 0)
+    if (!hl_safetensors_utf8_valid(name, strlen(name)) || strcmp(name, "__metadata__") == 0)
         return hl_error_set(err, HL_ERR_ARG,
                             "safetensors writer: tensor \"%s\": the name must be UTF-8 and not "
                             "__metadata__", name);
@@ -119,7 +123,7 @@ static hl_status check_item(const hl_st_writer *w, const char *name, hl_dtype dt
 }
 
 /* Appends a checked item with room for its bytes (uninitialised). */
-static st_item *append_item(hl_st_writer *w, const char *name, hl_dtype dtype, int rank,
+static st_item *append_item(hl_safetensors_writer *w, const char *name, hl_dtype dtype, int rank,
                             const int64_t *shape, size_t nbytes, hl_error *err)
 {
     st_item item = {.dtype = dtype, .rank = rank, .nbytes = nbytes};
@@ -138,8 +142,8 @@ static st_item *append_item(hl_st_writer *w, const char *name, hl_dtype dtype, i
     return &w->items[w->n_items++];
 }
 
-hl_status hl_st_writer_add(hl_st_writer *w, const char *name, const hl_tensor *t, hl_dtype dtype,
-                           hl_error *err)
+hl_status hl_safetensors_writer_add(hl_safetensors_writer *w, const char *name, const hl_tensor *t,
+                                    hl_dtype dtype, hl_error *err)
 {
     if (!t || !t->data || t->rank < 1 || t->rank > HL_MAX_RANK)
         return hl_error_set(err, HL_ERR_ARG, "safetensors writer: tensor \"%s\" is NULL or "
@@ -173,8 +177,9 @@ hl_status hl_st_writer_add(hl_st_writer *w, const char *name, const hl_tensor *t
     return HL_OK;
 }
 
-hl_status hl_st_writer_add_raw(hl_st_writer *w, const char *name, hl_dtype dtype, int rank,
-                               const int64_t *shape, const void *bytes, hl_error *err)
+hl_status hl_safetensors_writer_add_raw(hl_safetensors_writer *w, const char *name, hl_dtype dtype,
+                                        int rank, const int64_t *shape, const void *bytes,
+                                        hl_error *err)
 {
     size_t nbytes;
     if (check_item(w, name, dtype, rank, shape, &nbytes, err) != HL_OK)
@@ -203,12 +208,13 @@ hl_status hl_st_writer_add_raw(hl_st_writer *w, const char *name, hl_dtype dtype
     return HL_OK;
 }
 
-hl_status hl_st_writer_set_metadata(hl_st_writer *w, const char *key, const char *value,
-                                    hl_error *err)
+hl_status hl_safetensors_writer_set_metadata(hl_safetensors_writer *w, const char *key,
+                                             const char *value, hl_error *err)
 {
     if (!w || !key || !value)
         return hl_error_set(err, HL_ERR_ARG, "safetensors writer: NULL writer, key or value");
-    if (!hl_st_utf8_valid(key, strlen(key)) || !hl_st_utf8_valid(value, strlen(value)))
+    if (!hl_safetensors_utf8_valid(key, strlen(key)) ||
+        !hl_safetensors_utf8_valid(value, strlen(value)))
         return hl_error_set(err, HL_ERR_ARG,
                             "safetensors writer: metadata \"%s\" is not valid UTF-8", key);
     char *copy = strdup(value);
@@ -253,7 +259,7 @@ static bool add_ints(cJSON *obj, const char *key, const int64_t *values, int n)
 
 /* The JSON header (malloc'd, unpadded): the items in their order, then the metadata;
  * NULL when out of memory. */
-static char *header_json(const hl_st_writer *w)
+static char *header_json(const hl_safetensors_writer *w)
 {
     cJSON *root = cJSON_CreateObject();
     bool ok = root != NULL;
@@ -279,8 +285,8 @@ static char *header_json(const hl_st_writer *w)
 }
 
 /* Writes the whole file to fp; false (with errno set) on a failed write. */
-static bool write_all(FILE *fp, const hl_st_writer *w, const char *header, size_t header_len,
-                      size_t padded_len)
+static bool write_all(FILE *fp, const hl_safetensors_writer *w, const char *header,
+                      size_t header_len, size_t padded_len)
 {
     unsigned char length[8];
     store_le(length, padded_len, 8);
@@ -296,7 +302,7 @@ static bool write_all(FILE *fp, const hl_st_writer *w, const char *header, size_
 }
 
 /* Writes the file whole or not at all (files/atomic.h). */
-static hl_status write_file(const hl_st_writer *w, const char *path, const char *header,
+static hl_status write_file(const hl_safetensors_writer *w, const char *path, const char *header,
                             hl_error *err)
 {
     size_t header_len = strlen(header), padded_len = (header_len + 7) / 8 * 8;
@@ -314,7 +320,7 @@ static hl_status write_file(const hl_st_writer *w, const char *path, const char 
     return hl_atomic_commit(&out, err);
 }
 
-hl_status hl_st_writer_save(hl_st_writer *w, const char *path, hl_error *err)
+hl_status hl_safetensors_writer_save(hl_safetensors_writer *w, const char *path, hl_error *err)
 {
     if (!w || !path)
         return hl_error_set(err, HL_ERR_ARG, "safetensors writer: NULL writer or path");

@@ -42,6 +42,10 @@
  * would cost more than it saves. */
 #define HL_PARALLEL_MIN_WORK 32768
 
+/* Each op's name, input count, backward kernel and flags (ops/op_table.c);
+ * a recorded node keeps its own (hl_node.info). */
+const hl_op_info *hl_op_get(hl_op op);
+
 /* False (with an error recorded) when the graph has already failed or an input
  * is NULL, poisoned or without data (a parameter before hl_params_commit). */
 bool hl_op_inputs_ok(hl_graph *g, hl_op op, int n, hl_tensor *const *inputs);

@@ -22,9 +22,6 @@
 
 #include "core/graph.h"
 
-/* Each op's name, input count, backward kernel and flags (ops/op_table.c). */
-const hl_op_info *hl_op_get(hl_op op);
-
 /* ---- linear algebra (ops/linear.c, ops/matmul.c) ---- */
 
 enum { HL_TRANS_A = 1, HL_TRANS_B = 2 };

@@ -40,7 +40,7 @@ static const char *in_dir(const char *name, char *buf, size_t size)
 static void expect_contents(const char *path, const char *want)
 {
     size_t size;
-    unsigned char *got = hl_read_file(path, &size);
+    unsigned char *got = hl_fs_read_file(path, &size);
     ck_assert_msg(got, "cannot read %s", path);
     ck_assert_uint_eq(size, strlen(want));
     ck_assert(!memcmp(got, want, size));

@@ -16,7 +16,7 @@ static unsigned char *read_fixture(const char *name, size_t *n)
 {
     char path[256];
     snprintf(path, sizeof path, "tests/fixtures/bpe/%s", name);
-    unsigned char *bytes = hl_read_file(path, n);
+    unsigned char *bytes = hl_fs_read_file(path, n);
     ck_assert_msg(bytes, "cannot read %s", path);
     bytes = realloc(bytes, *n + 1); /* NUL-terminated, to read as a string */
     ck_assert_ptr_nonnull(bytes);

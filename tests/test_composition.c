@@ -133,7 +133,7 @@ START_TEST(test_pruned_models_keep_their_pairs_scores)
     hl_head_set remove = {0};
     remove.on[0][1] = remove.on[2][0] = true;
     hl_error err = {0};
-    hl_gpt *small = hl_gpt_prune(m, &remove, NULL, &err);
+    hl_gpt *small = hl_prune_heads(m, &remove, NULL, &err);
     ck_assert_msg(small, "%s", err.message);
     ck_assert_int_eq(hl_gpt_total_heads(&small->cfg), 7);
     check_against_direct(small);

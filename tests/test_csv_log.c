@@ -24,7 +24,7 @@ static void expect_resumed(const char *path, const char *text, int64_t step, con
     fputs(row, log);
     fclose(log);
     size_t n;
-    char *got = (char *)hl_read_file(path, &n);
+    char *got = (char *)hl_fs_read_file(path, &n);
     ck_assert_ptr_nonnull(got);
     ck_assert_msg(n == strlen(want) && !memcmp(got, want, n), "resumed at %lld:\n%.*s\nwanted:\n%s",
                   (long long)step, (int)n, got, want);
@@ -61,7 +61,7 @@ START_TEST(test_csv_log_new_and_resumed)
     ck_assert_msg(log, "%s", err.message);
     fclose(log);
     size_t n;
-    char *got = (char *)hl_read_file(path, &n);
+    char *got = (char *)hl_fs_read_file(path, &n);
     ck_assert_ptr_nonnull(got);
     ck_assert_int_eq((int)n, (int)strlen(header) + 1);
     free(got);
@@ -82,7 +82,7 @@ START_TEST(test_csv_log_refuses_another_header)
     ck_assert_int_eq(err.status, HL_ERR_FORMAT);
     ck_assert_msg(strstr(err.message, path) && strstr(err.message, header), "%s", err.message);
     size_t n;
-    char *got = (char *)hl_read_file(path, &n);
+    char *got = (char *)hl_fs_read_file(path, &n);
     ck_assert_msg(got && n == sizeof other - 1 && !memcmp(got, other, n), "the file changed");
     free(got);
     unlink(path);

@@ -12,14 +12,14 @@ START_TEST(test_text_windows_and_bad_text)
 {
     const int32_t text[] = {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'};
     hl_error err = {0};
-    hl_eval_set *w = hl_text_windows(text, 10, 3, 4, 2, &err);
+    hl_eval_set *w = hl_eval_text_windows(text, 10, 3, 4, 2, &err);
     ck_assert_ptr_nonnull(w);
     ck_assert_int_eq(w->tokens[0], 'a');
     ck_assert_int_eq(w->targets[0][3], 'e');
     ck_assert_int_eq(w->tokens[2 * 4], 'f'); /* the last window ends at the last token */
     ck_assert_int_eq(w->targets[0][2 * 4 + 3], 'j');
     hl_eval_set_free(w);
-    ck_assert_ptr_null(hl_text_windows(text, 4, 3, 4, 2, &err));
+    ck_assert_ptr_null(hl_eval_text_windows(text, 4, 3, 4, 2, &err));
     ck_assert_ptr_nonnull(strstr(err.message, "4 tokens"));
 }
 END_TEST
@@ -31,7 +31,7 @@ START_TEST(test_repeat_windows_and_position_weights)
 {
     const int32_t text[] = {10, 11, 12, 13, 14, 15, 16};
     hl_error err = {0};
-    hl_eval_set *w = hl_repeat_windows(text, 7, 2, 3, 2, &err);
+    hl_eval_set *w = hl_eval_repeat_windows(text, 7, 2, 3, 2, &err);
     ck_assert_msg(w, "%s", err.message);
     ck_assert_int_eq(w->T, 6);
     ck_assert_str_eq(w->group_names[0], "repeat");
@@ -52,14 +52,14 @@ START_TEST(test_repeat_windows_and_position_weights)
     ck_assert_double_eq_tol(hl_eval_mean_weight(w, 0, token_weight), 4.0, 1e-12);
     ck_assert_double_eq_tol(hl_eval_mean_weight(w, 1, token_weight), 4.5, 1e-12);
     hl_eval_set_free(w);
-    ck_assert_ptr_null(hl_repeat_windows(text, 2, 2, 3, 2, &err));
+    ck_assert_ptr_null(hl_eval_repeat_windows(text, 2, 2, 3, 2, &err));
     ck_assert_ptr_nonnull(strstr(err.message, "2 tokens do not hold 3 to repeat"));
 }
 END_TEST
 
-/* hl_evaluate_positions against each position's cross-entropy computed here
- * from one forward pass's logits; hl_icl_score against the two means over
- * hl_icl_ranges, and the ranges for T = 256 as documented. */
+/* hl_eval_position_loss against each position's cross-entropy computed here
+ * from one forward pass's logits; hl_eval_icl_score against the two means over
+ * hl_eval_icl_ranges, and the ranges for T = 256 as documented. */
 START_TEST(test_position_loss_and_icl_score)
 {
     hl_gpt *m = hm_random_model(2, 2, 8, 11); /* vocab 11 in, 9 out, n_ctx 7 */
@@ -73,7 +73,7 @@ START_TEST(test_position_loss_and_icl_score)
     }
     double got[7];
     hl_eval_result r;
-    ck_assert_int_eq(hl_evaluate_positions(m, set, NULL, got, &r, &err), HL_OK);
+    ck_assert_int_eq(hl_eval_position_loss(m, set, NULL, got, &r, &err), HL_OK);
     hl_graph *g = hl_graph_new(0);
     hl_graph_set_grad_enabled(g, false);
     hl_tensor *logits = hl_gpt_forward(g, m, set->tokens, n, T, NULL);
@@ -101,7 +101,7 @@ START_TEST(test_position_loss_and_icl_score)
     hl_graph_free(g);
 
     int e0, e1, l0, l1;
-    hl_icl_ranges(256, &e0, &e1, &l0, &l1);
+    hl_eval_icl_ranges(256, &e0, &e1, &l0, &l1);
     ck_assert(e0 == 40 && e1 == 61 && l0 == 199 && l1 == 250);
     double loss[256];
     for (int t = 0; t < 256; t++)
@@ -111,8 +111,8 @@ START_TEST(test_position_loss_and_icl_score)
         early += loss[t] / 21;
     for (int t = 199; t < 250; t++)
         late += loss[t] / 51;
-    ck_assert(fabs(hl_icl_score(loss, NULL, 256) - (late - early)) < 1e-12);
-    ck_assert(isnan(hl_icl_score(loss, NULL, 7)));
+    ck_assert(fabs(hl_eval_icl_score(loss, NULL, 256) - (late - early)) < 1e-12);
+    ck_assert(isnan(hl_eval_icl_score(loss, NULL, 7)));
     /* Per byte: each range's loss over its bytes. */
     double bytes[256], early_bytes = 0, late_bytes = 0;
     for (int t = 0; t < 256; t++)
@@ -126,8 +126,8 @@ START_TEST(test_position_loss_and_icl_score)
         late += loss[t];
         late_bytes += bytes[t];
     }
-    ck_assert(fabs(hl_icl_score(loss, bytes, 256) - (late / late_bytes - early / early_bytes)) <
-              1e-12);
+    ck_assert(fabs(hl_eval_icl_score(loss, bytes, 256) -
+                   (late / late_bytes - early / early_bytes)) < 1e-12);
     hl_eval_set_free(set);
     hl_gpt_free(m);
 }

@@ -115,7 +115,7 @@ typedef struct {
 static char *log_text(const char *path, bool timed)
 {
     size_t n;
-    char *text = (char *)hl_read_file(path, &n);
+    char *text = (char *)hl_fs_read_file(path, &n);
     ck_assert_msg(text, "cannot read %s", path);
     char *out = malloc(n + 1);
     size_t kept = 0;

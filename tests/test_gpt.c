@@ -48,8 +48,8 @@ static hl_gpt *expect_fixture(const char *dir)
     hl_gpt *m = hl_gpt_load(path, &err);
     ck_assert_msg(m, "%s", err.message);
     hl_safetensors *data = open_fixture(dir, "data"), *expected = open_fixture(dir, "expected");
-    const hl_st_entry *tokens = hl_safetensors_find(data, "tokens");
-    const hl_st_entry *targets = hl_safetensors_find(data, "targets");
+    const hl_safetensors_entry_info *tokens = hl_safetensors_find(data, "tokens");
+    const hl_safetensors_entry_info *targets = hl_safetensors_find(data, "targets");
     ck_assert(tokens && targets && tokens->dtype == HL_DTYPE_I32);
     const int B = (int)tokens->shape[0], T = (int)tokens->shape[1];
     int32_t ids[64], tgt[64];

@@ -44,7 +44,7 @@ static void remove_dir(const char *dir)
 
 static unsigned char *slurp(const char *path, size_t *n)
 {
-    unsigned char *b = hl_read_file(path, n);
+    unsigned char *b = hl_fs_read_file(path, n);
     ck_assert_msg(b, "cannot read %s", path);
     return b;
 }

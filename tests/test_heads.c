@@ -183,7 +183,7 @@ START_TEST(test_prune_equals_gating)
     hl_head_set remove = {0}, pruned = {0};
     remove.on[0][1] = remove.on[1][0] = remove.on[1][2] = true;
     hl_error err = {0};
-    hl_gpt *p = hl_gpt_prune(m, &remove, &pruned, &err);
+    hl_gpt *p = hl_prune_heads(m, &remove, &pruned, &err);
     ck_assert_msg(p, "%s", err.message);
 
     const hl_mha *a0 = &p->blocks[0].attn, *a1 = &p->blocks[1].attn;
@@ -211,7 +211,7 @@ START_TEST(test_prune_equals_gating)
      * and the record gathers original indices. */
     hl_head_set again = {0};
     again.on[0][0] = true;
-    hl_gpt *q = hl_gpt_prune(p, &again, &pruned, &err);
+    hl_gpt *q = hl_prune_heads(p, &again, &pruned, &err);
     ck_assert_msg(q, "%s", err.message);
     char text[64];
     hl_pruned_heads_format(&pruned, &q->cfg, text, sizeof text);
@@ -243,7 +243,7 @@ START_TEST(test_pruned_model_round_trip)
     hl_head_set remove = {0};
     remove.on[0][2] = remove.on[1][1] = true;
     hl_error err = {0};
-    hl_gpt *p = hl_gpt_prune(m, &remove, &meta.pruned, &err);
+    hl_gpt *p = hl_prune_heads(m, &remove, &meta.pruned, &err);
     ck_assert_msg(p && hl_gpt_save_meta(path, p, &meta, &err) == HL_OK, "%s", err.message);
 
     hl_gpt_meta back;
@@ -310,7 +310,7 @@ START_TEST(test_prune_errors)
             for (int h = 0; h < N_HEADS; h++)
                 remove.on[cases[i].layer][h] = true;
         hl_error err = {0};
-        ck_assert_ptr_null(hl_gpt_prune(m, &remove, NULL, &err));
+        ck_assert_ptr_null(hl_prune_heads(m, &remove, NULL, &err));
         ck_assert_int_eq(err.status, HL_ERR_ARG);
         ck_assert_msg(strstr(err.message, cases[i].fragment), "\"%s\" lacks \"%s\"", err.message,
                       cases[i].fragment);
@@ -319,7 +319,7 @@ START_TEST(test_prune_errors)
     hl_head_set remove = {0}, record = {0};
     remove.on[0][0] = record.on[1][1] = true;
     hl_error err = {0};
-    ck_assert_ptr_null(hl_gpt_prune(m, &remove, &record, &err));
+    ck_assert_ptr_null(hl_prune_heads(m, &remove, &record, &err));
     ck_assert_ptr_nonnull(strstr(err.message, "pruning record"));
 
     /* The record's text: what parses, and what does not. */
@@ -430,7 +430,7 @@ START_TEST(test_mean_ablation)
     /* Means measured on another sequence length do not fit. */
     hl_eval_set *shorter = random_set(3, CTX - 2, 2, 3, 9);
     ck_assert_int_eq(hl_heads_evaluate(m, shorter, &off, &means, &mean, &err), HL_ERR_SHAPE);
-    hl_head_means_free(&means);
+    hl_heads_means_free(&means);
     hl_eval_set_free(shorter);
 
     /* On one sequence the mean is the head's own output: mean ablation
@@ -444,7 +444,7 @@ START_TEST(test_mean_ablation)
     ck_assert_int_eq(hl_heads_evaluate(m, one, &off, NULL, &zero, &err), HL_OK);
     expect_results_close(&mean, &base, 2);
     ck_assert(fabs(zero.loss[0] - base.loss[0]) > 1e-4);
-    hl_head_means_free(&means);
+    hl_heads_means_free(&means);
     hl_eval_set_free(one);
     hl_gpt_free(m);
     hl_eval_set_free(set);
@@ -483,9 +483,9 @@ START_TEST(test_importance_is_gate_derivative)
             hl_eval_result up, down;
             hl_gpt_run run = gates_run((double[]){1, 1, 1}, (double[]){1, 1, 1});
             run.gate[l]->data[h] = (hl_real)(1 + eps);
-            ck_assert_int_eq(hl_evaluate(m, set, &run, NULL, NULL, &up, &err), HL_OK);
+            ck_assert_int_eq(hl_eval_loss(m, set, &run, NULL, NULL, &up, &err), HL_OK);
             run.gate[l]->data[h] = (hl_real)(1 - eps);
-            ck_assert_int_eq(hl_evaluate(m, set, &run, NULL, NULL, &down, &err), HL_OK);
+            ck_assert_int_eq(hl_eval_loss(m, set, &run, NULL, NULL, &down, &err), HL_OK);
             free_run(&run);
             double fd = fabs((up.total_loss - down.total_loss) / (2 * eps));
             double got = raw[l * N_HEADS + h];
@@ -519,7 +519,7 @@ START_TEST(test_importance_is_gate_derivative)
     /* A pruned layer: entries past its heads are NaN. */
     hl_head_set remove = {0};
     remove.on[1][0] = true;
-    hl_gpt *p = hl_gpt_prune(m, &remove, NULL, &err);
+    hl_gpt *p = hl_prune_heads(m, &remove, NULL, &err);
     ck_assert_int_eq(hl_heads_importance(p, set, raw, norm, &err), HL_OK);
     ck_assert(isnan(raw[1 * N_HEADS + 2]) && isnan(norm[1 * N_HEADS + 2]));
     ck_assert(isfinite(raw[1 * N_HEADS + 1]));

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "tests/testutil.h"
+#include "ops/internal.h"
 
 /* Which mask to apply, and its mask tensor (NULL for causal). */
 typedef struct mask_case {

@@ -230,7 +230,7 @@ START_TEST(test_patch_pairs_padding_is_exact)
                 hl_status s = what == 0   ? hl_patch_heads(m, t, HL_ACT_Z, false, out, &err)
                               : what == 1 ? hl_patch_heads(m, t, HL_ACT_K, false, out, &err)
                               : what == 2 ? hl_patch_paths(m, t, HL_ACT_Q, out, &err)
-                                          : hl_attrib_heads(m, t, HL_ACT_Z, false, out, &err);
+                                          : hl_patch_attrib_heads(m, t, HL_ACT_Z, false, out, &err);
                 ck_assert_msg(s == HL_OK, "%s: %s", name[what], err.message);
             }
             for (size_t k = 0; k < cells; k++)
@@ -239,17 +239,16 @@ START_TEST(test_patch_pairs_padding_is_exact)
         }
         /* The plain means: direct logit attribution and the logit lens. */
         const double ones[P] = {1, 1, 1};
-        ck_assert_int_eq(hl_direct_logit_attribution(m, &whole.task, got, &err), HL_OK);
+        ck_assert_int_eq(hl_patch_logit_attribution(m, &whole.task, got, &err), HL_OK);
         for (int i = 0; i < P; i++)
-            ck_assert_int_eq(hl_direct_logit_attribution(m, &alone[i].task, each[i], &err),
-                             HL_OK);
+            ck_assert_int_eq(hl_patch_logit_attribution(m, &alone[i].task, each[i], &err), HL_OK);
         for (size_t k = 0; k < L * H; k++)
             want[k] = combined(&each[0][0], ones, n, P, k, CELLS);
         expect_close("direct logit attribution", got, want, L * H);
         int32_t top[(L + 1) * 6];
-        ck_assert_int_eq(hl_logit_lens(m, &whole.task, 1, got, top, &err), HL_OK);
+        ck_assert_int_eq(hl_patch_logit_lens(m, &whole.task, 1, got, top, &err), HL_OK);
         for (int i = 0; i < P; i++)
-            ck_assert_int_eq(hl_logit_lens(m, &alone[i].task, 1, each[i], top, &err), HL_OK);
+            ck_assert_int_eq(hl_patch_logit_lens(m, &alone[i].task, 1, each[i], top, &err), HL_OK);
         for (size_t k = 0; k <= L; k++)
             want[k] = combined(&each[0][0], ones, n, P, k, CELLS);
         expect_close("logit lens", got, want, L + 1);

@@ -117,16 +117,16 @@ static void expect_metric(fixture *f, hl_patch_metric metric)
         expect(f, name, paths, (size_t)N * N);
     }
     for (int a = 0; a < 3; a += 2) { /* z and k */
-        ck_assert_msg(hl_attrib_heads(f->m, &f->t, acts[a].act, false, v, &err) == HL_OK, "%s",
-                      err.message);
+        ck_assert_msg(hl_patch_attrib_heads(f->m, &f->t, acts[a].act, false, v, &err) == HL_OK,
+                      "%s", err.message);
         snprintf(name, sizeof name, "attrib_%s%s", acts[a].name, sfx);
         expect(f, name, v, (size_t)L * H);
     }
-    ck_assert_msg(hl_direct_logit_attribution(f->m, &f->t, v, &err) == HL_OK, "%s", err.message);
+    ck_assert_msg(hl_patch_logit_attribution(f->m, &f->t, v, &err) == HL_OK, "%s", err.message);
     snprintf(name, sizeof name, "dla%s", sfx);
     expect(f, name, v, (size_t)L * H);
     int32_t top[(2 + 1) * 6 * 2];
-    ck_assert_msg(hl_logit_lens(f->m, &f->t, 2, v, top, &err) == HL_OK, "%s", err.message);
+    ck_assert_msg(hl_patch_logit_lens(f->m, &f->t, 2, v, top, &err) == HL_OK, "%s", err.message);
     snprintf(name, sizeof name, "lens%s", sfx);
     expect(f, name, v, (size_t)L + 1);
 }
@@ -155,7 +155,7 @@ START_TEST(test_logit_lens_top_tokens_ordered)
     hl_error err = {0};
     double metric[3];
     int32_t top[3 * 6 * 6];
-    ck_assert_int_eq(hl_logit_lens(f.m, &f.t, 6, metric, top, &err), HL_OK);
+    ck_assert_int_eq(hl_patch_logit_lens(f.m, &f.t, 6, metric, top, &err), HL_OK);
     for (int i = 0; i < 3 * 6; i++) {
         bool seen[6] = {false};
         for (int k = 0; k < 6; k++) {
@@ -163,7 +163,7 @@ START_TEST(test_logit_lens_top_tokens_ordered)
             seen[top[i * 6 + k]] = true;
         }
     }
-    ck_assert_int_eq(hl_logit_lens(f.m, &f.t, 7, metric, top, &err), HL_ERR_ARG);
+    ck_assert_int_eq(hl_patch_logit_lens(f.m, &f.t, 7, metric, top, &err), HL_ERR_ARG);
     fixture_close(&f);
 }
 END_TEST

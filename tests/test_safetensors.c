@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "io/safetensors.h"
+#include "io/internal.h"
 #include "tests/testutil.h"
 
 // ----------------------------------------------------------------------------
@@ -126,10 +127,10 @@ static hl_safetensors *read_ok(const char *path)
     return f;
 }
 
-static void save_ok(hl_st_writer *w, const char *path)
+static void save_ok(hl_safetensors_writer *w, const char *path)
 {
     hl_error err = {0};
-    ck_assert_msg(hl_st_writer_save(w, path, &err) == HL_OK, "%s", err.message);
+    ck_assert_msg(hl_safetensors_writer_save(w, path, &err) == HL_OK, "%s", err.message);
 }
 
 static unsigned char *slurp(const char *path, size_t *len)
@@ -165,11 +166,11 @@ START_TEST(test_dtype_helpers)
     ck_assert_uint_eq(hl_dtype_size(HL_DTYPE_I32), 4);
     ck_assert_uint_eq(hl_dtype_size(HL_DTYPE_U8), 1);
     ck_assert_uint_eq(hl_dtype_size((hl_dtype)-1), 0);
-    ck_assert(hl_st_utf8_valid("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14));
-    ck_assert(!hl_st_utf8_valid("\xff", 1));
-    ck_assert(!hl_st_utf8_valid("\xc0\xaf", 2));         /* overlong '/' */
-    ck_assert(!hl_st_utf8_valid("\xed\xa0\x80", 3));     /* a surrogate */
-    ck_assert(!hl_st_utf8_valid("\xc3", 1));             /* cut short */
+    ck_assert(hl_safetensors_utf8_valid("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14));
+    ck_assert(!hl_safetensors_utf8_valid("\xff", 1));
+    ck_assert(!hl_safetensors_utf8_valid("\xc0\xaf", 2));     /* overlong '/' */
+    ck_assert(!hl_safetensors_utf8_valid("\xed\xa0\x80", 3)); /* a surrogate */
+    ck_assert(!hl_safetensors_utf8_valid("\xc3", 1));         /* cut short */
 }
 END_TEST
 
@@ -182,21 +183,22 @@ START_TEST(test_roundtrip_real)
     hl_tensor *b = tu_random("b", 1, (int[]){7}, false, 2, -1, 1);
     hl_tensor *x = tu_random("x", 4, (int[]){2, 1, 3, 2}, false, 3, -1e6, 1e6);
     x->data[0] = (hl_real)1e-30;  /* representable in float too */
-    hl_st_writer *wr = hl_st_writer_new();
+    hl_safetensors_writer *wr = hl_safetensors_writer_new();
     hl_error err = {0};
     /* Added out of name order: the file is in name order. */
-    ck_assert(hl_st_writer_add(wr, "z.weight", w, HL_DTYPE_F32, &err) == HL_OK);
-    ck_assert(hl_st_writer_add(wr, "a.bias", b, HL_DTYPE_F64, &err) == HL_OK);
-    ck_assert(hl_st_writer_add(wr, "m.x", x, HL_DTYPE_F64, &err) == HL_OK);
-    ck_assert(hl_st_writer_set_metadata(wr, "step", "10", &err) == HL_OK);
-    ck_assert(hl_st_writer_set_metadata(wr, "note", "caf\xc3\xa9 \"quoted\"\n", &err) == HL_OK);
-    ck_assert(hl_st_writer_set_metadata(wr, "step", "12", &err) == HL_OK);  /* replaces */
+    ck_assert(hl_safetensors_writer_add(wr, "z.weight", w, HL_DTYPE_F32, &err) == HL_OK);
+    ck_assert(hl_safetensors_writer_add(wr, "a.bias", b, HL_DTYPE_F64, &err) == HL_OK);
+    ck_assert(hl_safetensors_writer_add(wr, "m.x", x, HL_DTYPE_F64, &err) == HL_OK);
+    ck_assert(hl_safetensors_writer_set_metadata(wr, "step", "10", &err) == HL_OK);
+    ck_assert(hl_safetensors_writer_set_metadata(wr, "note", "caf\xc3\xa9 \"quoted\"\n", &err) ==
+              HL_OK);
+    ck_assert(hl_safetensors_writer_set_metadata(wr, "step", "12", &err) == HL_OK); /* replaces */
     ck_assert_msg(!hl_error_failed(&err), "%s", err.message);
     /* The writer copied the data: later changes are not saved. */
     w->data[0] += 1;
     save_ok(wr, path);
     w->data[0] -= 1;
-    hl_st_writer_free(wr);
+    hl_safetensors_writer_free(wr);
 
     hl_safetensors *f = read_ok(path);
     ck_assert_uint_eq(hl_safetensors_count(f), 3);
@@ -206,11 +208,11 @@ START_TEST(test_roundtrip_real)
     ck_assert_ptr_null(hl_safetensors_entry(f, 3));
     /* Data in name order: each tensor starts where the previous one ends. */
     for (size_t i = 1; i < 3; i++) {
-        const hl_st_entry *prev = hl_safetensors_entry(f, i - 1);
+        const hl_safetensors_entry_info *prev = hl_safetensors_entry(f, i - 1);
         ck_assert_ptr_eq(hl_safetensors_entry(f, i)->data, prev->data + prev->nbytes);
     }
 
-    const hl_st_entry *e = hl_safetensors_find(f, "z.weight");
+    const hl_safetensors_entry_info *e = hl_safetensors_find(f, "z.weight");
     ck_assert(e && e->dtype == HL_DTYPE_F32 && e->rank == 2 && e->nbytes == 60);
     ck_assert(e->shape[0] == 3 && e->shape[1] == 5);
     e = hl_safetensors_find(f, "m.x");
@@ -257,14 +259,14 @@ START_TEST(test_golden_bytes)
     hl_tensor *t = hl_tensor_new("t", 1, (int[]){2}, false);
     t->data[0] = 1;
     t->data[1] = -2;
-    hl_st_writer *w = hl_st_writer_new();
+    hl_safetensors_writer *w = hl_safetensors_writer_new();
     hl_error err = {0};
-    ck_assert(hl_st_writer_add(w, "t", t, HL_DTYPE_F32, &err) == HL_OK);
-    ck_assert(hl_st_writer_add_raw(w, "i", HL_DTYPE_I32, 0, NULL, (int32_t[]){-2}, &err) ==
+    ck_assert(hl_safetensors_writer_add(w, "t", t, HL_DTYPE_F32, &err) == HL_OK);
+    ck_assert(hl_safetensors_writer_add_raw(w, "i", HL_DTYPE_I32, 0, NULL, (int32_t[]){-2}, &err) ==
               HL_OK);
-    ck_assert(hl_st_writer_set_metadata(w, "k", "v", &err) == HL_OK);
+    ck_assert(hl_safetensors_writer_set_metadata(w, "k", "v", &err) == HL_OK);
     save_ok(w, path);
-    hl_st_writer_free(w);
+    hl_safetensors_writer_free(w);
 
     static const char header[] =
         "{\"i\":{\"dtype\":\"I32\",\"shape\":[],\"data_offsets\":[0,4]},"
@@ -297,20 +299,20 @@ START_TEST(test_roundtrip_raw)
     const uint8_t bytes[5] = {0, 7, 255, 3, 128};
     const int32_t ints[3] = {-5, 0, 2147483647};
     const int64_t longs[2] = {-3, 1099511627776};
-    hl_st_writer *w = hl_st_writer_new();
+    hl_safetensors_writer *w = hl_safetensors_writer_new();
     hl_error err = {0};
-    hl_st_writer_add_raw(w, "mask", HL_DTYPE_BOOL, 2, (int64_t[]){2, 3}, mask, &err);
-    hl_st_writer_add_raw(w, "bytes", HL_DTYPE_U8, 1, (int64_t[]){5}, bytes, &err);
-    hl_st_writer_add_raw(w, "ints", HL_DTYPE_I32, 3, (int64_t[]){1, 3, 1}, ints, &err);
-    hl_st_writer_add_raw(w, "longs", HL_DTYPE_I64, 1, (int64_t[]){2}, longs, &err);
-    hl_st_writer_add_raw(w, "empty", HL_DTYPE_U8, 2, (int64_t[]){0, 4}, NULL, &err);
+    hl_safetensors_writer_add_raw(w, "mask", HL_DTYPE_BOOL, 2, (int64_t[]){2, 3}, mask, &err);
+    hl_safetensors_writer_add_raw(w, "bytes", HL_DTYPE_U8, 1, (int64_t[]){5}, bytes, &err);
+    hl_safetensors_writer_add_raw(w, "ints", HL_DTYPE_I32, 3, (int64_t[]){1, 3, 1}, ints, &err);
+    hl_safetensors_writer_add_raw(w, "longs", HL_DTYPE_I64, 1, (int64_t[]){2}, longs, &err);
+    hl_safetensors_writer_add_raw(w, "empty", HL_DTYPE_U8, 2, (int64_t[]){0, 4}, NULL, &err);
     ck_assert_msg(!hl_error_failed(&err), "%s", err.message);
     save_ok(w, path);
-    hl_st_writer_free(w);
+    hl_safetensors_writer_free(w);
 
     hl_safetensors *f = read_ok(path);
     ck_assert_uint_eq(hl_safetensors_count(f), 5);
-    const hl_st_entry *e = hl_safetensors_find(f, "mask");
+    const hl_safetensors_entry_info *e = hl_safetensors_find(f, "mask");
     ck_assert(e && e->dtype == HL_DTYPE_BOOL && e->nbytes == 6);
     ck_assert(memcmp(e->data, mask, 6) == 0);
     e = hl_safetensors_find(f, "bytes");
@@ -349,38 +351,38 @@ END_TEST
 
 START_TEST(test_writer_errors)
 {
-    hl_st_writer *w = hl_st_writer_new();
+    hl_safetensors_writer *w = hl_safetensors_writer_new();
     hl_tensor *t = hl_tensor_new("t", 1, (int[]){2}, false);
     hl_error err = {0};
-    ck_assert(hl_st_writer_add(w, "t", t, HL_DTYPE_F32, &err) == HL_OK);
-    ck_assert(hl_st_writer_add(w, "t", t, HL_DTYPE_F64, &err) == HL_ERR_ARG);
+    ck_assert(hl_safetensors_writer_add(w, "t", t, HL_DTYPE_F32, &err) == HL_OK);
+    ck_assert(hl_safetensors_writer_add(w, "t", t, HL_DTYPE_F64, &err) == HL_ERR_ARG);
     ck_assert(strstr(err.message, "\"t\" added twice"));
     hl_error_clear(&err);
-    ck_assert(hl_st_writer_add(w, "__metadata__", t, HL_DTYPE_F32, &err) == HL_ERR_ARG);
+    ck_assert(hl_safetensors_writer_add(w, "__metadata__", t, HL_DTYPE_F32, &err) == HL_ERR_ARG);
     hl_error_clear(&err);
-    ck_assert(hl_st_writer_add(w, "bad\xff", t, HL_DTYPE_F32, &err) == HL_ERR_ARG);
+    ck_assert(hl_safetensors_writer_add(w, "bad\xff", t, HL_DTYPE_F32, &err) == HL_ERR_ARG);
     hl_error_clear(&err);
-    ck_assert(hl_st_writer_add(w, "u", t, HL_DTYPE_I32, &err) == HL_ERR_ARG);
+    ck_assert(hl_safetensors_writer_add(w, "u", t, HL_DTYPE_I32, &err) == HL_ERR_ARG);
     ck_assert(strstr(err.message, "I32"));
     hl_error_clear(&err);
-    ck_assert(hl_st_writer_add(w, "n", NULL, HL_DTYPE_F32, &err) == HL_ERR_ARG);
+    ck_assert(hl_safetensors_writer_add(w, "n", NULL, HL_DTYPE_F32, &err) == HL_ERR_ARG);
     hl_error_clear(&err);
-    ck_assert(hl_st_writer_add_raw(w, "b", HL_DTYPE_BOOL, 1, (int64_t[]){2},
-                                   (uint8_t[]){1, 2}, &err) == HL_ERR_ARG);
+    ck_assert(hl_safetensors_writer_add_raw(w, "b", HL_DTYPE_BOOL, 1, (int64_t[]){2},
+                                            (uint8_t[]){1, 2}, &err) == HL_ERR_ARG);
     ck_assert(strstr(err.message, "BOOL byte 1 is 2"));
     hl_error_clear(&err);
-    ck_assert(hl_st_writer_add_raw(w, "neg", HL_DTYPE_U8, 1, (int64_t[]){-1}, "", &err) ==
+    ck_assert(hl_safetensors_writer_add_raw(w, "neg", HL_DTYPE_U8, 1, (int64_t[]){-1}, "", &err) ==
               HL_ERR_SHAPE);
     hl_error_clear(&err);
-    ck_assert(hl_st_writer_add_raw(w, "r9", HL_DTYPE_U8, 9, (int64_t[9]){1}, "", &err) ==
+    ck_assert(hl_safetensors_writer_add_raw(w, "r9", HL_DTYPE_U8, 9, (int64_t[9]){1}, "", &err) ==
               HL_ERR_SHAPE);
     hl_error_clear(&err);
-    ck_assert(hl_st_writer_add_raw(w, "nul", HL_DTYPE_U8, 1, (int64_t[]){3}, NULL, &err) ==
+    ck_assert(hl_safetensors_writer_add_raw(w, "nul", HL_DTYPE_U8, 1, (int64_t[]){3}, NULL, &err) ==
               HL_ERR_ARG);
     hl_error_clear(&err);
-    ck_assert(hl_st_writer_set_metadata(w, "k", "\xc3", &err) == HL_ERR_ARG);
+    ck_assert(hl_safetensors_writer_set_metadata(w, "k", "\xc3", &err) == HL_ERR_ARG);
     hl_tensor_free(t);
-    hl_st_writer_free(w);
+    hl_safetensors_writer_free(w);
 }
 END_TEST
 
@@ -391,12 +393,12 @@ START_TEST(test_save_atomic)
     tmp_path("ckpt.safetensors", path, sizeof path);
     snprintf(missing, sizeof missing, "%s/no_such_dir/ckpt.safetensors", tmpdir);
     hl_tensor *t = tu_random("t", 1, (int[]){4}, false, 7, -1, 1);
-    hl_st_writer *w = hl_st_writer_new();
+    hl_safetensors_writer *w = hl_safetensors_writer_new();
     hl_error err = {0};
-    ck_assert(hl_st_writer_add(w, "t", t, HL_DTYPE_F32, &err) == HL_OK);
+    ck_assert(hl_safetensors_writer_add(w, "t", t, HL_DTYPE_F32, &err) == HL_OK);
 
     /* A directory that does not exist: an error and no file anywhere. */
-    ck_assert(hl_st_writer_save(w, missing, &err) == HL_ERR_IO);
+    ck_assert(hl_safetensors_writer_save(w, missing, &err) == HL_ERR_IO);
     ck_assert_msg(strstr(err.message, missing), "%s", err.message);
     ck_assert_int_eq(tmpdir_entries(), 0);
     hl_error_clear(&err);
@@ -418,13 +420,13 @@ START_TEST(test_save_atomic)
     char dir[128];
     tmp_path("a_directory", dir, sizeof dir);
     ck_assert(mkdir(dir, 0700) == 0);
-    ck_assert(hl_st_writer_save(w, dir, &err) == HL_ERR_IO);
+    ck_assert(hl_safetensors_writer_save(w, dir, &err) == HL_ERR_IO);
     ck_assert_msg(strstr(err.message, "rename"), "%s", err.message);
     struct stat st;
     ck_assert(stat(dir, &st) == 0 && S_ISDIR(st.st_mode));
     ck_assert_int_eq(tmpdir_entries(), 2);
 
-    hl_st_writer_free(w);
+    hl_safetensors_writer_free(w);
     hl_tensor_free(t);
     remove_tmpdir();
 }
@@ -470,7 +472,7 @@ START_TEST(test_reader_accepts)
                  "\"__metadata__\":{}}   \n\t ",
                  6);
     ck_assert_uint_eq(hl_safetensors_count(f), 3);
-    const hl_st_entry *b = hl_safetensors_find(f, "b");
+    const hl_safetensors_entry_info *b = hl_safetensors_find(f, "b");
     ck_assert(b && b->data[0] == 4 && b->data[1] == 5);
     hl_error err = {0};
     hl_tensor *a = hl_safetensors_load(f, "a", false, &err);
@@ -759,28 +761,28 @@ START_TEST(test_pytorch_file)
     hl_safetensors *f = read_ok(src);
     ck_assert(hl_safetensors_count(f) >= 2);
     ck_assert(hl_safetensors_metadata(f, "heads") != NULL);
-    const hl_st_entry *mask = hl_safetensors_find(f, "key_padding_mask");
+    const hl_safetensors_entry_info *mask = hl_safetensors_find(f, "key_padding_mask");
     ck_assert(mask && mask->dtype == HL_DTYPE_U8 && mask->rank == 2);
 
     make_tmpdir();
     char path[128];
     tmp_path("again.safetensors", path, sizeof path);
-    hl_st_writer *w = hl_st_writer_new();
+    hl_safetensors_writer *w = hl_safetensors_writer_new();
     hl_error err = {0};
     for (size_t i = 0; i < hl_safetensors_count(f); i++) {
-        const hl_st_entry *e = hl_safetensors_entry(f, i);
+        const hl_safetensors_entry_info *e = hl_safetensors_entry(f, i);
         if (e->dtype == HL_DTYPE_F32) {
             hl_tensor *t = hl_safetensors_load(f, e->name, false, &err);
             ck_assert_msg(t != NULL, "%s", err.message);
-            hl_st_writer_add(w, e->name, t, HL_DTYPE_F32, &err);
+            hl_safetensors_writer_add(w, e->name, t, HL_DTYPE_F32, &err);
             hl_tensor_free(t);
         } else {
-            hl_st_writer_add_raw(w, e->name, e->dtype, e->rank, e->shape, e->data, &err);
+            hl_safetensors_writer_add_raw(w, e->name, e->dtype, e->rank, e->shape, e->data, &err);
         }
     }
     ck_assert_msg(!hl_error_failed(&err), "%s", err.message);
     save_ok(w, path);
-    hl_st_writer_free(w);
+    hl_safetensors_writer_free(w);
 
     size_t len_a, len_b;
     unsigned char *a = slurp(src, &len_a), *b = slurp(path, &len_b);

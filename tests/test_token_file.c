@@ -120,7 +120,7 @@ END_TEST
 /* The file's bytes, to break and write back. */
 static unsigned char *file_bytes(size_t *size)
 {
-    unsigned char *b = hl_read_file(path, size);
+    unsigned char *b = hl_fs_read_file(path, size);
     ck_assert_ptr_nonnull(b);
     return b;
 }

@@ -164,7 +164,7 @@ static void patched_copy(const char *src, const char *dst, long at, const void *
                          size_t len)
 {
     size_t size;
-    unsigned char *b = hl_read_file(src, &size);
+    unsigned char *b = hl_fs_read_file(src, &size);
     ck_assert_ptr_nonnull(b);
     if (patch)
         memcpy(b + at, patch, len);

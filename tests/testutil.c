@@ -157,7 +157,7 @@ void tu_run_ok(const char *command)
 bool tu_same_file(const char *a, const char *b)
 {
     size_t na, nb;
-    unsigned char *x = hl_read_file(a, &na), *y = hl_read_file(b, &nb);
+    unsigned char *x = hl_fs_read_file(a, &na), *y = hl_fs_read_file(b, &nb);
     bool same = x && y && na == nb && !memcmp(x, y, na);
     free(x);
     free(y);

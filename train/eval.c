@@ -118,8 +118,8 @@ static void score_batch(hl_graph *g, const hl_eval_set *set, const hl_eval_batch
     }
 }
 
-hl_status hl_evaluate(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run *run,
-                      hl_eval_hook hook, void *ctx, hl_eval_result *out, hl_error *err)
+hl_status hl_eval_loss(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run *run,
+                       hl_eval_hook hook, void *ctx, hl_eval_result *out, hl_error *err)
 {
     if (hl_eval_set_check(set, m, err) != HL_OK)
         return err->status;
@@ -152,7 +152,7 @@ hl_status hl_evaluate(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run 
     return HL_OK;
 }
 
-double hl_token_loss(const hl_real *row, int V, int32_t target)
+double hl_eval_token_loss(const hl_real *row, int V, int32_t target)
 {
     double max = row[0], sum = 0;
     for (int v = 1; v < V; v++)
@@ -178,20 +178,20 @@ static hl_status position_hook(void *ctx, const hl_eval_batch *b, const hl_tenso
         const int32_t y = b->targets[0][i];
         if (y == HL_EVAL_IGNORE)
             continue;
-        p->sum[i % p->T] += hl_token_loss(logits->data + (size_t)i * V, V, y);
+        p->sum[i % p->T] += hl_eval_token_loss(logits->data + (size_t)i * V, V, y);
         p->count[i % p->T]++;
     }
     return HL_OK;
 }
 
-hl_status hl_evaluate_positions(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run *run,
+hl_status hl_eval_position_loss(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run *run,
                                 double *position_loss, hl_eval_result *out, hl_error *err)
 {
     if (!set)
         return hl_error_set(err, HL_ERR_ARG, "eval: no set");
     position_sums p = {set->T, calloc((size_t)set->T, sizeof(double)),
                        calloc((size_t)set->T, sizeof(int64_t))};
-    hl_status s = p.sum && p.count ? hl_evaluate(m, set, run, position_hook, &p, out, err)
+    hl_status s = p.sum && p.count ? hl_eval_loss(m, set, run, position_hook, &p, out, err)
                                    : hl_error_set(err, HL_ERR_NOMEM, "eval: out of memory");
     for (int t = 0; s == HL_OK && t < set->T; t++)
         position_loss[t] = p.count[t] ? p.sum[t] / (double)p.count[t] : NAN;
@@ -200,7 +200,7 @@ hl_status hl_evaluate_positions(const hl_gpt *m, const hl_eval_set *set, const h
     return s;
 }
 
-void hl_icl_ranges(int T, int *early0, int *early1, int *late0, int *late1)
+void hl_eval_icl_ranges(int T, int *early0, int *early1, int *late0, int *late1)
 {
     *early0 = (int)(0.16 * T);
     *early1 = (int)(0.24 * T);
@@ -208,12 +208,12 @@ void hl_icl_ranges(int T, int *early0, int *early1, int *late0, int *late1)
     *late1 = (int)(0.98 * T);
 }
 
-double hl_icl_score(const double *position_loss, const double *position_weight, int T)
+double hl_eval_icl_score(const double *position_loss, const double *position_weight, int T)
 {
     if (T < 8)
         return NAN;
     int e0, e1, l0, l1;
-    hl_icl_ranges(T, &e0, &e1, &l0, &l1);
+    hl_eval_icl_ranges(T, &e0, &e1, &l0, &l1);
     double early = 0, late = 0, early_weight = 0, late_weight = 0;
     for (int t = e0; t < e1; t++) {
         early += position_loss[t];
@@ -263,8 +263,8 @@ static size_t window_start(size_t room, int w, int windows)
     return windows > 1 ? room * (size_t)w / (size_t)(windows - 1) : 0;
 }
 
-hl_eval_set *hl_text_windows_read(hl_text_read_fn read, void *ctx, size_t size, int windows,
-                                  int T, int batch, hl_error *err)
+hl_eval_set *hl_eval_text_windows_read(hl_text_read_fn read, void *ctx, size_t size, int windows,
+                                       int T, int batch, hl_error *err)
 {
     if (T < 1 || windows < 1 || size < (size_t)T + 1) {
         hl_error_set(err, HL_ERR_ARG, "text windows: %zu tokens do not hold a window of %d",
@@ -297,15 +297,15 @@ static hl_status read_array(void *ctx, size_t at, size_t n, int32_t *out, hl_err
     return HL_OK;
 }
 
-hl_eval_set *hl_text_windows(const int32_t *text, size_t size, int windows, int T, int batch,
-                             hl_error *err)
+hl_eval_set *hl_eval_text_windows(const int32_t *text, size_t size, int windows, int T, int batch,
+                                  hl_error *err)
 {
-    return hl_text_windows_read(read_array, (void *)text, text ? size : 0, windows, T, batch,
-                                err);
+    return hl_eval_text_windows_read(read_array, (void *)text, text ? size : 0, windows, T, batch,
+                                     err);
 }
 
-hl_eval_set *hl_repeat_windows(const int32_t *text, size_t size, int windows, int half, int batch,
-                               hl_error *err)
+hl_eval_set *hl_eval_repeat_windows(const int32_t *text, size_t size, int windows, int half,
+                                    int batch, hl_error *err)
 {
     if (!text || half < 2 || windows < 1 || size < (size_t)half) {
         hl_error_set(err, HL_ERR_ARG, "repeated text: %zu tokens do not hold %d to repeat", size,

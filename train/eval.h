@@ -9,7 +9,7 @@
  *
  *     hl_eval_set *set = hl_eval_set_new(1000, 32, 2, 250, &err);   // then fill it
  *     hl_eval_result r;
- *     hl_evaluate(m, set, NULL, NULL, NULL, &r, &err);              // eval mode, no grads
+ *     hl_eval_loss(m, set, NULL, NULL, NULL, &r, &err);              // eval mode, no grads
  *
  *     for (hl_eval_batch b = {0}; hl_eval_set_next(set, &b);)      // or batch by batch
  *         ... hl_gpt_forward(g, m, b.tokens, b.B, set->T, NULL) ...
@@ -71,16 +71,16 @@ typedef hl_status (*hl_eval_hook)(void *ctx, const hl_eval_batch *b, const hl_te
 /* Loss and accuracy of every target group over the set, in eval mode (no
  * dropout, no gradients), with the run's gates, offsets and trace (run and
  * hook may be NULL). m is not changed. */
-hl_status hl_evaluate(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run *run,
-                      hl_eval_hook hook, void *ctx, hl_eval_result *out, hl_error *err);
+hl_status hl_eval_loss(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run *run,
+                       hl_eval_hook hook, void *ctx, hl_eval_result *out, hl_error *err);
 
 /* -log softmax(row)[target] over V logits, in double. */
-double hl_token_loss(const hl_real *row, int V, int32_t target);
+double hl_eval_token_loss(const hl_real *row, int V, int32_t target);
 
-/* hl_evaluate (with the run's gates, offsets and patches; run may be NULL),
+/* hl_eval_loss (with the run's gates, offsets and patches; run may be NULL),
  * and the mean loss of the first target group at each position t = 0..T-1
  * into position_loss (NaN where no target is scored). */
-hl_status hl_evaluate_positions(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run *run,
+hl_status hl_eval_position_loss(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run *run,
                                 double *position_loss, hl_eval_result *out, hl_error *err);
 
 /* The mean of token_weight[target] over the first group's targets at each
@@ -102,30 +102,30 @@ double hl_eval_mean_weight(const hl_eval_set *set, int group, const double *toke
  * early = [0.16 T, 0.24 T) and late = [0.78 T, 0.98 T), rounded down (T = 256:
  * positions 40..60 and 199..249, around Olsson et al.'s tokens 50 and 500 of
  * 512 scaled). NaN when T < 8. */
-void hl_icl_ranges(int T, int *early0, int *early1, int *late0, int *late1);
-double hl_icl_score(const double *position_loss, const double *position_weight, int T);
+void hl_eval_icl_ranges(int T, int *early0, int *early1, int *late0, int *late1);
+double hl_eval_icl_score(const double *position_loss, const double *position_weight, int T);
 
 /* Evenly spaced windows of T+1 tokens of a text (its bytes, or as a
  * vocabulary encoded it: text/vocab.h) as an evaluation set (inputs and next
  * tokens, one group "text"). HL_ERR_ARG when the text is shorter than T+1
  * tokens. */
-hl_eval_set *hl_text_windows(const int32_t *text, size_t size, int windows, int T, int batch,
-                             hl_error *err);
+hl_eval_set *hl_eval_text_windows(const int32_t *text, size_t size, int windows, int T, int batch,
+                                  hl_error *err);
 
 /* Reads tokens at..at+n-1 of a text into out (a text not held in memory, e.g.
  * a token file: data/token_file.h). */
 typedef hl_status (*hl_text_read_fn)(void *ctx, size_t at, size_t n, int32_t *out, hl_error *err);
-/* hl_text_windows over a text of size tokens that read gives; its errors
+/* hl_eval_text_windows over a text of size tokens that read gives; its errors
  * pass through. */
-hl_eval_set *hl_text_windows_read(hl_text_read_fn read, void *ctx, size_t size, int windows,
-                                  int T, int batch, hl_error *err);
+hl_eval_set *hl_eval_text_windows_read(hl_text_read_fn read, void *ctx, size_t size, int windows,
+                                       int T, int batch, hl_error *err);
 
 /* Repeated text: evenly spaced windows of `half` tokens of a text, each
  * followed by itself (2*half tokens), as an evaluation set with the groups
  * "repeat" (the targets of the second half: predictable by looking back) and
  * "first" (the first half's, but its first token). HL_ERR_ARG when the text
  * is shorter than half tokens or half < 2. */
-hl_eval_set *hl_repeat_windows(const int32_t *text, size_t size, int windows, int half, int batch,
-                               hl_error *err);
+hl_eval_set *hl_eval_repeat_windows(const int32_t *text, size_t size, int windows, int half,
+                                    int batch, hl_error *err);
 
 #endif

@@ -43,8 +43,8 @@ static void evaluate(const study *s, const text_measure *tm, const hl_head_set *
     for (int k = 0; k < s->set->n_groups; k++)
         t->loss_per_byte[k] = r->loss[k] / tm->bytes_per_target[k];
     if (tm->icl) {
-        t->icl = hl_icl_score(tm->position_loss, NULL, s->set->T);
-        t->icl_per_byte = hl_icl_score(tm->position_loss, tm->position_bytes, s->set->T);
+        t->icl = hl_eval_icl_score(tm->position_loss, NULL, s->set->T);
+        t->icl_per_byte = hl_eval_icl_score(tm->position_loss, tm->position_bytes, s->set->T);
     }
 }
 
@@ -122,7 +122,7 @@ static void print_text_numbers(const hl_eval_set *set, const text_measure *tm,
     }
     if (tm->icl) {
         int e0, e1, l0, l1;
-        hl_icl_ranges(set->T, &e0, &e1, &l0, &l1);
+        hl_eval_icl_ranges(set->T, &e0, &e1, &l0, &l1);
         printf("ICL score (loss at positions %d..%d minus %d..%d): %.4f nats/token", l0,
                l1 - 1, e0, e1 - 1, t->icl);
         if (tm->per_byte)
@@ -174,7 +174,7 @@ int heads_run_ablate(const options *o, study *s)
         evaluate(s, &tm, &rows[i].heads, NULL, &rows[i].zero, &rows[i].zero_text);
         evaluate(s, &tm, &rows[i].heads, &means, &rows[i].mean, &rows[i].mean_text);
     }
-    hl_head_means_free(&means);
+    hl_heads_means_free(&means);
 
     /* The CSV in model order, the table ranked by the zero ablation's damage. */
     text_out csv;

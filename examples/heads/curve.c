@@ -233,7 +233,7 @@ static int prune_step(study *s, const options *o, double *raw, double *norm, cur
         fprintf(stderr, "heads: out of memory\n");
         exit(1);
     }
-    hl_gpt *small = hl_gpt_prune(s->m, &remove, &s->meta.pruned, err);
+    hl_gpt *small = hl_prune_heads(s->m, &remove, &s->meta.pruned, err);
     if (!small)
         heads_fail(err);
     hl_gpt_free(s->m);

@@ -90,7 +90,7 @@ static hl_status text_scores(const options *o, const model_in *in, hl_head_score
 {
     size_t size;
     int32_t *text = read_data(o, in, &size);
-    hl_eval_set *w = hl_text_windows(text, size, o->windows, in->m->cfg.n_ctx, 16, err);
+    hl_eval_set *w = hl_eval_text_windows(text, size, o->windows, in->m->cfg.n_ctx, 16, err);
     free(text);
     if (!w)
         return err->status;

@@ -157,7 +157,7 @@ static void text_task(const options *o, patch_in *in)
 static void pairs_task(const options *o, patch_in *in)
 {
     size_t size;
-    unsigned char *text = hl_read_file(o->pairs, &size);
+    unsigned char *text = hl_fs_read_file(o->pairs, &size);
     if (!text) {
         /* --pairs N was the induction task's size before it became a file. */
         const bool number = strspn(o->pairs, "0123456789") == strlen(o->pairs);
@@ -556,7 +556,7 @@ int heads_run_attrib(const options *o)
     hl_error err = {0};
     for (int a = 0; a < n_acts; a++) {
         double t0 = hl_seconds();
-        fail_if(hl_attrib_heads(m, &in.t, acts[a], false, attrib, &err), &err);
+        fail_if(hl_patch_attrib_heads(m, &in.t, acts[a], false, attrib, &err), &err);
         const double t_attrib = hl_seconds() - t0;
         t0 = hl_seconds();
         fail_if(hl_patch_heads(m, &in.t, acts[a], false, patched, &err), &err);
@@ -603,8 +603,8 @@ int heads_run_logit_lens(const options *o)
     if (!metric || !dla || !top)
         heads_bad_input("out of memory");
     hl_error err = {0};
-    fail_if(hl_logit_lens(m, &in.t, LENS_TOP, metric, top, &err), &err);
-    fail_if(hl_direct_logit_attribution(m, &in.t, dla, &err), &err);
+    fail_if(hl_patch_logit_lens(m, &in.t, LENS_TOP, metric, top, &err), &err);
+    fail_if(hl_patch_logit_attribution(m, &in.t, dla, &err), &err);
     /* The last scored position of sequence 0, where the lens is printed. */
     int at = T - 2;
     for (int t = 0; t < T; t++)

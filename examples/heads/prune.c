@@ -44,7 +44,7 @@ int heads_run_prune_once(const options *o, study *s)
     hl_error err = {0};
     hl_head_set remove = heads_parse_list(s->m, o->heads);
     hl_gpt_meta meta = s->meta;
-    hl_gpt *small = hl_gpt_prune(s->m, &remove, &meta.pruned, &err);
+    hl_gpt *small = hl_prune_heads(s->m, &remove, &meta.pruned, &err);
     if (!small)
         heads_bad_input("%s", err.message);
     heads_make_out_dir(o);

@@ -30,7 +30,7 @@ void heads_fail(const hl_error *err)
 /* A place that cannot be written is bad input, found early. */
 void heads_make_out_dir(const options *o)
 {
-    if (hl_make_dirs(o->out))
+    if (hl_fs_make_dirs(o->out))
         heads_bad_input("cannot create %s: %s", o->out, strerror(errno));
 }
 
@@ -77,7 +77,7 @@ int32_t *heads_read_tokens(const char *path, const hl_vocab *vocab, size_t *n)
     if (token_file)
         return read_token_file(path, vocab, n);
     size_t size;
-    unsigned char *text = hl_read_file(path, &size);
+    unsigned char *text = hl_fs_read_file(path, &size);
     if (!text)
         heads_bad_input("cannot read %s: %s", path, strerror(errno));
     int32_t *tokens;
@@ -191,10 +191,10 @@ study heads_open_study(const options *o)
                       o->data, s.text_tokens, c->n_ctx, c->n_ctx + 1);
         const int batch = o->batch ? o->batch : 16;
         if (o->repeat)
-            s.set = hl_repeat_windows(s.text, s.text_tokens, o->windows, c->n_ctx / 2, batch,
-                                      &err);
+            s.set = hl_eval_repeat_windows(s.text, s.text_tokens, o->windows, c->n_ctx / 2, batch,
+                                           &err);
         else
-            s.set = hl_text_windows(s.text, s.text_tokens, o->windows, c->n_ctx, batch, &err);
+            s.set = hl_eval_text_windows(s.text, s.text_tokens, o->windows, c->n_ctx, batch, &err);
         snprintf(s.what, sizeof s.what, o->repeat ? "%d windows of %d tokens from %s, each "
                  "repeated" : "%d windows of %d tokens from %s", o->windows,
                  o->repeat ? c->n_ctx / 2 : c->n_ctx + 1, o->data);

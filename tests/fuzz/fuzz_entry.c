@@ -25,7 +25,7 @@ int hl_fuzz_safetensors(const uint8_t *data, size_t size)
     if (hl_safetensors_parse(data, size, "fuzz", &f, &err) != HL_OK)
         return 0;
     for (size_t i = 0; i < hl_safetensors_count(f); i++) {
-        const hl_st_entry *e = hl_safetensors_entry(f, i);
+        const hl_safetensors_entry_info *e = hl_safetensors_entry(f, i);
         hl_error load_err = {0};
         hl_tensor *t = hl_safetensors_load(f, e->name, false, &load_err);
         if (t) {
