@@ -216,7 +216,7 @@ deps:
 test-deps:
 	@tools/deps.sh chromium $(MPI_PKGS)
 
-# The main job: train the toy model of TOYTASK.md and draw its heads.
+# The main job: train the toy model of docs/toy-task.md and draw its heads.
 demo: deps
 	@$(MAKE) --no-print-directory $(BUILD)/toy_heads
 	$(BUILD)/toy_heads --out out/toy_heads
