@@ -2,9 +2,11 @@
 #
 #   make            the library (build/libheadlab.a) and the example programs
 #   make demo       installs missing packages, builds, runs the main example
-#   make test       the layering check, then the Check suite: float and double builds,
-#                   1 and 2 OpenMP threads on the CPU's best kernel set, then float at
-#                   1 thread on each other set it has (installs chromium for the report test)
+#   make test       the layering check, the install test, the docs check (links, every
+#                   program's flags on its page in docs/programs/), then the Check suite:
+#                   float and double builds, 1 and 2 OpenMP threads on the CPU's best kernel
+#                   set, then float at 1 thread on each other set it has (installs chromium
+#                   for the report test)
 #   make asan       the suite under AddressSanitizer + UndefinedBehaviorSanitizer (one pass
 #                   per build, 1 thread; the double pass runs the library's suites)
 #   make fuzz       libFuzzer on the file readers, the option parser, the vocabulary parser,
@@ -214,7 +216,7 @@ deps:
 test-deps:
 	@tools/deps.sh chromium $(MPI_PKGS)
 
-# The main job: train the toy model of TOYTASK.md and draw its heads.
+# The main job: train the toy model of docs/toy-task.md and draw its heads.
 demo: deps
 	@$(MAKE) --no-print-directory $(BUILD)/toy_heads
 	$(BUILD)/toy_heads --out out/toy_heads
@@ -246,6 +248,8 @@ ifeq ($(MPI),1)
 	@$(MAKE) --no-print-directory test-one REAL=float MPI=1
 else
 	@tests/install.sh
+	@$(MAKE) --no-print-directory examples $(BUILD)/bench
+	@tests/check_docs.sh $(BUILD)
 	@$(MAKE) --no-print-directory test-one REAL=float
 	@$(MAKE) --no-print-directory test-one REAL=double
 	@$(MAKE) --no-print-directory test-other-sets REAL=float

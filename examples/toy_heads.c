@@ -37,7 +37,7 @@ static void usage(FILE *f)
             "usage: toy_heads [--seed N] [--steps N] [--threads N] [--out DIR]\n"
             "                 [--eval-every N] [--heldout N] [--resume CHECKPOINT]\n"
             "                 [--check-sync] [--no-report]\n"
-            "Trains the toy head-specialisation model of TOYTASK.md (2 layers x 4 heads,\n"
+            "Trains the model of the toy task, docs/toy-task.md (2 layers x 4 heads,\n"
             "attention only) and writes scores.csv, train.csv, attention PNGs and\n"
             "model.safetensors into DIR (default out/toy_heads).\n"
             "  --seed N        model and data seed (default 0)\n"

@@ -4,7 +4,7 @@
  * headlab is built once for its target (any x86-64, or AArch64) and picks its
  * kernels at run time, at the first op: the best set the CPU supports, or the
  * one the environment variable HL_ISA names (avx512, avx2, portable). Every
- * set with FMA gives the same bits; see README, "Speed on every CPU".
+ * set with FMA gives the same bits; see docs/kernels.md.
  *
  *     hl_error err = {0};
  *     if (hl_isa_init_from_env(&err) != HL_OK) {   // a program's first call

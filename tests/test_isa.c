@@ -17,7 +17,7 @@
 
 /* How far the portable set without FMA may stray from the FMA sets,
  * relative to the largest magnitude of a result. HL_ISA_LOG=FILE appends the
- * measured differences (README, "Speed on every CPU"). */
+ * measured differences (docs/kernels.md). */
 #ifdef HL_REAL_DOUBLE
 #define NO_FMA_TOL 1e-12
 #else

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Checks the dependency rule between headlab's layers (README, "Layout"):
+# Checks the dependency rule between headlab's layers (docs/library.md, "Folders and layers"):
 #
 #   core <- ops <- models <- analysis;  files (whole-or-nothing file writes,
 #   directories), text (tokens), io, viz and train build on core (io and train

@@ -1,0 +1,185 @@
+#!/bin/sh
+# tests/check_docs.sh [BUILD]: checks that the documentation matches the
+# repository. Run by `make test` once the programs are built (BUILD, default
+# build). Fails, naming the file and the problem, when
+#
+#   (a) a relative link in README.md or docs/**/*.md does not resolve to an
+#       existing file or folder (http(s) and mailto links and pure #anchors are
+#       not checked; a link's #anchor is dropped before checking; fenced code
+#       blocks and `code spans` are skipped);
+#   (b) a program's flags and its page docs/programs/<name>.md differ. A
+#       program's flags are the --flags its `--help` prints (for heads, the
+#       help of every subcommand its usage lists, too), leaving out flags
+#       the help names as another program's ("charlm --tokens"). A page
+#       documents the flags in the first cell of its tables' rows (a row
+#       starting "| `--flag"); every flag of the program must be in such a
+#       row and every such flag must be the program's (--help is always
+#       allowed). Every program (examples/NAME.c, examples/NAME/, bench) needs
+#       a page and every page a program; heads's page needs a heading naming
+#       each subcommand ("## `heads scores`");
+#   (c) a tracked file (git ls-files; outside git, every file but build/ and
+#       out/) other than this script holds the string ../shared: a path out of
+#       the repository.
+set -eu
+cd "$(dirname "$0")/.."
+build=${1:-build}
+status=0
+problem() {
+    echo "check_docs: $*" >&2
+    status=1
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# ---- (a) relative links ---------------------------------------------------------
+
+# Prints "LINE<TAB>TARGET" for every Markdown link or image in a file, code
+# skipped; the target without its #anchor, title or <>.
+links() {
+    awk '
+    /^[ \t]*(```|~~~)/ { fenced = !fenced; next }
+    fenced { next }
+    {
+        line = $0
+        gsub(/`[^`]*`/, "", line)
+        while (match(line, /\]\([^)]*\)/)) {
+            target = substr(line, RSTART + 2, RLENGTH - 3)
+            line = substr(line, RSTART + RLENGTH)
+            sub(/^[ \t]+/, "", target)
+            sub(/^</, "", target)
+            sub(/[ \t>].*$/, "", target)
+            if (target ~ /^[a-zA-Z][a-zA-Z0-9+.-]*:/ || target ~ /^#/ || target == "")
+                continue
+            sub(/#.*$/, "", target)
+            printf "%d\t%s\n", NR, target
+        }
+    }' "$1"
+}
+
+find docs -name '*.md' -type f | sort >"$tmp/pages"
+for page in README.md $(cat "$tmp/pages"); do
+    dir=$(dirname "$page")
+    links "$page" >"$tmp/links"
+    while IFS='	' read -r line target; do
+        case $target in
+        /*) path=.$target ;;
+        *) path=$dir/$target ;;
+        esac
+        [ -e "$path" ] || problem "$page:$line: link to $target: no such file ($path)"
+    done <"$tmp/links"
+done
+
+# ---- (b) every program's flags on its page -----------------------------------------
+
+programs=""
+for f in examples/*.c; do programs="$programs $(basename "$f" .c)"; done
+for d in examples/*/; do
+    name=$(basename "$d")
+    [ "$name" = common ] || programs="$programs $name"
+done
+programs="$programs bench"
+
+# The --flags of help text on stdin, less those named as another program's.
+help_flags() {
+    awk -v self="$1" -v q="'" '
+    {
+        line = $0
+        while (match(line, /--[a-z][a-z0-9-]*/)) {
+            flag = substr(line, RSTART, RLENGTH)
+            before = substr(line, 1, RSTART - 1)
+            line = substr(line, RSTART + RLENGTH)
+            if (match(before, "[a-z_]+(" q "s)? $")) {
+                word = substr(before, RSTART)
+                sub("(" q "s)? $", "", word)
+                if (word != self && word ~ /^(charlm|heads|toy_heads|tokenize|gradcheck|mha_run|plotcsv|demo_engine|bench)$/)
+                    continue
+            }
+            print flag
+        }
+    }'
+}
+
+# The --flags in the first cell of a page's table rows, code blocks skipped.
+page_flags() {
+    awk '
+    /^[ \t]*(```|~~~)/ { fenced = !fenced; next }
+    fenced || !/^[ \t]*\|/ { next }
+    {
+        n = split($0, cell, "|")
+        first = cell[2]
+        gsub(/`/, "", first)
+        sub(/^[ \t]+/, "", first)
+        if (first !~ /^--[a-z]/)
+            next
+        while (match(first, /--[a-z][a-z0-9-]*/)) {
+            print substr(first, RSTART, RLENGTH)
+            first = substr(first, RSTART + RLENGTH)
+        }
+    }' "$1"
+}
+
+for p in $programs; do
+    bin=$build/$p
+    page=docs/programs/$p.md
+    if [ ! -f "$page" ]; then
+        problem "$page: missing (every program has a page)"
+        continue
+    fi
+    if [ ! -x "$bin" ]; then
+        problem "$bin: not built (make examples $build/bench), so $page cannot be checked"
+        continue
+    fi
+    if ! "$bin" --help >"$tmp/help" 2>&1; then
+        problem "$bin --help failed"
+        continue
+    fi
+    help_flags "$p" <"$tmp/help" >"$tmp/flags"
+    if [ "$p" = heads ]; then
+        commands=$(sed -n 's/^\(usage:\)\{0,1\}[ \t]*heads \([a-z][a-z-]*\).*/\2/p' "$tmp/help" | sort -u)
+        [ -n "$commands" ] || problem "$bin --help lists no subcommands"
+        for c in $commands; do
+            if "$bin" "$c" --help >"$tmp/help_$c" 2>&1; then
+                help_flags "$p" <"$tmp/help_$c" >>"$tmp/flags"
+            else
+                problem "$bin $c --help failed"
+            fi
+            grep -Eq "^#+ .*heads $c([^a-z-]|\$)" "$page" ||
+                problem "$page: no section for the subcommand heads $c (a heading naming it)"
+        done
+    fi
+    sort -u "$tmp/flags" >"$tmp/has"
+    page_flags "$page" | sort -u >"$tmp/documented"
+    for flag in $(comm -23 "$tmp/has" "$tmp/documented"); do
+        problem "$page: $p has $flag (in its --help), which no table row of the page documents"
+    done
+    for flag in $(comm -13 "$tmp/has" "$tmp/documented"); do
+        [ "$flag" = --help ] && continue
+        problem "$page: documents $flag, which $p does not have (not in $bin --help)"
+    done
+done
+for page in docs/programs/*.md; do
+    [ -e "$page" ] || continue
+    name=$(basename "$page" .md)
+    case " $programs " in
+    *" $name "*) ;;
+    *) problem "$page: no program $name (examples/$name.c, examples/$name/ or bench)" ;;
+    esac
+done
+
+# ---- (c) no path out of the repository ----------------------------------------------
+
+needle='../shared'
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git grep -l -I -F -e "$needle" -- . ':!tests/check_docs.sh' >"$tmp/outside" || true
+else
+    grep -rlI -F --exclude-dir=build --exclude-dir=out --exclude-dir=.git -e "$needle" . |
+        sed 's|^\./||' | grep -vx 'tests/check_docs.sh' >"$tmp/outside" || true
+fi
+while read -r f; do
+    problem "$f: names $needle, a path outside the repository"
+done <"$tmp/outside"
+
+if [ "$status" = 0 ]; then
+    echo "docs: links resolve, every program's flags are on its page, no path outside the repository"
+fi
+exit "$status"
