@@ -16,6 +16,9 @@
 #include "analysis/heads.h"
 #include "tests/testutil.h"
 
+/* A text every Debian system has, for the small charlm models. */
+#define GPL_TEXT "/usr/share/common-licenses/GPL-3"
+
 #ifndef HL_BUILD_DIR
 #define HL_BUILD_DIR "build"
 #endif
@@ -614,7 +617,7 @@ static void make_models(void)
         return;
     char command[1024];
     snprintf(command, sizeof command,
-             HL_BUILD_DIR "/charlm --data README.md --steps 20 --ctx 16 --d-model 16 "
+             HL_BUILD_DIR "/charlm --data " GPL_TEXT " --steps 20 --ctx 16 --d-model 16 "
              "--heads 2 --layers 2 --batch 4 --eval-every 20 --sample 0 --no-report --out %s/char > "
              "%s/char.log 2>&1",
              work, work);
@@ -722,14 +725,14 @@ START_TEST(test_program_outputs)
 
     /* A charlm model on text. */
     snprintf(command, sizeof command,
-             HEADS "ablate --model %s/char/checkpoint.safetensors --data README.md --windows 8 "
+             HEADS "ablate --model %s/char/checkpoint.safetensors --data " GPL_TEXT " --windows 8 "
              "--out %s/t", work, work);
     tu_run_ok(command);
     snprintf(path, sizeof path, "%s/t/ablation.csv", work);
     ck_assert_int_eq(count_lines(path, first, sizeof first), 1 + 1 + 2 * 4);
     ck_assert_str_eq(first, "heads,ablation,text_loss,text_accuracy,delta_text_loss,icl_score\n");
     snprintf(command, sizeof command,
-             HEADS "prune --curve --model %s/char/checkpoint.safetensors --data README.md "
+             HEADS "prune --curve --model %s/char/checkpoint.safetensors --data " GPL_TEXT " "
              "--windows 8 --finetune 2 --finetune-data tests/suites.h --timing-runs 1 "
              "--out %s/t", work, work);
     tu_run_ok(command);
@@ -834,9 +837,9 @@ START_TEST(test_program_bad_input)
         {"ablate --model %s/toy/model.safetensors --heads 1.x", "layer.head"},
         {"prune --model %s/toy/model.safetensors --heads 1.0,1.1,1.2,1.3", "every head of layer 1"},
         {"prune --model %s/keep/pruned.safetensors --heads 0.0", "was pruned"},
-        {"ablate --model %s/toy/model.safetensors --data README.md", "toy_heads model"},
+        {"ablate --model %s/toy/model.safetensors --data " GPL_TEXT "", "toy_heads model"},
         {"importance --model %s/char/checkpoint.safetensors", "--data"},
-        {"prune --curve --model %s/char/checkpoint.safetensors --data README.md --finetune 2",
+        {"prune --curve --model %s/char/checkpoint.safetensors --data " GPL_TEXT " --finetune 2",
          "--finetune-data"},
         {"ablate --model %s/wrong.safetensors", "recorded as pruned"},
         {"importance --model %s/toy/model.safetensors --heads 0.0", "--heads"},
@@ -844,7 +847,7 @@ START_TEST(test_program_bad_input)
         {"frobnicate --model %s/toy/model.safetensors", "unknown command"},
         {"ablate --model %s/toy/model.safetensors --finetune 3", "belongs to prune --curve"},
         {"ablate --model %s/toy/model.safetensors --windows 4", "for text models"},
-        {"ablate --model %s/char/checkpoint.safetensors --data README.md --seed 4",
+        {"ablate --model %s/char/checkpoint.safetensors --data " GPL_TEXT " --seed 4",
          "for toy models"},
     };
     /* A truncated copy of the model, and a model whose record does not fit. */
