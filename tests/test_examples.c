@@ -546,7 +546,7 @@ START_TEST(test_induction_script)
     ck_assert_ptr_nonnull(f);
     ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
     ck_assert_str_eq(line, "step,val_loss,icl_score,icl_score_per_byte,best_induction,"
-                           "best_induction_text,best_previous_token\n");
+                           "best_induction_text,best_induction_layer0,best_previous_token\n");
     while (fgets(line, sizeof line, f))
         ck_assert_int_eq(atoi(line), 10 * rows++);
     fclose(f);

@@ -11,7 +11,11 @@
 #     of repeated text (ablate --repeat) and the ICL score (ablate);
 #   - the best layer-0 previous-token head ablated: the induction head's own
 #     score (circuits, ablation_effects.csv), and the K-composition between the
-#     two against the random baseline (composition.csv).
+#     two against the random baseline (composition.csv);
+#   - with smeared keys a layer-0 head can be an induction head by itself (its
+#     key carries the previous token): when the best induction head of any
+#     layer is not the layer-1 one, it is mean-ablated too, alone and together
+#     with the layer-1 head (causal/repeat0, text0, repeat_both, text_both).
 # Usage: tools/induction.sh [OUT] (default out/induction/TEXT), with build/charlm
 # and build/heads built (BUILD=DIR for another build); DATA=FILE trains on any
 # other text with the same recipe; CHARLM_FLAGS="--steps 300 ..." is appended
@@ -56,12 +60,15 @@ last=$(tail -n 1 "$out/heads.csv" | cut -d, -f1)
 pick() { # pick LAYER_TEST COLUMN -> "layer.head score"
     awk -F, -v last="$last" -v col="$2" -v test="$1" '
         NR == 1 { for (i = 1; i <= NF; i++) if ($i == col) c = i; next }
-        $1 == last && ((test == "later" && $2 >= 1) || (test == "first" && $2 == 0)) &&
+        $1 == last && ((test == "later" && $2 >= 1) || (test == "first" && $2 == 0) ||
+                       test == "any") &&
             (best == "" || $c > score) { best = $2 "." $3; score = $c }
         END { print best, score }' "$out/heads.csv"
 }
 set -- $(pick later induction)
 induction=$1 induction_score=$2
+set -- $(pick any induction)
+any=$1 any_score=$2
 set -- $(pick first previous_token)
 previous=$1 previous_score=$2
 model="$out/model.safetensors"
@@ -70,6 +77,15 @@ valid="$out/causal/validation.txt"
     --windows 256 --out "$out/causal/repeat" >"$out/causal/repeat.txt"
 "$build/heads" ablate --model "$model" --data "$valid" --heads "$induction" --windows 512 \
     --out "$out/causal/text" >"$out/causal/text.txt"
+if [ "$any" != "$induction" ]; then
+    for what in "0 $any" "_both $any,$induction"; do
+        set -- $what
+        "$build/heads" ablate --model "$model" --data "$valid" --heads "$2" --repeat \
+            --windows 256 --out "$out/causal/repeat$1" >"$out/causal/repeat$1.txt"
+        "$build/heads" ablate --model "$model" --data "$valid" --heads "$2" --windows 512 \
+            --out "$out/causal/text$1" >"$out/causal/text$1.txt"
+    done
+fi
 "$build/heads" circuits --model "$model" --out "$out/causal/circuits" >"$out/causal/circuits.txt"
 seconds=$(($(date +%s) - start))
 
@@ -84,12 +100,15 @@ awk -F, '
       prev = $col[FILENAME, "previous_token"]
       if ($2 >= 1 && ind > bi[s]) bi[s] = ind
       if ($2 >= 1 && txt > bt[s]) bt[s] = txt
+      if ($2 == 0 && ind > b0[s]) b0[s] = ind
       if ($2 == 0 && prev > bp[s]) bp[s] = prev }
     END {
-        print "step,val_loss,icl_score,icl_score_per_byte,best_induction,best_induction_text,best_previous_token"
+        print "step,val_loss,icl_score,icl_score_per_byte,best_induction,best_induction_text," \
+              "best_induction_layer0,best_previous_token"
         for (i = 1; i <= n; i++) { s = step[i]
-            printf "%s,%.4f,%.4f,%.4f,%.3f,%.3f,%.3f\n", s, loss[s], icl[s], iclb[s], bi[s] + 0,
-                   bt[s] + 0, bp[s] + 0 } }' "$out/train.csv" "$out/heads.csv" >"$out/phase_change.csv"
+            printf "%s,%.4f,%.4f,%.4f,%.3f,%.3f,%.3f,%.3f\n", s, loss[s], icl[s], iclb[s],
+                   bi[s] + 0, bt[s] + 0, b0[s] + 0, bp[s] + 0 } }' \
+    "$out/train.csv" "$out/heads.csv" >"$out/phase_change.csv"
 
 # The causal numbers, from the files just written.
 field() { # field FILE HEADS ABLATION COLUMN (nothing when the file has no such column)
@@ -118,7 +137,8 @@ k_base=$(sed -n 's/^random baseline (matrices of the same shapes, mean of 200): 
 effect=$(awk -F, -v s="$prev_name" -v d="$ind_name" '$1 == s && $2 == d {
     print $3 " score on the probe " $4 " -> " $5 }' "$out/causal/circuits/ablation_effects.csv")
 {
-    echo "induction: the phase change (every evaluation; scores of layer-1 induction and layer-0 previous-token heads)"
+    echo "induction: the phase change (every evaluation; best induction scores of layer 1 and"
+    echo "later and of layer 0, and the best layer-0 previous-token score)"
     if command -v column >/dev/null; then column -s, -t "$out/phase_change.csv"; else
         cat "$out/phase_change.csv"; fi
     echo
@@ -131,5 +151,18 @@ effect=$(awk -F, -v s="$prev_name" -v d="$ind_name" '$1 == s && $2 == d {
     change "$txt" "$ind_name" icl_score
     echo "zero-ablating $prev_name: $ind_name's $effect"
     echo "K-composition $prev_name -> $ind_name: $k_score (random baseline $k_base)"
+    if [ "$any" != "$induction" ]; then
+        any_name="L$(echo "$any" | tr . H)" both="$any_name+$ind_name"
+        echo "the best induction head of any layer: $any_name (probe $any_score), a one-layer" \
+             "induction head when the keys are smeared"
+        echo "mean-ablating $any_name, repeated validation text (second half):"
+        change "$out/causal/repeat0/ablation.csv" "$any_name" repeat_loss
+        echo "mean-ablating $any_name, ICL score on validation windows:"
+        change "$out/causal/text0/ablation.csv" "$any_name" icl_score
+        echo "mean-ablating $both, repeated validation text (second half):"
+        change "$out/causal/repeat_both/ablation.csv" "$both" repeat_loss
+        echo "mean-ablating $both, ICL score on validation windows:"
+        change "$out/causal/text_both/ablation.csv" "$both" icl_score
+    fi
     echo "wall time: $seconds s (training, report and measurements)"
 } | tee "$out/summary.txt"
