@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "examples/common/cli.h"
-#include "analysis/head_report.h"
+#include "cli/cli.h"
+#include "report/head_report.h"
 #include "headlab.h"
 
 #define REPORT_SEQUENCES 250 /* held-out sequences the head report evaluates on */
@@ -587,7 +587,7 @@ static void report(run *r)
     free(deltas);
 }
 
-/* DIR/report/report.html: which head does what (analysis/head_report.h), on
+/* DIR/report/report.html: which head does what (report/head_report.h), on
  * the held-out set and the maps' example. */
 static void head_report(run *r)
 {

@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "analysis/detectors.h"
-#include "io/safetensors.h"
-#include "analysis/probe.h"
 #include "analysis/roles.h"
+#include "io/safetensors.h"
+#include "tasks/probe.h"
 #include "tests/head_models.h"
 #include "tests/testutil.h"
 
