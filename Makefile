@@ -69,7 +69,8 @@ CFLAGS  += -std=c11 $(OPT) $(WARN) -ffp-contract=off $(OMPFLAG) $(REALFLAG) $(MP
            -D_POSIX_C_SOURCE=200809L -I. $(PKG_CFLAGS) $(SAN)
 LDLIBS  := $(PKG_LIBS) -lm
 
-LIB_DIRS := files core text data ops models io viz train analysis
+# The library's folders, each building only on some before it (tools/check_layers.sh).
+LIB_DIRS := core files text data ops cli models viz train io tasks gradcheck analysis report
 LIB_SRC  := $(wildcard $(LIB_DIRS:%=%/*.c))
 # The kernel sets (ops/kernels/, on ops/simd.h): every source compiled once
 # per instruction set of the target, with that set's flags.
@@ -94,11 +95,9 @@ KERNEL_OBJ := $(foreach i,$(ISAS),$(KERNEL_SRC:%.c=$(BUILD)/obj/%.$(i).o))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(KERNEL_OBJ)
 LIB      := $(BUILD)/libheadlab.a
 # A program is examples/NAME.c, or a folder examples/NAME/ of .c files.
-PROGRAM_DIRS := $(filter-out common,$(notdir $(patsubst %/,%,$(wildcard examples/*/))))
+PROGRAM_DIRS := $(notdir $(patsubst %/,%,$(wildcard examples/*/)))
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/%,$(wildcard examples/*.c)) \
             $(PROGRAM_DIRS:%=$(BUILD)/%)
-# What the programs share (the option parser), linked into each of them.
-CLI_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard examples/common/*.c))
 TEST_SRC := $(wildcard tests/*.c) tests/fuzz/fuzz_entry.c
 TEST_BIN := $(BUILD)/test_headlab
 
@@ -107,7 +106,7 @@ all: lib examples
 lib: $(LIB)
 examples: $(EXAMPLES)
 
-$(BUILD)/obj/%.o: %.c $(wildcard $(LIB_DIRS:%=%/*.h) examples/common/*.h) headlab.h
+$(BUILD)/obj/%.o: %.c $(wildcard $(LIB_DIRS:%=%/*.h)) headlab.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
@@ -122,12 +121,12 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/%: examples/%.c $(CLI_OBJ) $(LIB)
-	$(CC) $(CFLAGS) $< $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
+$(BUILD)/%: examples/%.c $(LIB)
+	$(CC) $(CFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
 define program_dir
-$(BUILD)/$(1): $(wildcard examples/$(1)/*.c examples/$(1)/*.h) $(CLI_OBJ) $(LIB)
-	$$(CC) $$(CFLAGS) $(wildcard examples/$(1)/*.c) $(CLI_OBJ) $(LIB) $$(LDLIBS) -o $$@
+$(BUILD)/$(1): $(wildcard examples/$(1)/*.c examples/$(1)/*.h) $(LIB)
+	$$(CC) $$(CFLAGS) $(wildcard examples/$(1)/*.c) $(LIB) $$(LDLIBS) -o $$@
 endef
 $(foreach p,$(PROGRAM_DIRS),$(eval $(call program_dir,$(p))))
 
@@ -190,8 +189,8 @@ uninstall:
 	rm -rf $(DESTDIR)$(INCLUDEDIR)/headlab
 
 # The examples suite runs the programs of the same build.
-$(TEST_BIN): $(TEST_SRC) $(wildcard tests/*.h tests/fuzz/*.h) $(CLI_OBJ) $(LIB) $(EXAMPLES)
-	$(CC) $(CFLAGS) -DHL_BUILD_DIR='"$(BUILD)"' $(TEST_SRC) $(CLI_OBJ) $(LIB) $(CHECK_LIBS) $(LDLIBS) -o $@
+$(TEST_BIN): $(TEST_SRC) $(wildcard tests/*.h tests/fuzz/*.h) $(LIB) $(EXAMPLES)
+	$(CC) $(CFLAGS) -DHL_BUILD_DIR='"$(BUILD)"' $(TEST_SRC) $(LIB) $(CHECK_LIBS) $(LDLIBS) -o $@
 
 # The King James Bible as plain text (Debian's bible-kjv), for charlm.
 kjv:
@@ -300,9 +299,9 @@ fuzz:
 	    SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" $(FUZZ_PROGS)
 	tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_HARNESSES)
 
-build/fuzz/fuzz_%: tests/fuzz/fuzz_main.c tests/fuzz/fuzz_entry.c tests/fuzz/fuzz_entry.h $(CLI_OBJ) $(LIB)
+build/fuzz/fuzz_%: tests/fuzz/fuzz_main.c tests/fuzz/fuzz_entry.c tests/fuzz/fuzz_entry.h $(LIB)
 	$(CC) $(CFLAGS) -fsanitize=fuzzer -DHL_FUZZ_TARGET=hl_fuzz_$* tests/fuzz/fuzz_main.c \
-	    tests/fuzz/fuzz_entry.c $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
+	    tests/fuzz/fuzz_entry.c $(LIB) $(LDLIBS) -o $@
 
 clean:
 	rm -rf build

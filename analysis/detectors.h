@@ -8,7 +8,7 @@
  * over query positions t >= 1 of a set of sequences x:
  *   previous_token   A[t,t-1]
  *   duplicate_token  Σ A[t,j] over j < t with x_j = x_t (queries with such a j)
- *   induction        on the probe (analysis/probe.h): A[t, t-n+1] for t in the
+ *   induction        on the probe (tasks/probe.h): A[t, t-n+1] for t in the
  *                    second half, attention to the token right after the
  *                    query's first occurrence (prefix matching); on text:
  *                    Σ A[t,j+1] over j < t-1 with x_j = x_t (queries with such a j)

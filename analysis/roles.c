@@ -1,30 +1,50 @@
-/* Roles from detector scores: see roles.h. */
+/* Roles from scores: see roles.h. */
 #include "analysis/roles.h"
 
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
-#include <string.h>
+
+static bool role_on(const hl_role *r)
+{
+    return r->score >= r->threshold;
+}
+
+const char *hl_roles_join(const hl_role *roles, int n, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n; i++)
+        if (role_on(&roles[i]) && used < size)
+            used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? "+" : "",
+                                     roles[i].name);
+    if (!used)
+        snprintf(buf, size, "-");
+    return buf;
+}
+
+const hl_role *hl_roles_first(const hl_role *roles, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (role_on(&roles[i]))
+            return &roles[i];
+    return NULL;
+}
 
 const char *hl_head_roles(const hl_head_scores *s, char *buf, size_t size)
 {
     const double *v = s->v;
-    const struct { bool on; const char *name; } roles[] = {
-        {v[HL_DETECT_PREVIOUS] >= HL_ROLE_PREVIOUS, "previous-token"},
-        {v[HL_DETECT_DUPLICATE] >= HL_ROLE_DUPLICATE, "duplicate-token"},
-        {v[HL_DETECT_INDUCTION] >= HL_ROLE_INDUCTION, "induction"},
-        {v[HL_DETECT_COPYING] >= HL_ROLE_COPYING, "copying"},
-        {v[HL_DETECT_FIRST] >= HL_ROLE_FIRST, "first-token"},
-        {v[HL_DETECT_LOCAL] >= HL_ROLE_LOCAL && !(v[HL_DETECT_PREVIOUS] >= HL_ROLE_PREVIOUS),
-         "local"},
-        {v[HL_DETECT_SELF] >= HL_ROLE_SELF, "self"},
+    const bool previous = v[HL_DETECT_PREVIOUS] >= HL_ROLE_PREVIOUS;
+    const hl_role roles[] = {
+        {"previous-token", v[HL_DETECT_PREVIOUS], HL_ROLE_PREVIOUS},
+        {"duplicate-token", v[HL_DETECT_DUPLICATE], HL_ROLE_DUPLICATE},
+        {"induction", v[HL_DETECT_INDUCTION], HL_ROLE_INDUCTION},
+        {"copying", v[HL_DETECT_COPYING], HL_ROLE_COPYING},
+        {"first-token", v[HL_DETECT_FIRST], HL_ROLE_FIRST},
+        {"local", previous ? NAN : v[HL_DETECT_LOCAL], HL_ROLE_LOCAL},
+        {"self", v[HL_DETECT_SELF], HL_ROLE_SELF},
     };
-    size_t n = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
-        if (roles[i].on && n < size)
-            n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? "+" : "", roles[i].name);
-    if (!n)
-        snprintf(buf, size, "-");
-    return buf;
+    return hl_roles_join(roles, (int)(sizeof roles / sizeof roles[0]), buf, size);
 }
 
 hl_detector hl_head_main_detector(const hl_head_scores *s)

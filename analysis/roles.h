@@ -1,6 +1,10 @@
 /*
- * roles.h: what a head's detector scores (detectors.h) make of it — the roles
- * it takes, and the one detector it is known by in pictures and tables.
+ * roles.h: what a head's scores make of it — the roles it takes, and the one
+ * detector it is known by in pictures and tables. One labeller for every
+ * program: a role is on when its score reaches its threshold (below), and a
+ * head is labelled by all its roles that are on (hl_roles_join; the
+ * detectors of detectors.h through hl_head_roles) or by the first of them in
+ * an order of priority (hl_roles_first; toy_heads on the toy task's scores).
  *
  *     char roles[128];
  *     printf("L1H3 %s\n", hl_head_roles(&scores[1 * n_heads + 3], roles, sizeof roles));
@@ -20,8 +24,30 @@
 #define HL_ROLE_FIRST 0.5      /* first_token */
 #define HL_ROLE_LOCAL 0.7      /* local, when not previous-token */
 #define HL_ROLE_SELF 0.5       /* self */
+/* The toy task's own scores (tasks/toy_task.h), where they differ from the
+ * detectors' (its previous_token and first_token are theirs): two_back, and
+ * induction as the attention on the copied segment to the very token that
+ * follows the query's first occurrence (in layers above the first). */
+#define HL_ROLE_TWO_BACK 0.5      /* two_back */
+#define HL_ROLE_TOY_INDUCTION 0.5 /* induction on the toy task */
 
-/* "induction+copying", "previous-token", ... or "-" (no role), into buf. */
+/* A role a head may take: on when score >= threshold (a NaN score never is). */
+typedef struct hl_role {
+    const char *name;
+    double score, threshold;
+} hl_role;
+
+/* The roles of roles[0..n) that are on, in their order, joined by '+'
+ * ("induction+copying"), or "-" when none is: into buf. */
+const char *hl_roles_join(const hl_role *roles, int n, char *buf, size_t size);
+
+/* The first role of roles[0..n) that is on (their order is their priority),
+ * or NULL when none is. */
+const hl_role *hl_roles_first(const hl_role *roles, int n);
+
+/* hl_roles_join over the detectors' roles at the thresholds above:
+ * "previous-token", "duplicate-token", "induction", "copying", "first-token",
+ * "local" (when not previous-token) and "self". */
 const char *hl_head_roles(const hl_head_scores *s, char *buf, size_t size);
 
 /* The detector a head is known by: induction when it reaches the induction

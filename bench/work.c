@@ -5,9 +5,9 @@
 #include <sys/resource.h>
 
 #include "bench/bench.h"
-#include "headlab.h"
 #include "ops/gemm.h"
-#include "analysis/toy_task.h"
+#include "tasks/toy_task.h"
+#include "headlab.h"
 
 int bench_run_block(bench_work_fn once, void *ctx, int calls, const bench_plan *p,
                     double *seconds, char *why, size_t why_size)

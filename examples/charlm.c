@@ -29,10 +29,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "examples/common/cli.h"
 #include "analysis/detectors.h"
-#include "analysis/head_report.h"
-#include "analysis/probe.h"
+#include "cli/cli.h"
+#include "report/head_report.h"
+#include "tasks/probe.h"
 #include "headlab.h"
 
 #define VAL_WINDOWS_MAX 512 /* the default validation set: this many windows at most */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "examples/common/cli.h"
+#include "cli/cli.h"
 #include "headlab.h"
 
 enum { V = 12, T = 16, E = 32, H = 4, B = 16 };

@@ -1,6 +1,6 @@
 /*
  * gradcheck: every op, the attention module and a small GPT against central
- * finite differences (the catalogue of analysis/gradcheck_cases.h), as a table;
+ * finite differences (the catalogue of gradcheck/cases.h), as a table;
  * or, with --sweep, the error as a function of the step.
  *
  *     build/gradcheck [--op NAME] [--eps E] [--atol A] [--rtol R] [--csv FILE]
@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/gradcheck_cases.h"
-#include "analysis/gradcheck_sweep.h"
-#include "examples/common/cli.h"
+#include "cli/cli.h"
+#include "gradcheck/cases.h"
+#include "gradcheck/sweep.h"
 #include "headlab.h"
 
 /* The sweep's steps: 1e-1 down to 1e-8. */

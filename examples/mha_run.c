@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "examples/common/cli.h"
+#include "cli/cli.h"
 #include "headlab.h"
 
 static void usage(FILE *f)

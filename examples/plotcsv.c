@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "examples/common/cli.h"
+#include "cli/cli.h"
 #include "headlab.h"
 
 typedef struct {

@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "examples/common/cli.h"
+#include "cli/cli.h"
 #include "headlab.h"
 
 #define BLOCK ((size_t)16 << 20)        /* bytes read and encoded at a time */

@@ -18,8 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "examples/common/cli.h"
-#include "analysis/head_report.h"
+#include "analysis/roles.h"
+#include "cli/cli.h"
+#include "report/head_report.h"
 #include "headlab.h"
 
 #define REPORT_SEQUENCES 250 /* held-out sequences the head report evaluates on */
@@ -205,17 +206,15 @@ static hl_status ablate_heads(const heldout_set *h, const hl_gpt *m, double base
 
 /* ---- reports ---- */
 
-static const char *head_role(const hl_toy_head_scores *s, int layer)
+/* The head's role: the first of prev, 2-back, induction (above layer 0) and
+ * bos its scores reach (analysis/roles.h), or NULL. roles: room for 4. */
+static const hl_role *head_role(const hl_toy_head_scores *s, int layer, hl_role *roles)
 {
-    if (s->previous_token >= 0.5)
-        return "prev";
-    if (s->two_back >= 0.5)
-        return "2-back";
-    if (layer > 0 && s->induction >= 0.5)
-        return "induction";
-    if (s->first_token >= 0.5)
-        return "bos";
-    return "-";
+    roles[0] = (hl_role){"prev", s->previous_token, HL_ROLE_PREVIOUS};
+    roles[1] = (hl_role){"2-back", s->two_back, HL_ROLE_TWO_BACK};
+    roles[2] = (hl_role){"induction", layer > 0 ? s->induction : NAN, HL_ROLE_TOY_INDUCTION};
+    roles[3] = (hl_role){"bos", s->first_token, HL_ROLE_FIRST};
+    return hl_roles_first(roles, 4);
 }
 
 static hl_status write_scores(const char *dir, const evaluation *e, const double *deltas,
@@ -245,9 +244,11 @@ static void print_table(const evaluation *e, const double *deltas, int sequences
     for (int l = 0; l < e->L; l++)
         for (int h = 0; h < e->H; h++) {
             const hl_toy_head_scores *s = &e->scores[l * e->H + h];
+            hl_role roles[4];
+            const hl_role *role = head_role(s, l, roles);
             printf("L%dH%d   %8.3f  %8.3f  %9.3f  %5.3f  %7.3f  %+14.3f  %s\n", l, h,
                    s->previous_token, s->two_back, s->induction, s->first_token, s->entropy,
-                   deltas[l * e->H + h], head_role(s, l));
+                   deltas[l * e->H + h], role ? role->name : "-");
         }
 }
 
@@ -260,13 +261,10 @@ static void head_label(char *buf, size_t size, int l, int k, const evaluation *e
         return;
     }
     const hl_toy_head_scores *s = &e->scores[l * e->H + k];
-    const char *role = head_role(s, l);
-    double score = !strcmp(role, "prev")        ? s->previous_token
-                   : !strcmp(role, "2-back")    ? s->two_back
-                   : !strcmp(role, "induction") ? s->induction
-                   : !strcmp(role, "bos")       ? s->first_token
-                                                : fmax(s->previous_token, s->induction);
-    snprintf(buf, size, "L%dH%d %s %.2f", l, k, role, score);
+    hl_role roles[4];
+    const hl_role *role = head_role(s, l, roles);
+    snprintf(buf, size, "L%dH%d %s %.2f", l, k, role ? role->name : "-",
+             role ? role->score : fmax(s->previous_token, s->induction));
 }
 
 /* maps (L*H,T,T) as one labelled grid; `labelled` adds each head's role. */
@@ -587,7 +585,7 @@ static void report(run *r)
     free(deltas);
 }
 
-/* DIR/report/report.html: which head does what (analysis/head_report.h), on
+/* DIR/report/report.html: which head does what (report/head_report.h), on
  * the held-out set and the maps' example. */
 static void head_report(run *r)
 {

@@ -1,9 +1,9 @@
-/* Tests for examples/common/cli.c: the programs' option parser. */
+/* Tests for cli/cli.c: the programs' option parser. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "examples/common/cli.h"
+#include "cli/cli.h"
 #include "tests/testutil.h"
 
 typedef struct {

@@ -1,15 +1,16 @@
 /* Tests for analysis/detectors.c: each detector on hand-made attention maps
  * that force its pattern, and every detector of a model whose weights force a
  * previous-token head and a copying (or anti-copying) OV circuit, which also
- * tests analysis/copying.c and the roles taken (analysis/roles.c). */
+ * tests analysis/copying.c and the roles taken (analysis/roles.c, also on
+ * its own: the labeller every program uses). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/detectors.h"
-#include "io/safetensors.h"
-#include "analysis/probe.h"
 #include "analysis/roles.h"
+#include "io/safetensors.h"
+#include "tasks/probe.h"
 #include "tests/head_models.h"
 #include "tests/testutil.h"
 
@@ -184,6 +185,35 @@ START_TEST(test_transformer_lens_detectors_match_its_formula)
 }
 END_TEST
 
+/* The one labeller (analysis/roles.h): a role is on at its threshold, never
+ * on a NaN; join lists every role that is on, first the one that comes first;
+ * the detectors' local role gives way to previous-token. */
+START_TEST(test_roles_join_and_first)
+{
+    const hl_role roles[] = {
+        {"prev", 0.49, 0.5}, {"2-back", NAN, 0.5}, {"induction", 0.5, 0.5}, {"bos", 0.9, 0.5},
+    };
+    char buf[64];
+    ck_assert_str_eq(hl_roles_join(roles, 4, buf, sizeof buf), "induction+bos");
+    ck_assert_ptr_eq(hl_roles_first(roles, 4), &roles[2]);
+    ck_assert_ptr_eq(hl_roles_first(roles, 2), NULL);
+    ck_assert_str_eq(hl_roles_join(roles, 2, buf, sizeof buf), "-");
+    ck_assert_str_eq(hl_roles_join(roles, 0, buf, sizeof buf), "-");
+    char small[8];
+    ck_assert_str_eq(hl_roles_join(roles, 4, small, sizeof small), "inducti");
+
+    hl_head_scores sc;
+    for (int d = 0; d < HL_DETECTORS; d++)
+        sc.v[d] = NAN;
+    ck_assert_str_eq(hl_head_roles(&sc, buf, sizeof buf), "-");
+    sc.v[HL_DETECT_LOCAL] = HL_ROLE_LOCAL;
+    sc.v[HL_DETECT_INDUCTION] = HL_ROLE_INDUCTION;
+    ck_assert_str_eq(hl_head_roles(&sc, buf, sizeof buf), "induction+local");
+    sc.v[HL_DETECT_PREVIOUS] = HL_ROLE_PREVIOUS;
+    ck_assert_str_eq(hl_head_roles(&sc, buf, sizeof buf), "previous-token+induction");
+}
+END_TEST
+
 Suite *detectors_suite(void)
 {
     Suite *s = suite_create("detectors");
@@ -192,6 +222,7 @@ Suite *detectors_suite(void)
     tcase_add_test(tc, test_uniform_attention_entropy_and_probe_induction);
     tcase_add_test(tc, test_forced_previous_token_and_copying_heads);
     tcase_add_test(tc, test_transformer_lens_detectors_match_its_formula);
+    tcase_add_test(tc, test_roles_join_and_first);
     suite_add_tcase(s, tc);
     return s;
 }

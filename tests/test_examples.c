@@ -694,6 +694,26 @@ START_TEST(test_check_layers_both_include_forms)
     ck_assert_msg(tu_run(command, out, sizeof out) == 1, "viz/ including io/ passed: %s", out);
     ck_assert_msg(strstr(out, "viz/c.c:1: viz/ may not include io/"), "%s", out);
     remove(path);
+    /* report/ builds on analysis/ and tasks/; analysis/ on neither, in
+     * either include form. */
+    char mkdirs[512];
+    snprintf(mkdirs, sizeof mkdirs, "mkdir -p %s/analysis %s/report", temp_dir, temp_dir);
+    ck_assert_int_eq(system(mkdirs), 0);
+    snprintf(path, sizeof path, "%s/report/e.c", temp_dir);
+    write_file(path, "#include \"analysis/heads.h\"\n#include <tasks/probe.h>\n");
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    remove(path);
+    static const char *const upward[][2] = {
+        {"#include \"report/html.h\"\n", "analysis/d.c:1: analysis/ may not include report/"},
+        {"#include <tasks/probe.h>\n", "analysis/d.c:1: analysis/ may not include tasks/"},
+    };
+    snprintf(path, sizeof path, "%s/analysis/d.c", temp_dir);
+    for (int i = 0; i < 2; i++) {
+        write_file(path, upward[i][0]);
+        ck_assert_msg(tu_run(command, out, sizeof out) == 1, "%s passed: %s", upward[i][0], out);
+        ck_assert_msg(strstr(out, upward[i][1]), "%s", out);
+    }
+    remove(path);
     /* Calls, from the objects: core/ calling into ops/ with a prototype of
      * its own is refused; ops/ calling core/ is not. */
     snprintf(command, sizeof command,

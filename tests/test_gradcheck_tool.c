@@ -1,5 +1,5 @@
 /* Tests for the gradient-check research tool: the library pieces it is built
- * on (analysis/gradcheck_sweep.c, analysis/gradcheck_cases.c) and the program
+ * on (gradcheck/sweep.c, gradcheck/cases.c) and the program
  * build/gradcheck as a user runs it (HL_BUILD_DIR names the folder). */
 #include <math.h>
 #include <stdio.h>
@@ -8,8 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "analysis/gradcheck_cases.h"
-#include "analysis/gradcheck_sweep.h"
+#include "gradcheck/cases.h"
+#include "gradcheck/sweep.h"
 #include "tests/testutil.h"
 
 #ifndef HL_BUILD_DIR

@@ -1,5 +1,5 @@
-/* Tests for analysis/head_maps.c, head_effects.c, head_files.c, html.c,
- * head_report.c and viz/diagram.c, and for the heads program's scores, maps,
+/* Tests for analysis/head_maps.c and head_effects.c, report/head_files.c,
+ * html.c and head_report.c and viz/diagram.c, and for the heads program's scores, maps,
  * circuits and report commands: maps label their axes with the input's
  * tokens, the report holds every section and opens in a real browser
  * (headless Chromium) with every picture decoded, and every command refuses
@@ -15,10 +15,10 @@
 #include <unistd.h>
 
 #include "analysis/head_effects.h"
-#include "analysis/head_files.h"
 #include "analysis/head_maps.h"
-#include "analysis/head_report.h"
-#include "analysis/html.h"
+#include "report/head_files.h"
+#include "report/head_report.h"
+#include "report/html.h"
 #include "tests/head_models.h"
 #include "tests/testutil.h"
 #include "viz/diagram.h"

@@ -1,8 +1,8 @@
-/* Tests for analysis/probe.c: the induction probe repeats its first half
+/* Tests for tasks/probe.c: the induction probe repeats its first half
  * after BOS, targets only the second half, and refuses what does not fit. */
 #include <string.h>
 
-#include "analysis/probe.h"
+#include "tasks/probe.h"
 #include "tests/head_models.h"
 #include "tests/testutil.h"
 

@@ -1,9 +1,9 @@
-/* Tests for analysis/toy_task.c: the sequence generator follows TOYTASK.md and
+/* Tests for tasks/toy_task.c: the sequence generator follows TOYTASK.md and
  * the head scores measure what they claim on hand-made attention maps. */
 #include <math.h>
 #include <string.h>
 
-#include "analysis/toy_task.h"
+#include "tasks/toy_task.h"
 #include "tests/testutil.h"
 
 START_TEST(test_sequences_follow_the_recipe)

@@ -1,11 +1,26 @@
 #!/bin/sh
-# Checks the dependency rule between headlab's layers (docs/library.md, "Folders and layers"):
+# Checks the dependency rule between headlab's layers (docs/library.md, "Folders and layers").
+# Each folder may build on the folders its row of allowed() below names, and
+# on no other (a layer lists only what it uses):
 #
-#   core <- ops <- models <- analysis;  files (whole-or-nothing file writes,
-#   directories), text (tokens), io, viz and train build on core (io and train
-#   also on models, io on train for the optimizer state it checkpoints and on
-#   text for the vocabulary it stores, io and viz on files for their file
-#   writes); data (token files) builds on core, files and text.
+#   core                        the engine, on nothing
+#   files, text, ops            on core
+#   data (token files)          on core, files and text
+#   cli (the option parser)     on core and ops (the kernel set it reports)
+#   models                      on core and ops
+#   viz                         on core and files
+#   train                       on core, ops and models
+#   io                          on core, files, text (the vocabulary a model
+#                               file stores), models and train (the optimizer
+#                               state a checkpoint stores)
+#   tasks (datasets, probes)    on core, text, models and train (eval sets)
+#   gradcheck (the catalogue)   on core, ops and models
+#   analysis (head studies)     on core, text, ops, models and train
+#   report (files of a study)   on core, files, text, models, viz, train, io,
+#                               tasks and analysis
+#
+# Nothing below a layer builds on it: analysis/ never reaches report/ or
+# tasks/, models/ never train/.
 #
 # Every `#include "dir/..."` (or `<dir/...>` naming one of headlab's folders)
 # in a library file must name its own layer or one it may build on. And, when
@@ -19,21 +34,26 @@ cd "$(dirname "$0")/.."
 
 allowed() {
     case $1 in
-    core)     echo "core" ;;
-    files)    echo "core files" ;;
-    text)     echo "core text" ;;
-    data)     echo "core files text data" ;;
-    ops)      echo "core ops" ;;
-    models)   echo "core ops models" ;;
-    viz)      echo "core files viz" ;;
-    train)    echo "core ops models train" ;;
-    io)       echo "core files text models train io" ;;
-    analysis) echo "core files text data ops models io viz train analysis" ;;
+    core)      echo "core" ;;
+    files)     echo "core files" ;;
+    text)      echo "core text" ;;
+    data)      echo "core files text data" ;;
+    ops)       echo "core ops" ;;
+    cli)       echo "core ops cli" ;;
+    models)    echo "core ops models" ;;
+    viz)       echo "core files viz" ;;
+    train)     echo "core ops models train" ;;
+    io)        echo "core files text models train io" ;;
+    tasks)     echo "core text models train tasks" ;;
+    gradcheck) echo "core ops models gradcheck" ;;
+    analysis)  echo "core text ops models train analysis" ;;
+    report)    echo "core files text models viz train io tasks analysis report" ;;
     esac
 }
 
 status=0
-for layer in core files text data ops models viz train io analysis; do
+layers="core files text data ops cli models viz train io tasks gradcheck analysis report"
+for layer in $layers; do
     ok=$(allowed "$layer")
     for file in "$layer"/*.c "$layer"/*.h "$layer"/*/*.c "$layer"/*/*.h; do
         [ -e "$file" ] || continue
@@ -44,7 +64,7 @@ for layer in core files text data ops models viz train io analysis; do
                 sed 's|^\([0-9]*\):[^"]*"\([^"/]*\)/.*|\1 \2|'
             grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*<[^>/]*/' "$file" |
                 sed 's|^\([0-9]*\):[^<]*<\([^>/]*\)/.*|\1 \2|' |
-                grep -E ' (core|files|text|data|ops|models|io|viz|train|analysis|examples|tests|bench)$'
+                grep -E " ($(echo "$layers" | tr ' ' '|')|examples|tests|bench)\$"
         } >"${TMPDIR:-/tmp}/hl_layers.$$" || true
         while read -r line dir; do
             case " $ok " in
@@ -67,7 +87,6 @@ rm -f "${TMPDIR:-/tmp}/hl_layers.$$"
 
 # The calls: each layer's undefined symbols against the layer defining them.
 obj=${1:-build/obj}
-layers="core files text data ops models viz train io analysis"
 if [ -d "$obj/core" ]; then
     rules=""
     for layer in $layers; do rules="$rules$layer:$(allowed "$layer" | tr ' ' ,);"; done

@@ -10,12 +10,12 @@
 #include "analysis/composition.h"
 #include "analysis/detectors.h"
 #include "analysis/head_effects.h"
-#include "analysis/head_files.h"
 #include "analysis/head_maps.h"
-#include "analysis/head_report.h"
-#include "analysis/probe.h"
 #include "analysis/roles.h"
 #include "examples/heads/heads.h"
+#include "report/head_files.h"
+#include "report/head_report.h"
+#include "tasks/probe.h"
 
 /* A model with what its file says, and the probe fit for it. */
 typedef struct {

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "analysis/head_files.h"
+#include "report/head_files.h"
 #include "headlab.h"
 
 #define FINETUNE_SEED 777 /* fine-tuning data, apart from the evaluation set */

@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "examples/common/cli.h"
+#include "cli/cli.h"
 #include "examples/heads/heads.h"
 
 static void usage(FILE *f)

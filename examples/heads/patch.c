@@ -22,8 +22,8 @@
 #include "analysis/head_maps.h"
 #include "analysis/patch_pairs.h"
 #include "analysis/patching.h"
-#include "analysis/probe.h"
 #include "examples/heads/heads.h"
+#include "tasks/probe.h"
 
 /* The model and the task it is studied on. */
 typedef struct {

@@ -8,14 +8,14 @@
 #include <unistd.h>
 
 #include "analysis/patch_pairs.h"
-#include "analysis/toy_task.h"
+#include "cli/cli.h"
 #include "data/token_file.h"
 #include "io/checkpoint.h"
 #include "io/csv_read.h"
-#include "examples/common/cli.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
 #include "models/gpt.h"
+#include "tasks/toy_task.h"
 #include "text/vocab.h"
 
 int hl_fuzz_safetensors(const uint8_t *data, size_t size)

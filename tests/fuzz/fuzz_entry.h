@@ -28,7 +28,7 @@ int hl_fuzz_gpt(const uint8_t *data, size_t size);
 int hl_fuzz_vocab(const uint8_t *data, size_t size);
 
 /* The bytes as a command line (arguments separated by NUL or newline bytes)
- * for the programs' option parser (examples/common/cli.c), with a table of
+ * for the programs' option parser (cli/cli.c), with a table of
  * every kind of option the programs use. */
 int hl_fuzz_cli(const uint8_t *data, size_t size);
 

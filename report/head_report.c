@@ -1,5 +1,5 @@
 /* The head study as one HTML page and the files behind it: see head_report.h. */
-#include "analysis/head_report.h"
+#include "report/head_report.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -8,12 +8,12 @@
 
 #include "analysis/composition.h"
 #include "analysis/head_effects.h"
-#include "analysis/head_files.h"
 #include "analysis/head_maps.h"
 #include "analysis/heads.h"
-#include "analysis/html.h"
 #include "analysis/patching.h"
 #include "analysis/roles.h"
+#include "report/head_files.h"
+#include "report/html.h"
 
 typedef struct {
     const hl_gpt *m;

@@ -1,4 +1,5 @@
-#include "analysis/gradcheck_cases.h"
+/* The gradient-check catalogue: see cases.h. */
+#include "gradcheck/cases.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* The programs' option parser and set-up: see cli.h. */
-#include "examples/common/cli.h"
+#include "cli/cli.h"
 
 #include <errno.h>
 #include <getopt.h>

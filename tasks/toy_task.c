@@ -1,4 +1,5 @@
-#include "analysis/toy_task.h"
+/* The toy task's sequences and per-head scores: see toy_task.h. */
+#include "tasks/toy_task.h"
 
 #include <math.h>
 #include <stdio.h>

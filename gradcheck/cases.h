@@ -1,5 +1,5 @@
 /*
- * gradcheck_cases.h: a catalogue of gradient checks, one per op, two for the
+ * cases.h: a catalogue of gradient checks, one per op, two for the
  * attention module and one for a small GPT, each with inputs of odd shapes
  * (1, 3, 5, 7, 17: no tile size divides them) drawn from fixed seeds, away
  * from kinks. build/gradcheck runs them; so can a test.

@@ -1,5 +1,5 @@
 /* CSV tables and PNG pictures of a head study: see head_files.h. */
-#include "analysis/head_files.h"
+#include "report/head_files.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * gradcheck_sweep.h: how the finite-difference error depends on the step.
+ * sweep.h: how the finite-difference error depends on the step.
  *
  * A central difference (f(x+h) - f(x-h)) / 2h has two errors: truncation,
  * about h²·f'''/6, which falls with h, and rounding, about ε_mach·|f| / h,

@@ -1,5 +1,5 @@
 /* Self-contained HTML pages: see html.h. */
-#include "analysis/html.h"
+#include "report/html.h"
 
 #include <errno.h>
 #include <stdarg.h>

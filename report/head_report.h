@@ -21,8 +21,8 @@
 #include <stdint.h>
 
 #include "analysis/detectors.h"
-#include "analysis/probe.h"
 #include "io/model_io.h"
+#include "tasks/probe.h"
 #include "train/eval.h"
 
 typedef struct hl_head_report_opts {

@@ -1,5 +1,5 @@
 /* The induction probe: see probe.h. */
-#include "analysis/probe.h"
+#include "tasks/probe.h"
 
 #include <stdio.h>
 #include <string.h>

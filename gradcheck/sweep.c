@@ -1,4 +1,5 @@
-#include "analysis/gradcheck_sweep.h"
+/* A gradient check at several step sizes: see sweep.h. */
+#include "gradcheck/sweep.h"
 
 #include <math.h>
 

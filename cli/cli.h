@@ -1,5 +1,5 @@
 /*
- * cli.h: what the programs in examples/ share: one option parser built on
+ * cli.h: what the programs (examples/) share: one option parser built on
  * getopt_long, and the process set-up every program does first.
  *
  *     int steps = 3000;
