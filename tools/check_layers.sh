@@ -93,6 +93,12 @@ if [ -d "$obj/core" ]; then
     for layer in $layers; do
         [ -d "$obj/$layer" ] || continue
         find "$obj/$layer" -name '*.o' | sort | while read -r o; do
+            # only objects of sources that exist (a stale one of a moved file
+            # would speak for code that is gone); kernels are NAME.SET.o
+            src=${o#"$obj"/}
+            src=${src%.o}
+            case $src in ops/kernels/*) src=${src%.*} ;; esac
+            [ -e "$src.c" ] || continue
             nm -g --defined-only "$o" | awk -v l="$layer" 'NF == 3 { print "D", l, $3 }'
             nm -u "$o" | awk -v l="$layer" -v o="$o" '$1 == "U" { print "U", l, $2, o }'
         done
