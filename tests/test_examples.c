@@ -718,17 +718,20 @@ START_TEST(test_check_layers_both_include_forms)
      * its own is refused; ops/ calling core/ is not. */
     snprintf(command, sizeof command,
              "cd %s && mkdir -p build/obj/core build/obj/ops && "
-             "printf 'void hl_x_op(void);\nvoid hl_x_core(void) { hl_x_op(); }\n' >x.c && "
-             "printf 'void hl_x_core2(void);\nvoid hl_x_op(void) { hl_x_core2(); }\n' >y.c && "
-             "printf 'void hl_x_core2(void) {}\n' >z.c && "
-             "cc -c x.c -o build/obj/core/x.o && cc -c y.c -o build/obj/ops/y.o && "
-             "cc -c z.c -o build/obj/core/z.o",
+             "printf 'void hl_x_op(void);\nvoid hl_x_core(void) { hl_x_op(); }\n' >core/x.c && "
+             "printf 'void hl_x_core2(void);\nvoid hl_x_op(void) { hl_x_core2(); }\n' "
+             ">ops/y.c && printf 'void hl_x_core2(void) {}\n' >core/z.c && "
+             "cc -c core/x.c -o build/obj/core/x.o && cc -c ops/y.c -o build/obj/ops/y.o && "
+             "cc -c core/z.c -o build/obj/core/z.o",
              temp_dir);
     ck_assert_int_eq(system(command), 0);
     snprintf(command, sizeof command, "cd %s && tools/check_layers.sh", temp_dir);
     ck_assert_msg(tu_run(command, out, sizeof out) == 1, "core/ calling ops/ passed: %s", out);
     ck_assert_msg(strstr(out, "core/ uses hl_x_op from ops/"), "%s", out);
     ck_assert_msg(!strstr(out, "hl_x_core2"), "ops/ calling core/ was refused: %s", out);
+    /* ... and an object whose source is gone (a moved file) is not read. */
+    snprintf(command, sizeof command, "cd %s && rm core/x.c && tools/check_layers.sh", temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "a stale object was read: %s", out);
     remove_temp_dir();
 }
 END_TEST
