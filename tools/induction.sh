@@ -35,9 +35,10 @@ build=${BUILD:-build}
 
 # The recipe (docs/studies/2026-11-25-induction-levers.md): the setting of the
 # search that came closest, byte-level BPE tokens with rotary positions and
-# smeared keys.
+# smeared keys, trained on windows in which a span recurs (--copy-windows: a
+# training-data intervention; every measurement reads plain text).
 recipe="--layers 2 --heads 8 --d-model 128 --ctx 128 --batch 8 --no-mlp --no-layernorm \
-        --tokenizer bpe --vocab 2048 --pos rope --smear \
+        --tokenizer bpe --vocab 2048 --pos rope --smear --copy-windows 1 \
         --emb-std 1 --lr 3e-3 --warmup 300 --schedule constant --steps 4000 \
         --eval-every 500 --seed 0"
 
