@@ -25,7 +25,7 @@
  *   cli/        the programs' option parser and process set-up
  *   models/     multi-head attention composed of ops, a GPT-style model
  *   viz/        PNG heatmaps, grids, line plots and circuit diagrams
- *   train/      optimizers, the training step, evaluation sets, progress
+ *   train/      optimizers, the training step and run, evaluation sets, progress
  *               display, thread tuning, MPI
  *   io/         safetensors, checkpoints, model files, CSV logs and reading CSV
  *   tasks/      datasets and probes: the toy task's sequences and scores, the
@@ -65,6 +65,7 @@
 #include "train/eval.h"
 #include "train/optim.h"
 #include "train/progress.h"
+#include "train/run.h"
 #include "train/step.h"
 #include "train/threads.h"
 #include "io/checkpoint.h"

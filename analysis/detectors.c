@@ -11,7 +11,7 @@
 static const char *const detector_names[HL_DETECTORS][2] = {
     {"previous_token", "prev"}, {"duplicate_token", "dup"}, {"induction", "induct"},
     {"copying", "copy"},        {"first_token", "first"},   {"local", "local"},
-    {"self", "self"},           {"entropy", "entropy"},
+    {"self", "self"},           {"entropy", "entropy"},     {"two_back", "2back"},
     {"previous_token_tl", "prev_tl"}, {"duplicate_token_tl", "dup_tl"},
     {"induction_tl", "ind_tl"},
 };
@@ -48,11 +48,13 @@ static double matched_mass(const int32_t *x, const hl_real *row, int t, int at)
     return any ? mass : -1;
 }
 
-/* One query row of one head. */
-static void add_row(double *sum, const int32_t *x, const hl_real *row, int t, int T,
-                    int probe_start)
+/* One query row of one head; repeat is the sequence's, or NULL for text. */
+static void add_row(double *sum, const int32_t *x, const hl_real *row, int t,
+                    const hl_repeat *repeat)
 {
     sum[HL_DETECT_PREVIOUS] += row[t - 1];
+    if (t >= 2)
+        sum[HL_DETECT_TWO_BACK] += row[t - 2];
     sum[HL_DETECT_FIRST] += row[0];
     sum[HL_DETECT_SELF] += row[t];
     for (int j = t - 3 < 0 ? 0 : t - 3; j < t; j++)
@@ -65,10 +67,9 @@ static void add_row(double *sum, const int32_t *x, const hl_real *row, int t, in
     double dup = matched_mass(x, row, t, 0);
     if (dup >= 0)
         sum[HL_DETECT_DUPLICATE] += dup;
-    if (probe_start >= 0) {
-        const int n = (T - probe_start) / 2;
-        if (t >= probe_start + n && t < probe_start + 2 * n)
-            sum[HL_DETECT_INDUCTION] += row[t - n + 1];
+    if (repeat) {
+        if (t >= repeat->begin && t < repeat->end)
+            sum[HL_DETECT_INDUCTION] += row[t - repeat->lag + 1];
     } else {
         double ind = matched_mass(x, row, t, 1);
         if (ind >= 0)
@@ -101,15 +102,16 @@ static bool is_transformer_lens(int d)
 
 /* How many rows of sequence x each detector averages over (TransformerLens's:
  * how many sequences). */
-static void add_counts(double *count, const int32_t *x, int T, int probe_start)
+static void add_counts(double *count, const int32_t *x, int T, const hl_repeat *repeat)
 {
     for (int d = 0; d < HL_DETECTORS; d++)
         count[d] += is_transformer_lens(d);
     for (int t = 1; t < T; t++) {
         for (int d = 0; d < HL_DETECTORS; d++)
             if (d != HL_DETECT_DUPLICATE && d != HL_DETECT_INDUCTION && d != HL_DETECT_COPYING &&
-                !is_transformer_lens(d))
+                d != HL_DETECT_TWO_BACK && !is_transformer_lens(d))
                 count[d]++;
+        count[HL_DETECT_TWO_BACK] += t >= 2;
         bool dup = false, ind = false;
         for (int j = 0; j < t; j++)
             if (x[j] == x[t]) {
@@ -117,31 +119,36 @@ static void add_counts(double *count, const int32_t *x, int T, int probe_start)
                 ind |= j + 1 < t;
             }
         count[HL_DETECT_DUPLICATE] += dup;
-        if (probe_start < 0)
+        if (!repeat)
             count[HL_DETECT_INDUCTION] += ind;
     }
-    if (probe_start >= 0)
-        count[HL_DETECT_INDUCTION] += (T - probe_start) / 2;
+    if (repeat)
+        count[HL_DETECT_INDUCTION] += repeat->end - repeat->begin;
 }
 
 hl_status hl_detector_sums_add(hl_detector_sums *s, const int32_t *tokens, const hl_tensor *attn,
-                               int probe_start, hl_error *err)
+                               const hl_repeat *repeats, hl_error *err)
 {
     if (!attn || attn->rank != 4 || attn->shape[1] != s->H || attn->shape[2] != attn->shape[3])
         return hl_error_set(err, HL_ERR_SHAPE, "detectors: attention must be (B,%d,T,T)", s->H);
     const int B = attn->shape[0], H = s->H, T = attn->shape[2];
-    if (probe_start >= 0 && (T - probe_start) / 2 < 1)
-        return hl_error_set(err, HL_ERR_ARG, "detectors: a probe starting at %d does not fit "
-                            "in %d positions", probe_start, T);
+    for (int b = 0; repeats && b < B; b++) {
+        const hl_repeat r = repeats[b];
+        if (r.begin < r.end && (r.begin < 1 || r.end > T || r.lag < 1 || r.begin - r.lag < 0))
+            return hl_error_set(err, HL_ERR_ARG, "detectors: sequence %d's repeat (queries "
+                                "%d..%d, %d back) is not inside its %d positions", b, r.begin,
+                                r.end - 1, r.lag, T);
+    }
     for (int b = 0; b < B; b++) {
         const int32_t *x = tokens + (size_t)b * T;
+        const hl_repeat *repeat = repeats ? &repeats[b] : NULL;
         for (int h = 0; h < H; h++) {
             const hl_real *A = attn->data + ((size_t)b * H + h) * T * T;
             for (int t = 1; t < T; t++)
-                add_row(s->sum[h], x, A + (size_t)t * T, t, T, probe_start);
+                add_row(s->sum[h], x, A + (size_t)t * T, t, repeat);
             add_transformer_lens(s->sum[h], x, A, T);
         }
-        add_counts(s->count, x, T, probe_start);
+        add_counts(s->count, x, T, repeat);
     }
     return HL_OK;
 }
@@ -158,7 +165,7 @@ void hl_detector_sums_finish(const hl_detector_sums *s, hl_head_scores *out)
 
 typedef struct {
     hl_detector_sums *sums; /* one per layer */
-    int n_layers, probe_start;
+    int n_layers;
 } detect_ctx;
 
 static hl_status detect_hook(void *ctx, const hl_eval_batch *b, const hl_tensor *logits,
@@ -167,19 +174,19 @@ static hl_status detect_hook(void *ctx, const hl_eval_batch *b, const hl_tensor 
     (void)logits;
     const detect_ctx *c = ctx;
     for (int l = 0; l < c->n_layers; l++)
-        if (hl_detector_sums_add(&c->sums[l], b->tokens, run->trace[l].attn, c->probe_start,
+        if (hl_detector_sums_add(&c->sums[l], b->tokens, run->trace[l].attn, b->repeats,
                                  err) != HL_OK)
             return err->status;
     return HL_OK;
 }
 
-hl_status hl_heads_detect(const hl_gpt *m, const hl_eval_set *set, int probe_start,
-                          const hl_gpt_run *run, hl_head_scores *out, hl_error *err)
+hl_status hl_heads_detect(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run *run,
+                          hl_head_scores *out, hl_error *err)
 {
     if (hl_eval_set_check(set, m, err) != HL_OK)
         return err->status;
     const int L = m->cfg.n_layers, stride = m->cfg.n_heads;
-    detect_ctx c = {calloc((size_t)L, sizeof *c.sums), L, probe_start};
+    detect_ctx c = {calloc((size_t)L, sizeof *c.sums), L};
     double *copying = malloc(sizeof *copying * (size_t)L * stride);
     if (!c.sums || !copying) {
         free(c.sums);

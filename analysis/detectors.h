@@ -7,10 +7,13 @@
  * The attention detectors average a head's attention probabilities A[t,·]
  * over query positions t >= 1 of a set of sequences x:
  *   previous_token   A[t,t-1]
+ *   two_back         A[t,t-2], t >= 2
  *   duplicate_token  Σ A[t,j] over j < t with x_j = x_t (queries with such a j)
- *   induction        on the probe (tasks/probe.h): A[t, t-n+1] for t in the
- *                    second half, attention to the token right after the
- *                    query's first occurrence (prefix matching); on text:
+ *   induction        on a set that knows where its sequences repeat themselves
+ *                    (hl_eval_set.repeats: the probe of tasks/probe.h, the toy
+ *                    task's copied segment): A[t, t-lag+1] over the repeat's
+ *                    queries, attention to the token right after the query's
+ *                    first occurrence (prefix matching); on text:
  *                    Σ A[t,j+1] over j < t-1 with x_j = x_t (queries with such a j)
  *   first_token      A[t,0]
  *   local            Σ A[t,j] over t-3 <= j <= t-1 (within 3 back, not self)
@@ -33,7 +36,7 @@
  *     hl_probe probe;
  *     hl_probe_new(m, &(hl_probe_opts){.bos = 16}, &probe, &err);
  *     hl_head_scores s[L * n_heads];                    // row stride cfg.n_heads
- *     hl_heads_detect(m, probe.set, probe.start, NULL, s, &err);
+ *     hl_heads_detect(m, probe.set, NULL, s, &err);
  *     hl_probe_free(&probe);
  */
 #ifndef HL_DETECTORS_H
@@ -57,6 +60,7 @@ typedef enum hl_detector {
     HL_DETECT_LOCAL,
     HL_DETECT_SELF,
     HL_DETECT_ENTROPY,
+    HL_DETECT_TWO_BACK,
     /* TransformerLens's detect_head (error_measure "mul", no exclusions) */
     HL_DETECT_PREVIOUS_TL,
     HL_DETECT_DUPLICATE_TL,
@@ -81,21 +85,20 @@ typedef struct hl_detector_sums {
 } hl_detector_sums;
 
 void hl_detector_sums_begin(hl_detector_sums *s, int H);
-/* tokens (B,T) and their attention attn (B,H,T,T); probe_start >= 0 marks the
- * probe (n = (T - probe_start) / 2 tokens from probe_start, then the same n
- * again), -1 a text. */
+/* tokens (B,T) and their attention attn (B,H,T,T); repeats (B) where each
+ * sequence repeats itself (hl_eval_set.repeats), or NULL for text. */
 hl_status hl_detector_sums_add(hl_detector_sums *s, const int32_t *tokens, const hl_tensor *attn,
-                               int probe_start, hl_error *err);
+                               const hl_repeat *repeats, hl_error *err);
 /* The means of the attention detectors; copying is left NaN. */
 void hl_detector_sums_finish(const hl_detector_sums *s, hl_head_scores *out /* H */);
 
 /* ---- every head of a model ----------------------------------------------- */
 
-/* Every head's detectors on set (probe_start as in hl_detector_sums_add) with
- * the run's gates and offsets (run may be NULL; its trace is ignored), and its
+/* Every head's detectors on set (induction from its repeats when it has them)
+ * with the run's gates and offsets (run may be NULL; its trace is ignored), and its
  * copying score (analysis/copying.h). out has cfg.n_layers * cfg.n_heads entries, row stride
  * cfg.n_heads; entries past a pruned layer's heads are NaN. */
-hl_status hl_heads_detect(const hl_gpt *m, const hl_eval_set *set, int probe_start,
-                          const hl_gpt_run *run, hl_head_scores *out, hl_error *err);
+hl_status hl_heads_detect(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run *run,
+                          hl_head_scores *out, hl_error *err);
 
 #endif

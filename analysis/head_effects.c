@@ -9,20 +9,20 @@
 #include "analysis/roles.h"
 
 /* Every head's detectors with head (l, h) zero-ablated. */
-static hl_status detect_without(const hl_gpt *m, const hl_eval_set *set, int probe_start, int l,
-                                int h, hl_head_scores *out, hl_error *err)
+static hl_status detect_without(const hl_gpt *m, const hl_eval_set *set, int l, int h,
+                                hl_head_scores *out, hl_error *err)
 {
     hl_head_set off = {0};
     off.on[l][h] = true;
     hl_heads_run r;
     if (hl_heads_run_ablate(&r, m, set->T, &off, NULL, err) != HL_OK)
         return err->status;
-    hl_status s = hl_heads_detect(m, set, probe_start, &r.run, out, err);
+    hl_status s = hl_heads_detect(m, set, &r.run, out, err);
     hl_heads_run_free(&r);
     return s;
 }
 
-hl_status hl_heads_ablation_effects(const hl_gpt *m, const hl_eval_set *set, int probe_start,
+hl_status hl_heads_ablation_effects(const hl_gpt *m, const hl_eval_set *set,
                                     const hl_head_scores *scores, hl_ablation_effect **out,
                                     int *n, hl_error *err)
 {
@@ -40,7 +40,7 @@ hl_status hl_heads_ablation_effects(const hl_gpt *m, const hl_eval_set *set, int
                                   : hl_error_set(err, HL_ERR_NOMEM, "ablation effects: out of memory");
     for (int sl = 0; s == HL_OK && sl < L - 1; sl++)
         for (int sh = 0; s == HL_OK && sh < hl_gpt_layer_heads(c, sl); sh++)
-            s = detect_without(m, set, probe_start, sl, sh,
+            s = detect_without(m, set, sl, sh,
                                ablated + per * (size_t)hl_gpt_head_index(c, sl, sh), err);
     int count = 0;
     for (int dl = 1; s == HL_OK && dl < L; dl++)

@@ -5,7 +5,7 @@
  *
  *     hl_ablation_effect *rows;
  *     int n;
- *     hl_heads_ablation_effects(m, probe.set, probe.start, scores, &rows, &n, &err);
+ *     hl_heads_ablation_effects(m, probe.set, scores, &rows, &n, &err);
  *     ... rows[i].before, rows[i].after ...
  *     free(rows);
  */
@@ -25,7 +25,7 @@ typedef struct hl_ablation_effect {
  * layer, ordered by d then s. scores are the unablated detectors on the same
  * set (hl_heads_detect; row stride cfg.n_heads). *out is malloc'ed (the
  * caller frees it); NULL with *n = 0 for a one-layer model. */
-hl_status hl_heads_ablation_effects(const hl_gpt *m, const hl_eval_set *set, int probe_start,
+hl_status hl_heads_ablation_effects(const hl_gpt *m, const hl_eval_set *set,
                                     const hl_head_scores *scores, hl_ablation_effect **out,
                                     int *n, hl_error *err);
 

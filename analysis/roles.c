@@ -34,17 +34,29 @@ const hl_role *hl_roles_first(const hl_role *roles, int n)
 const char *hl_head_roles(const hl_head_scores *s, char *buf, size_t size)
 {
     const double *v = s->v;
-    const bool previous = v[HL_DETECT_PREVIOUS] >= HL_ROLE_PREVIOUS;
+    const bool near = v[HL_DETECT_PREVIOUS] >= HL_ROLE_PREVIOUS ||
+                      v[HL_DETECT_TWO_BACK] >= HL_ROLE_TWO_BACK;
     const hl_role roles[] = {
         {"previous-token", v[HL_DETECT_PREVIOUS], HL_ROLE_PREVIOUS},
+        {"two-back", v[HL_DETECT_TWO_BACK], HL_ROLE_TWO_BACK},
         {"duplicate-token", v[HL_DETECT_DUPLICATE], HL_ROLE_DUPLICATE},
         {"induction", v[HL_DETECT_INDUCTION], HL_ROLE_INDUCTION},
         {"copying", v[HL_DETECT_COPYING], HL_ROLE_COPYING},
         {"first-token", v[HL_DETECT_FIRST], HL_ROLE_FIRST},
-        {"local", previous ? NAN : v[HL_DETECT_LOCAL], HL_ROLE_LOCAL},
+        {"local", near ? NAN : v[HL_DETECT_LOCAL], HL_ROLE_LOCAL},
         {"self", v[HL_DETECT_SELF], HL_ROLE_SELF},
     };
     return hl_roles_join(roles, (int)(sizeof roles / sizeof roles[0]), buf, size);
+}
+
+const hl_role *hl_head_label_role(const hl_head_scores *s, hl_role *roles)
+{
+    const double *v = s->v;
+    roles[0] = (hl_role){"prev", v[HL_DETECT_PREVIOUS], HL_ROLE_PREVIOUS};
+    roles[1] = (hl_role){"2-back", v[HL_DETECT_TWO_BACK], HL_ROLE_TWO_BACK};
+    roles[2] = (hl_role){"induction", v[HL_DETECT_INDUCTION], HL_ROLE_INDUCTION};
+    roles[3] = (hl_role){"bos", v[HL_DETECT_FIRST], HL_ROLE_FIRST};
+    return hl_roles_first(roles, HL_LABEL_ROLES);
 }
 
 hl_detector hl_head_main_detector(const hl_head_scores *s)

@@ -1,10 +1,10 @@
 /*
- * roles.h: what a head's scores make of it — the roles it takes, and the one
- * detector it is known by in pictures and tables. One labeller for every
- * program: a role is on when its score reaches its threshold (below), and a
- * head is labelled by all its roles that are on (hl_roles_join; the
- * detectors of detectors.h through hl_head_roles) or by the first of them in
- * an order of priority (hl_roles_first; toy_heads on the toy task's scores).
+ * roles.h: what a head's detector scores (analysis/detectors.h) make of it —
+ * the roles it takes, and the one detector it is known by in pictures and
+ * tables. One labeller for every program: a role is on when its score reaches
+ * its threshold (below), and a head is labelled by all its roles that are on
+ * (hl_head_roles) or by the first of them in an order of priority
+ * (hl_head_label_role, toy_heads' pictures and table).
  *
  *     char roles[128];
  *     printf("L1H3 %s\n", hl_head_roles(&scores[1 * n_heads + 3], roles, sizeof roles));
@@ -18,18 +18,13 @@
 
 /* A head takes every role whose detector reaches its threshold. */
 #define HL_ROLE_PREVIOUS 0.5   /* previous_token */
+#define HL_ROLE_TWO_BACK 0.5   /* two_back */
 #define HL_ROLE_DUPLICATE 0.5  /* duplicate_token */
 #define HL_ROLE_INDUCTION 0.3  /* induction */
 #define HL_ROLE_COPYING 0.5    /* copying */
 #define HL_ROLE_FIRST 0.5      /* first_token */
-#define HL_ROLE_LOCAL 0.7      /* local, when not previous-token */
+#define HL_ROLE_LOCAL 0.7      /* local, when neither previous-token nor two-back */
 #define HL_ROLE_SELF 0.5       /* self */
-/* The toy task's own scores (tasks/toy_task.h), where they differ from the
- * detectors' (its previous_token and first_token are theirs): two_back, and
- * induction as the attention on the copied segment to the very token that
- * follows the query's first occurrence (in layers above the first). */
-#define HL_ROLE_TWO_BACK 0.5      /* two_back */
-#define HL_ROLE_TOY_INDUCTION 0.5 /* induction on the toy task */
 
 /* A role a head may take: on when score >= threshold (a NaN score never is). */
 typedef struct hl_role {
@@ -46,9 +41,17 @@ const char *hl_roles_join(const hl_role *roles, int n, char *buf, size_t size);
 const hl_role *hl_roles_first(const hl_role *roles, int n);
 
 /* hl_roles_join over the detectors' roles at the thresholds above:
- * "previous-token", "duplicate-token", "induction", "copying", "first-token",
- * "local" (when not previous-token) and "self". */
+ * "previous-token", "two-back", "duplicate-token", "induction", "copying",
+ * "first-token", "local" (when neither previous-token nor two-back) and
+ * "self". */
 const char *hl_head_roles(const hl_head_scores *s, char *buf, size_t size);
+
+/* The role a head is labelled by in a picture, by priority: "prev"
+ * (previous_token), "2-back" (two_back), "induction", "bos" (first_token),
+ * the first on at the thresholds above, or NULL. roles has room for
+ * HL_LABEL_ROLES; the result points into it. */
+#define HL_LABEL_ROLES 4
+const hl_role *hl_head_label_role(const hl_head_scores *s, hl_role *roles);
 
 /* The detector a head is known by: induction when it reaches the induction
  * threshold, else the largest of previous, duplicate, induction, first and

@@ -150,7 +150,7 @@ int bench_mha_block(void *ctx, const bench_plan *p, double *seconds, char *why,
 
 typedef struct bench_toy bench_toy;
 
-/* The TOYTASK.md model, AdamW and pre-drawn batches of 32. */
+/* The model of docs/toy-task.md, AdamW and pre-drawn batches of 32. */
 bench_toy *bench_toy_new(void);
 void bench_toy_free(bench_toy *w);
 /* One training step per call: zero-grad, forward, the two-term loss,

@@ -291,7 +291,10 @@ typedef struct {
     int copy_span;          /* the copied spans' length; 0: no copies */
     int rows;               /* this rank's share of the batch */
     hl_rng data_rng;        /* the same on every rank */
+    bool batch_failed;      /* the last batch could not be read */
     int64_t start;
+    hl_lr_schedule schedule;
+    double t0;              /* when training started: train.csv's seconds */
     hl_thread_tuner tuner;  /* each step's thread count, unless the user fixed it */
     FILE *log;
     char config[512];
@@ -314,9 +317,11 @@ static hl_tensor *shard_loss(hl_graph *g, void *ctx)
 }
 
 /* Every rank draws the whole global batch (one RNG stream for all), then
- * keeps its slice. */
-static void next_batch(run *r)
+ * keeps its slice (an hl_run_hooks batch). */
+static hl_status next_batch(void *ctx, int64_t step, hl_error *err)
 {
+    (void)step;
+    run *r = ctx;
     for (int b = 0; b < r->B; b++) {
         r->offsets[b] =
             (size_t)(hl_rng_uniform(&r->data_rng) * (double)(r->train.size - (size_t)r->T - 1));
@@ -328,12 +333,9 @@ static void next_batch(run *r)
     int begin, end;
     hl_dist_shard(r->B, &begin, &end);
     r->rows = end - begin;
-    hl_error err = {0};
-    if (make_batch(r->train, r->offsets + begin, r->copies + begin, r->rows, r->T, r->x, r->y,
-                   &err) != HL_OK) {
-        fprintf(stderr, "charlm: %s\n", err.message);
-        hl_dist_abort(2);
-    }
+    r->batch_failed = make_batch(r->train, r->offsets + begin, r->copies + begin, r->rows, r->T,
+                                 r->x, r->y, err) != HL_OK;
+    return r->batch_failed ? err->status : HL_OK;
 }
 
 static hl_status save_checkpoint(run *r, int64_t step, hl_error *err)
@@ -397,9 +399,9 @@ static hl_status track_heads(run *r, int64_t step, const double point[CURVES], h
     hl_head_scores *s = malloc(sizeof *s * cells), *ts = malloc(sizeof *ts * cells);
     hl_status st = s && ts ? HL_OK : hl_error_set(err, HL_ERR_NOMEM, "out of memory");
     if (st == HL_OK)
-        st = hl_heads_detect(r->m, r->probe.set, r->probe.start, NULL, s, err);
+        st = hl_heads_detect(r->m, r->probe.set, NULL, s, err);
     if (st == HL_OK)
-        st = hl_heads_detect(r->m, r->text_set, -1, NULL, ts, err);
+        st = hl_heads_detect(r->m, r->text_set, NULL, ts, err);
     if (st != HL_OK) {
         free(s);
         free(ts);
@@ -482,17 +484,20 @@ static hl_status write_position_loss(const run *r, int64_t step, hl_error *err)
 
 /* Validation loss and the ICL score into train.csv and on stdout, the
  * per-position loss, the heads; a checkpoint after training. */
-static hl_status record(run *r, int64_t step, double train_loss, double norm,
-                        const hl_lr_schedule *sched, double t0, hl_error *err)
+/* train.csv's row, the printout, the position losses, the heads and a
+ * checkpoint (an hl_run_hooks record). */
+static hl_status record(void *ctx, int64_t step, const hl_step_result *last, hl_error *err)
 {
+    run *r = ctx;
+    const double train_loss = last->loss;
     hl_eval_result val;
     if (hl_eval_position_loss(r->m, r->val_set, NULL, r->position_loss, &val, err) != HL_OK)
         return err->status;
     const double icl = hl_eval_icl_score(r->position_loss, NULL, r->T);
     const double icl_byte = hl_eval_icl_score(r->position_loss, r->position_bytes, r->T);
     fprintf(r->log, "%lld,%.6f,%.6f,%.6f,%.6f,%.6g,%.4f,%.2f\n", (long long)step, train_loss,
-            val.loss[0], icl, icl_byte, r->o.lr * hl_lr_scale(sched, step), norm,
-            hl_seconds() - t0);
+            val.loss[0], icl, icl_byte, r->o.lr * hl_lr_scale(&r->schedule, step),
+            last->grad_norm, hl_seconds() - r->t0);
     if (fflush(r->log) != 0 || ferror(r->log))
         return hl_error_set(err, HL_ERR_IO, "cannot write %s/train.csv: %s", r->o.out,
                             strerror(errno));
@@ -512,49 +517,30 @@ static hl_status record(run *r, int64_t step, double train_loss, double norm,
     return step > r->start ? save_checkpoint(r, step, err) : HL_OK;
 }
 
+/* Steps start..steps (train/run.h), evaluating on rank 0 every eval_every. */
 static void train(run *r)
 {
-    const hl_lr_schedule sched = {.warmup_steps = r->o.warmup, .total_steps = r->o.steps,
-                                  .cosine = !strcmp(r->o.schedule, "cosine"), .min_scale = 0.1};
-    hl_progress progress;
-    if (r->lead)
-        hl_progress_begin(&progress, stdout, r->o.steps, r->o.eval_every);
-    double t0 = hl_seconds(), train_loss = NAN, norm = 0;
+    r->schedule = (hl_lr_schedule){.warmup_steps = r->o.warmup, .total_steps = r->o.steps,
+                                   .cosine = !strcmp(r->o.schedule, "cosine"),
+                                   .min_scale = 0.1};
+    const hl_run_hooks hooks = {.ctx = r, .batch = next_batch, .loss = shard_loss,
+                                .record = record};
+    const hl_run_opts opts = {.start = r->start, .steps = r->o.steps,
+                              .eval_every = r->o.eval_every, .schedule = r->schedule,
+                              .clip = r->o.clip, .lead = r->lead, .progress = stdout,
+                              .record_prints = true, .tuner = &r->tuner};
+    r->t0 = hl_seconds();
     hl_error err = {0};
-    for (int64_t step = r->start; step <= r->o.steps; step++) {
-        /* A resumed run's first step was recorded by the run that saved the
-         * checkpoint. */
-        bool evaluate_now = (step % r->o.eval_every == 0 || step == r->o.steps) &&
-                            !(step == r->start && r->start > 0);
-        if (r->lead && evaluate_now) {
-            if (progress.tty)
-                printf("\n");
-            if (record(r, step, train_loss, norm, &sched, t0, &err) != HL_OK)
-                break;
-        }
-        if (step == r->o.steps)
-            break;
-        next_batch(r);
-        hl_step one = {.index = step,
-                       .lr_scale = hl_lr_scale(&sched, step),
-                       .clip = r->o.clip,
-                       .tuner = &r->tuner};
-        hl_step_result result;
-        if (hl_train_step(r->g, r->m->params, r->opt, &one, shard_loss, r, &result, &err))
-            break;
-        train_loss = result.loss;
-        norm = result.grad_norm;
-        if (r->lead)
-            hl_progress_update(&progress, step + 1, train_loss, -1);
+    if (hl_run_train(r->g, r->m->params, r->opt, &opts, &hooks, &err) == HL_OK)
+        return;
+    if (r->batch_failed) { /* a token file that cannot be read: bad input */
+        fprintf(stderr, "charlm: %s\n", err.message);
+        hl_dist_abort(2);
     }
     if (r->lead)
-        hl_progress_end(&progress);
-    if (hl_error_failed(&err)) {
-        if (r->lead)
-            fprintf(stderr, "charlm: %s; the last checkpoint keeps the last good state\n",
-                    err.message);
-        hl_dist_abort(err.status == HL_ERR_IO ? 2 : 1);
-    }
+        fprintf(stderr, "charlm: %s; the last checkpoint keeps the last good state\n",
+                err.message);
+    hl_dist_abort(err.status == HL_ERR_IO ? 2 : 1);
 }
 
 /* Samples n tokens after the prompt, printing their text as they come. */

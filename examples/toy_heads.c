@@ -1,5 +1,5 @@
 /*
- * toy_heads: train the 2-layer attention-only transformer of TOYTASK.md and
+ * toy_heads: train the 2-layer attention-only transformer of docs/toy-task.md and
  * watch its heads specialise (previous-token, 2-back, induction), in numbers,
  * CSV and PNG attention maps.
  *
@@ -112,7 +112,7 @@ static hl_status heldout_make(heldout_set *h, int n, hl_error *err)
 typedef struct {
     hl_eval_result result;             /* group 0: scored, 1: other */
     int L, H;
-    hl_toy_head_scores *scores;        /* (L*H), or NULL when not asked for */
+    hl_head_scores *scores;            /* (L*H), or NULL when not asked for */
     hl_tensor *example_maps, *mean_maps; /* (L*H,T,T) each, or NULL */
 } evaluation;
 
@@ -127,22 +127,23 @@ static void evaluation_free(evaluation *e)
 typedef struct {
     const heldout_set *h;
     evaluation *e;
-    hl_toy_score_sums *sums; /* per layer */
+    hl_detector_sums *sums; /* per layer */
 } eval_ctx;
 
 /* Adds one batch's attention to the scores and maps (an hl_eval_hook). */
 static hl_status add_heads(void *ctx, const hl_eval_batch *b, const hl_tensor *logits,
                            const hl_gpt_run *run, hl_error *err)
 {
-    (void)logits, (void)err;
+    (void)logits;
     eval_ctx *c = ctx;
     evaluation *e = c->e;
-    const hl_toy_batch rows = hl_toy_batch_rows(c->h->seqs, b->first, b->first + b->B);
     const size_t map = (size_t)HL_TOY_T * HL_TOY_T;
     const int example = c->h->example - b->first;
     for (int l = 0; l < e->L; l++) {
         const hl_real *attn = run->trace[l].attn->data; /* (B,H,T,T) */
-        hl_toy_scores_add(&c->sums[l], &rows, run->trace[l].attn);
+        if (hl_detector_sums_add(&c->sums[l], b->tokens, run->trace[l].attn, b->repeats,
+                                 err) != HL_OK)
+            return err->status;
         for (int k = 0; k < e->H; k++) {
             hl_real *mean = e->mean_maps->data + (size_t)(l * e->H + k) * map;
             for (int i = 0; i < b->B; i++)
@@ -167,19 +168,19 @@ static hl_status evaluate(const heldout_set *h, const hl_gpt *m, bool with_heads
     e->scores = calloc((size_t)e->L * e->H, sizeof *e->scores);
     e->example_maps = hl_tensor_new("attention", 3, shape, false);
     e->mean_maps = hl_tensor_new("mean attention", 3, shape, false);
-    hl_toy_score_sums *sums = calloc((size_t)e->L, sizeof *sums);
+    hl_detector_sums *sums = calloc((size_t)e->L, sizeof *sums);
     hl_mha_trace trace[HL_GPT_MAX_LAYERS];
     hl_status s = e->scores && e->example_maps && e->mean_maps && sums
                       ? HL_OK
                       : hl_error_set(err, HL_ERR_NOMEM, "out of memory");
     for (int l = 0; s == HL_OK && l < e->L; l++)
-        s = hl_toy_scores_begin(&sums[l], e->H, err);
+        hl_detector_sums_begin(&sums[l], e->H);
     eval_ctx ctx = {h, e, sums};
     if (s == HL_OK)
         s = hl_eval_loss(m, h->set, &(hl_gpt_run){.trace = trace}, add_heads, &ctx, &e->result,
                          err);
     for (int l = 0; s == HL_OK && l < e->L; l++)
-        hl_toy_scores_finish(&sums[l], e->scores + l * e->H);
+        hl_detector_sums_finish(&sums[l], e->scores + l * e->H);
     free(sums);
     if (s != HL_OK)
         evaluation_free(e);
@@ -206,15 +207,15 @@ static hl_status ablate_heads(const heldout_set *h, const hl_gpt *m, double base
 
 /* ---- reports ---- */
 
-/* The head's role: the first of prev, 2-back, induction (above layer 0) and
- * bos its scores reach (analysis/roles.h), or NULL. roles: room for 4. */
-static const hl_role *head_role(const hl_toy_head_scores *s, int layer, hl_role *roles)
+/* The head's label role (analysis/roles.h), or NULL. In layer 0 of this
+ * attention-only model no head can compose with an earlier one, so its
+ * induction score is not a role there. roles: room for HL_LABEL_ROLES. */
+static const hl_role *head_role(const hl_head_scores *s, int layer, hl_role *roles)
 {
-    roles[0] = (hl_role){"prev", s->previous_token, HL_ROLE_PREVIOUS};
-    roles[1] = (hl_role){"2-back", s->two_back, HL_ROLE_TWO_BACK};
-    roles[2] = (hl_role){"induction", layer > 0 ? s->induction : NAN, HL_ROLE_TOY_INDUCTION};
-    roles[3] = (hl_role){"bos", s->first_token, HL_ROLE_FIRST};
-    return hl_roles_first(roles, 4);
+    hl_head_scores scores = *s;
+    if (layer == 0)
+        scores.v[HL_DETECT_INDUCTION] = NAN;
+    return hl_head_label_role(&scores, roles);
 }
 
 static hl_status write_scores(const char *dir, const evaluation *e, const double *deltas,
@@ -229,9 +230,10 @@ static hl_status write_scores(const char *dir, const evaluation *e, const double
                  "ablation_delta\n");
     for (int l = 0; l < e->L; l++)
         for (int h = 0; h < e->H; h++) {
-            const hl_toy_head_scores *s = &e->scores[l * e->H + h];
-            fprintf(f.f, "%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f\n", l, h, s->previous_token,
-                    s->two_back, s->induction, s->first_token, s->entropy, deltas[l * e->H + h]);
+            const double *v = e->scores[l * e->H + h].v;
+            fprintf(f.f, "%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f\n", l, h, v[HL_DETECT_PREVIOUS],
+                    v[HL_DETECT_TWO_BACK], v[HL_DETECT_INDUCTION], v[HL_DETECT_FIRST],
+                    v[HL_DETECT_ENTROPY], deltas[l * e->H + h]);
         }
     return hl_atomic_commit(&f, err);
 }
@@ -243,12 +245,14 @@ static void print_table(const evaluation *e, const double *deltas, int sequences
     printf("head   previous  two_back  induction  first  entropy  ablation_delta  role\n");
     for (int l = 0; l < e->L; l++)
         for (int h = 0; h < e->H; h++) {
-            const hl_toy_head_scores *s = &e->scores[l * e->H + h];
-            hl_role roles[4];
+            const hl_head_scores *s = &e->scores[l * e->H + h];
+            const double *v = s->v;
+            hl_role roles[HL_LABEL_ROLES];
             const hl_role *role = head_role(s, l, roles);
             printf("L%dH%d   %8.3f  %8.3f  %9.3f  %5.3f  %7.3f  %+14.3f  %s\n", l, h,
-                   s->previous_token, s->two_back, s->induction, s->first_token, s->entropy,
-                   deltas[l * e->H + h], role ? role->name : "-");
+                   v[HL_DETECT_PREVIOUS], v[HL_DETECT_TWO_BACK], v[HL_DETECT_INDUCTION],
+                   v[HL_DETECT_FIRST], v[HL_DETECT_ENTROPY], deltas[l * e->H + h],
+                   role ? role->name : "-");
         }
 }
 
@@ -260,11 +264,11 @@ static void head_label(char *buf, size_t size, int l, int k, const evaluation *e
         snprintf(buf, size, "L%dH%d", l, k);
         return;
     }
-    const hl_toy_head_scores *s = &e->scores[l * e->H + k];
-    hl_role roles[4];
+    const hl_head_scores *s = &e->scores[l * e->H + k];
+    hl_role roles[HL_LABEL_ROLES];
     const hl_role *role = head_role(s, l, roles);
     snprintf(buf, size, "L%dH%d %s %.2f", l, k, role ? role->name : "-",
-             role ? role->score : fmax(s->previous_token, s->induction));
+             role ? role->score : fmax(s->v[HL_DETECT_PREVIOUS], s->v[HL_DETECT_INDUCTION]));
 }
 
 /* maps (L*H,T,T) as one labelled grid; `labelled` adds each head's role. */
@@ -356,6 +360,7 @@ typedef struct {
     heldout_set heldout;
     int64_t start;         /* the step training starts from */
     FILE *log;             /* train.csv (rank 0) */
+    double t0;             /* when training started: train.csv's seconds */
     hl_thread_tuner tuner;  /* each step's thread count, unless the user fixed it */
 } run;
 
@@ -410,21 +415,24 @@ static bool is_snapshot_step(int64_t step)
     return false;
 }
 
-/* A row of train.csv, a grid snapshot at the chosen steps, a checkpoint. */
-static hl_status record(run *r, int64_t step, double train_loss, double t0, hl_error *err)
+/* A row of train.csv, a grid snapshot at the chosen steps, a checkpoint (an
+ * hl_run_hooks record). */
+static hl_status record(void *ctx, int64_t step, const hl_step_result *last, hl_error *err)
 {
+    run *r = ctx;
     evaluation e;
     if (evaluate(&r->heldout, r->m, true, &e, err) != HL_OK)
         return err->status;
     double best[3] = {0, 0, 0};
     for (int h = 0; h < e.H; h++) {
-        best[0] = fmax(best[0], e.scores[h].previous_token);
-        best[1] = fmax(best[1], e.scores[h].two_back);
+        best[0] = fmax(best[0], e.scores[h].v[HL_DETECT_PREVIOUS]);
+        best[1] = fmax(best[1], e.scores[h].v[HL_DETECT_TWO_BACK]);
         if (e.L > 1)
-            best[2] = fmax(best[2], e.scores[e.H + h].induction);
+            best[2] = fmax(best[2], e.scores[e.H + h].v[HL_DETECT_INDUCTION]);
     }
-    fprintf(r->log, "%lld,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.3f\n", (long long)step, train_loss,
-            e.result.loss[0], e.result.accuracy[0], best[0], best[1], best[2], hl_seconds() - t0);
+    fprintf(r->log, "%lld,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.3f\n", (long long)step, last->loss,
+            e.result.loss[0], e.result.accuracy[0], best[0], best[1], best[2],
+            hl_seconds() - r->t0);
     hl_status s = HL_OK;
     if (fflush(r->log) != 0 || ferror(r->log))
         s = hl_error_set(err, HL_ERR_IO, "cannot write %s/train.csv: %s", r->o.out,
@@ -437,38 +445,29 @@ static hl_status record(run *r, int64_t step, double train_loss, double t0, hl_e
     return s;
 }
 
-/* Steps start..steps, evaluating on rank 0 every eval_every steps; a resumed
- * run's first step was recorded by the run that saved the checkpoint. */
+/* The step's batch (an hl_run_hooks batch): the same on every rank. */
+static hl_status next_batch(void *ctx, int64_t step, hl_error *err)
+{
+    (void)step, (void)err;
+    run *r = ctx;
+    hl_toy_sample(r->batch, &r->data_rng);
+    return HL_OK;
+}
+
+/* Steps start..steps (train/run.h), evaluating on rank 0 every eval_every
+ * steps and at the snapshot steps. */
 static void train(run *r)
 {
-    const hl_lr_schedule sched = {.warmup_steps = 100};
-    hl_progress progress;
-    if (r->lead)
-        hl_progress_begin(&progress, stdout, r->o.steps, r->o.eval_every);
-    double t0 = hl_seconds(), train_loss = NAN;
+    const hl_run_hooks hooks = {.ctx = r, .batch = next_batch, .loss = shard_loss,
+                                .record = record, .evaluate_at = is_snapshot_step};
+    const hl_run_opts opts = {.start = r->start, .steps = r->o.steps,
+                              .eval_every = r->o.eval_every,
+                              .schedule = {.warmup_steps = 100}, .lead = r->lead,
+                              .check_sync = r->o.check_sync, .progress = stdout,
+                              .tuner = &r->tuner};
+    r->t0 = hl_seconds();
     hl_error err = {0};
-    for (int64_t step = r->start; step <= r->o.steps; step++) {
-        bool evaluate_now = (step % r->o.eval_every == 0 || step == r->o.steps ||
-                             is_snapshot_step(step)) &&
-                            !(step == r->start && r->start > 0);
-        if (r->lead && evaluate_now && record(r, step, train_loss, t0, &err) != HL_OK)
-            break;
-        if (step == r->o.steps)
-            break;
-        hl_toy_sample(r->batch, &r->data_rng);
-        hl_step_result result;
-        hl_step one = {.index = step, .lr_scale = hl_lr_scale(&sched, step), .tuner = &r->tuner};
-        if (hl_train_step(r->g, r->m->params, r->opt, &one, shard_loss, r, &result, &err))
-            break;
-        train_loss = result.loss;
-        if (r->o.check_sync && hl_dist_check_params_equal(r->m->params, &err) != HL_OK)
-            break;
-        if (r->lead)
-            hl_progress_update(&progress, step + 1, train_loss, -1);
-    }
-    if (r->lead)
-        hl_progress_end(&progress);
-    if (hl_error_failed(&err)) {
+    if (hl_run_train(r->g, r->m->params, r->opt, &opts, &hooks, &err) != HL_OK) {
         if (r->lead)
             fprintf(stderr, "toy_heads: %s; the last checkpoint keeps the last good state\n",
                     err.message);

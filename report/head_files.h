@@ -24,8 +24,8 @@
 #define HL_HEAD_NAME_MAX 24
 const char *hl_head_name(const hl_gpt *m, int l, int h, char buf[HL_HEAD_NAME_MAX]);
 
-/* layer,head,previous_token,duplicate_token,induction,copying,first_token,
- * local,self,entropy: one row per head (scores with row stride cfg.n_heads). */
+/* layer,head and every detector by name (previous_token, ..., induction_tl):
+ * one row per head (scores with row stride cfg.n_heads). */
 hl_status hl_detectors_write_csv(const char *path, const hl_gpt *m, const hl_head_scores *scores,
                                  hl_error *err);
 

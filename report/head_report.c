@@ -151,7 +151,7 @@ static hl_status section_detectors(study *s, hl_error *err)
                                           s->o->text_windows ? s->o->text_windows : 64,
                                           s->m->cfg.n_ctx, 16, err);
     hl_head_scores *ts = malloc(sizeof *ts * (size_t)s->m->cfg.n_layers * s->m->cfg.n_heads);
-    hl_status st = w && ts ? hl_heads_detect(s->m, w, -1, NULL, ts, err)
+    hl_status st = w && ts ? hl_heads_detect(s->m, w, NULL, ts, err)
                            : hl_error_set(err, HL_ERR_NOMEM, "report: out of memory");
     if (st == HL_OK)
         st = hl_detectors_write_csv(path_in(s, "scores_text.csv", path), s->m, ts, err);
@@ -434,14 +434,14 @@ static hl_status study_measure(study *s, hl_error *err)
         s->comp[k] = malloc(sizeof *s->comp[k] * (size_t)N * N);
     if (!s->scores || !s->comp[0] || !s->comp[1] || !s->comp[2])
         return hl_error_set(err, HL_ERR_NOMEM, "report: out of memory");
-    if (hl_heads_detect(s->m, s->probe.set, s->probe.start, NULL, s->scores, err) != HL_OK)
+    if (hl_heads_detect(s->m, s->probe.set, NULL, s->scores, err) != HL_OK)
         return err->status;
     for (int k = 0; k < HL_COMPOSE_KINDS; k++) {
         if (hl_composition_scores(s->m, k, s->comp[k], err) != HL_OK)
             return err->status;
         s->base[k] = hl_composition_baseline(c->d_model, c->d_model / c->n_heads, 200, 1);
     }
-    return hl_heads_ablation_effects(s->m, s->probe.set, s->probe.start, s->scores, &s->effects,
+    return hl_heads_ablation_effects(s->m, s->probe.set, s->scores, &s->effects,
                                      &s->n_effects, err);
 }
 

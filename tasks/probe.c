@@ -34,6 +34,10 @@ hl_status hl_probe_new(const hl_gpt *m, const hl_probe_opts *opts, hl_probe *p, 
     const int T = start + 2 * half, n = o.sequences ? o.sequences : 100;
     if (!(p->set = hl_eval_set_new(n, T, 1, o.batch ? o.batch : 50, err)))
         return err->status;
+    if (hl_eval_set_add_repeats(p->set, err) != HL_OK) {
+        hl_probe_free(p);
+        return err->status;
+    }
     snprintf(p->set->group_names[0], sizeof p->set->group_names[0], "repeat");
     hl_rng rng;
     hl_rng_seed(&rng, o.seed);
@@ -45,6 +49,7 @@ hl_status hl_probe_new(const hl_gpt *m, const hl_probe_opts *opts, hl_probe *p, 
             x[start + k] = x[start + half + k] = lo + (int32_t)hl_rng_below(&rng, (uint32_t)(hi - lo));
         for (int t = start + half - 1; t + 1 < T; t++)
             y[t] = x[t + 1]; /* predictable from the first half */
+        p->set->repeats[i] = (hl_repeat){.begin = start + half, .end = T, .lag = half};
     }
     p->start = start;
     p->half = half;

@@ -1,11 +1,12 @@
 /*
  * probe.h: the standard induction test as an evaluation set: n random tokens
  * repeated once, after an optional BOS token, the targets on the second half
- * (predictable only by looking back at the first).
+ * (predictable only by looking back at the first), the repeat marked in the
+ * set's repeats.
  *
  *     hl_probe probe;
  *     hl_probe_new(m, &(hl_probe_opts){.bos = 16}, &probe, &err);
- *     hl_heads_detect(m, probe.set, probe.start, NULL, scores, &err);   // detectors.h
+ *     hl_heads_detect(m, probe.set, NULL, scores, &err);   // analysis/detectors.h
  *     hl_probe_free(&probe);
  */
 #ifndef HL_PROBE_H
@@ -28,7 +29,8 @@ typedef struct hl_probe_opts {
 } hl_probe_opts;
 
 typedef struct hl_probe {
-    hl_eval_set *set; /* (sequences, start + 2n); one target group, the second half */
+    hl_eval_set *set; /* (sequences, start + 2n); one target group, the second half;
+                         repeats: queries start+n.. repeat the token n back */
     int start, half;  /* first token of the first half (1 with a BOS, else 0), n */
 } hl_probe;
 

@@ -1,7 +1,6 @@
 /* The toy task's sequences and per-head scores: see toy_task.h. */
 #include "tasks/toy_task.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,11 +84,23 @@ hl_toy_batch hl_toy_batch_rows(const hl_toy_batch *b, int begin, int end)
     return rows;
 }
 
+hl_repeat hl_toy_repeat(const hl_toy_batch *b, int i)
+{
+    return (hl_repeat){.begin = b->dst[i], .end = b->dst[i] + b->len[i] - 1,
+                       .lag = b->dst[i] - b->src[i]};
+}
+
 hl_eval_set *hl_toy_eval_set(const hl_toy_batch *b, int batch, hl_error *err)
 {
     hl_eval_set *set = hl_eval_set_new(b->B, HL_TOY_T, 2, batch, err);
+    if (set && hl_eval_set_add_repeats(set, err) != HL_OK) {
+        hl_eval_set_free(set);
+        return NULL;
+    }
     if (!set)
         return NULL;
+    for (int i = 0; i < b->B; i++)
+        set->repeats[i] = hl_toy_repeat(b, i);
     const size_t n = (size_t)b->B * HL_TOY_T;
     memcpy(set->tokens, b->tokens, n * sizeof *set->tokens);
     memcpy(set->targets[0], b->scored, n * sizeof *set->targets[0]);
@@ -97,63 +108,6 @@ hl_eval_set *hl_toy_eval_set(const hl_toy_batch *b, int batch, hl_error *err)
     snprintf(set->group_names[0], sizeof set->group_names[0], "scored");
     snprintf(set->group_names[1], sizeof set->group_names[1], "other");
     return set;
-}
-
-enum { PREV, TWO_BACK, INDUCTION, FIRST, ENTROPY };
-
-hl_status hl_toy_scores_begin(hl_toy_score_sums *s, int H, hl_error *err)
-{
-    memset(s, 0, sizeof *s);
-    if (H < 1 || H > HL_TOY_MAX_HEADS)
-        return hl_error_set(err, HL_ERR_ARG, "toy scores: %d heads per layer; the scorer takes "
-                            "1 to %d (HL_TOY_MAX_HEADS)", H, HL_TOY_MAX_HEADS);
-    s->H = H;
-    return HL_OK;
-}
-
-void hl_toy_scores_add(hl_toy_score_sums *s, const hl_toy_batch *b, const hl_tensor *attn)
-{
-    const int T = HL_TOY_T, H = s->H;
-    for (int i = 0; i < b->B; i++) {
-        const int src = b->src[i], dst = b->dst[i], L = b->len[i];
-        for (int h = 0; h < H; h++) {
-            const hl_real *A = attn->data + ((size_t)i * H + h) * T * T;
-            double *sum = s->sums[h];
-            for (int t = 1; t < T; t++) {
-                const hl_real *row = A + (size_t)t * T;
-                sum[PREV] += row[t - 1];
-                sum[FIRST] += row[0];
-                if (t >= 2)
-                    sum[TWO_BACK] += row[t - 2];
-                double entropy = 0;
-                for (int j = 0; j <= t; j++)
-                    if (row[j] > 0)
-                        entropy -= row[j] * log(row[j]);
-                sum[ENTROPY] += entropy;
-            }
-            for (int t = dst; t <= dst + L - 2; t++)
-                sum[INDUCTION] += A[(size_t)t * T + src + (t - dst) + 1];
-        }
-        s->counts[PREV] += T - 1;
-        s->counts[FIRST] += T - 1;
-        s->counts[ENTROPY] += T - 1;
-        s->counts[TWO_BACK] += T - 2;
-        s->counts[INDUCTION] += L - 1;
-    }
-}
-
-void hl_toy_scores_finish(const hl_toy_score_sums *s, hl_toy_head_scores *out)
-{
-    for (int h = 0; h < s->H; h++) {
-        const double *sum = s->sums[h];
-        out[h] = (hl_toy_head_scores){
-            .previous_token = sum[PREV] / s->counts[PREV],
-            .two_back = sum[TWO_BACK] / s->counts[TWO_BACK],
-            .induction = sum[INDUCTION] / s->counts[INDUCTION],
-            .first_token = sum[FIRST] / s->counts[FIRST],
-            .entropy = sum[ENTROPY] / s->counts[ENTROPY],
-        };
-    }
 }
 
 hl_gpt_config hl_toy_gpt_config(void)

@@ -47,6 +47,7 @@
     X(mha)                \
     X(optim)              \
     X(step)               \
+    X(run)                \
     X(eval)               \
     X(threads)            \
     X(gpt)                \

@@ -24,12 +24,12 @@ static hl_tensor *one_hot_attention(int T, int (*want)(int t, const int32_t *x),
     return a;
 }
 
-static hl_head_scores score_maps(const int32_t *x, const hl_tensor *attn, int probe_start)
+static hl_head_scores score_maps(const int32_t *x, const hl_tensor *attn, const hl_repeat *repeat)
 {
     hl_detector_sums s;
     hl_detector_sums_begin(&s, 1);
     hl_error err = {0};
-    ck_assert_int_eq(hl_detector_sums_add(&s, x, attn, probe_start, &err), HL_OK);
+    ck_assert_int_eq(hl_detector_sums_add(&s, x, attn, repeat, &err), HL_OK);
     hl_head_scores out;
     hl_detector_sums_finish(&s, &out);
     return out;
@@ -47,7 +47,7 @@ START_TEST(test_each_detector_on_forced_maps)
 {
     const int32_t x[8] = {1, 2, 3, 4, 1, 2, 3, 4};
     hl_tensor *a = one_hot_attention(8, previous, x);
-    hl_head_scores s = score_maps(x, a, -1);
+    hl_head_scores s = score_maps(x, a, NULL);
     ck_assert_double_eq_tol(s.v[HL_DETECT_PREVIOUS], 1, 1e-12);
     ck_assert_double_eq_tol(s.v[HL_DETECT_LOCAL], 1, 1e-12);
     ck_assert_double_eq_tol(s.v[HL_DETECT_SELF], 0, 1e-12);
@@ -56,7 +56,7 @@ START_TEST(test_each_detector_on_forced_maps)
     hl_tensor_free(a);
 
     a = one_hot_attention(8, first, x);
-    s = score_maps(x, a, -1);
+    s = score_maps(x, a, NULL);
     ck_assert_double_eq_tol(s.v[HL_DETECT_FIRST], 1, 1e-12);
     /* Rows 1..3 have the first token within 3 back: 3 of 7 rows. */
     ck_assert_double_eq_tol(s.v[HL_DETECT_LOCAL], 3.0 / 7, 1e-12);
@@ -65,19 +65,19 @@ START_TEST(test_each_detector_on_forced_maps)
     hl_tensor_free(a);
 
     a = one_hot_attention(8, self, x);
-    s = score_maps(x, a, -1);
+    s = score_maps(x, a, NULL);
     ck_assert_double_eq_tol(s.v[HL_DETECT_SELF], 1, 1e-12);
     ck_assert_double_eq_tol(s.v[HL_DETECT_PREVIOUS], 0, 1e-12);
     hl_tensor_free(a);
 
     a = one_hot_attention(8, duplicate, x);
-    s = score_maps(x, a, -1);
+    s = score_maps(x, a, NULL);
     ck_assert_double_eq_tol(s.v[HL_DETECT_DUPLICATE], 1, 1e-12);
     ck_assert_double_eq_tol(s.v[HL_DETECT_INDUCTION], 0, 1e-12);
     hl_tensor_free(a);
 
     a = one_hot_attention(8, induction, x);
-    s = score_maps(x, a, -1);
+    s = score_maps(x, a, NULL);
     ck_assert_double_eq_tol(s.v[HL_DETECT_INDUCTION], 1, 1e-12);
     ck_assert_double_eq_tol(s.v[HL_DETECT_DUPLICATE], 0, 1e-12);
     hl_tensor_free(a);
@@ -92,7 +92,8 @@ START_TEST(test_uniform_attention_entropy_and_probe_induction)
     for (int t = 0; t < T; t++)
         for (int j = 0; j <= t; j++)
             a->data[t * T + j] = (hl_real)(1.0 / (t + 1));
-    hl_head_scores s = score_maps(x, a, 1);
+    const hl_repeat probe = {.begin = 4, .end = T, .lag = 3};
+    hl_head_scores s = score_maps(x, a, &probe);
     double entropy = 0, self = 0, induction = 0;
     for (int t = 1; t < T; t++) {
         entropy += log(t + 1) / (T - 1);
@@ -103,16 +104,18 @@ START_TEST(test_uniform_attention_entropy_and_probe_induction)
     ck_assert_double_eq_tol(s.v[HL_DETECT_ENTROPY], entropy, 1e-6);
     ck_assert_double_eq_tol(s.v[HL_DETECT_SELF], self, 1e-6);
     ck_assert_double_eq_tol(s.v[HL_DETECT_INDUCTION], induction, 1e-6);
-    /* The probe's induction target: t -> t - n + 1. */
+    /* The probe's induction target: t -> t - lag + 1 on its queries. */
     memset(a->data, 0, sizeof(hl_real) * a->numel);
     for (int t = 0; t < T; t++)
         a->data[t * T + (t >= 4 ? t - 2 : 0)] = 1;
-    s = score_maps(x, a, 1);
+    s = score_maps(x, a, &probe);
     ck_assert_double_eq_tol(s.v[HL_DETECT_INDUCTION], 1, 1e-12);
+    s = score_maps(x, a, &(hl_repeat){0});
+    ck_assert(isnan(s.v[HL_DETECT_INDUCTION])); /* no repeat known: nothing measured */
     hl_detector_sums bad;
     hl_detector_sums_begin(&bad, 2);
     hl_error err = {0};
-    ck_assert_int_eq(hl_detector_sums_add(&bad, x, a, 1, &err), HL_ERR_SHAPE);
+    ck_assert_int_eq(hl_detector_sums_add(&bad, x, a, NULL, &err), HL_ERR_SHAPE);
     hl_tensor_free(a);
 }
 END_TEST
@@ -127,7 +130,7 @@ START_TEST(test_forced_previous_token_and_copying_heads)
         ck_assert_int_eq(hl_probe_new(m, &(hl_probe_opts){.bos = -1, .seed = 1}, &p, &err),
                          HL_OK);
         hl_head_scores s[2];
-        ck_assert_int_eq(hl_heads_detect(m, p.set, p.start, NULL, s, &err), HL_OK);
+        ck_assert_int_eq(hl_heads_detect(m, p.set, NULL, s, &err), HL_OK);
         for (int l = 0; l < 2; l++) {
             ck_assert_msg(s[l].v[HL_DETECT_PREVIOUS] >= 0.99, "L%dH0 previous %g", l,
                           s[l].v[HL_DETECT_PREVIOUS]);
@@ -161,7 +164,7 @@ START_TEST(test_transformer_lens_detectors_match_its_formula)
         x[i] = (int32_t)tokens->data[i];
     hl_detector_sums sums;
     hl_detector_sums_begin(&sums, 2);
-    ck_assert_int_eq(hl_detector_sums_add(&sums, x, attn, -1, &err), HL_OK);
+    ck_assert_int_eq(hl_detector_sums_add(&sums, x, attn, NULL, &err), HL_OK);
     hl_head_scores got[2];
     hl_detector_sums_finish(&sums, got);
     static const hl_detector tl[] = {HL_DETECT_PREVIOUS_TL, HL_DETECT_DUPLICATE_TL,
@@ -211,6 +214,19 @@ START_TEST(test_roles_join_and_first)
     ck_assert_str_eq(hl_head_roles(&sc, buf, sizeof buf), "induction+local");
     sc.v[HL_DETECT_PREVIOUS] = HL_ROLE_PREVIOUS;
     ck_assert_str_eq(hl_head_roles(&sc, buf, sizeof buf), "previous-token+induction");
+    /* Two-back also silences local; the label role goes by priority. */
+    sc.v[HL_DETECT_PREVIOUS] = NAN;
+    sc.v[HL_DETECT_TWO_BACK] = HL_ROLE_TWO_BACK;
+    ck_assert_str_eq(hl_head_roles(&sc, buf, sizeof buf), "two-back+induction");
+    hl_role label[HL_LABEL_ROLES];
+    ck_assert_str_eq(hl_head_label_role(&sc, label)->name, "2-back");
+    sc.v[HL_DETECT_TWO_BACK] = NAN;
+    sc.v[HL_DETECT_FIRST] = 1;
+    ck_assert_str_eq(hl_head_label_role(&sc, label)->name, "induction");
+    sc.v[HL_DETECT_INDUCTION] = HL_ROLE_INDUCTION / 2;
+    ck_assert_str_eq(hl_head_label_role(&sc, label)->name, "bos");
+    sc.v[HL_DETECT_FIRST] = NAN;
+    ck_assert_ptr_eq(hl_head_label_role(&sc, label), NULL);
 }
 END_TEST
 

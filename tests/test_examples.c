@@ -250,7 +250,7 @@ START_TEST(test_charlm_learns_and_resumes)
     ck_assert_ptr_nonnull(f);
     ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
     ck_assert_str_eq(line, "step,layer,head,previous_token,duplicate_token,induction,copying,"
-                           "first_token,local,self,entropy,previous_token_tl,duplicate_token_tl,"
+                           "first_token,local,self,entropy,two_back,previous_token_tl,duplicate_token_tl,"
                            "induction_tl,induction_text\n");
     int rows = 0;
     while (fgets(line, sizeof line, f))

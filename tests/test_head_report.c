@@ -142,10 +142,10 @@ START_TEST(test_ablation_effects_rows)
     hl_error err = {0};
     ck_assert_int_eq(hl_probe_new(m, &(hl_probe_opts){.bos = -1}, &p, &err), HL_OK);
     hl_head_scores s[2 * H];
-    ck_assert_int_eq(hl_heads_detect(m, p.set, p.start, NULL, s, &err), HL_OK);
+    ck_assert_int_eq(hl_heads_detect(m, p.set, NULL, s, &err), HL_OK);
     hl_ablation_effect *rows;
     int n;
-    ck_assert_int_eq(hl_heads_ablation_effects(m, p.set, p.start, s, &rows, &n, &err), HL_OK);
+    ck_assert_int_eq(hl_heads_ablation_effects(m, p.set, s, &rows, &n, &err), HL_OK);
     ck_assert_int_eq(n, H * H);
     for (int r = 0; r < n; r++) {
         const hl_ablation_effect *e = &rows[r];
@@ -159,7 +159,7 @@ START_TEST(test_ablation_effects_rows)
             for (int d = 0; d < D; d++)
                 wo->data[(size_t)i * HD + e->src_head * D + d] = 0;
         hl_head_scores by_hand[2 * H];
-        ck_assert_int_eq(hl_heads_detect(cut, p.set, p.start, NULL, by_hand, &err), HL_OK);
+        ck_assert_int_eq(hl_heads_detect(cut, p.set, NULL, by_hand, &err), HL_OK);
         ck_assert_double_eq_tol(e->after, by_hand[H + e->dst_head].v[e->detector], 1e-6);
         ck_assert_msg(fabs(e->after - e->before) > 1e-4,
                       "ablating L0H%d left L1H%d's score at %g", e->src_head, e->dst_head,
@@ -349,7 +349,7 @@ START_TEST(test_program_commands_write_their_files)
     size_t n;
     char *csv = (char *)slurp(path, &n);
     const char header[] = "layer,head,previous_token,duplicate_token,induction,copying,"
-                          "first_token,local,self,entropy,previous_token_tl,"
+                          "first_token,local,self,entropy,two_back,previous_token_tl,"
                           "duplicate_token_tl,induction_tl\n";
     ck_assert_msg(n > sizeof header && !memcmp(csv, header, sizeof header - 1), "%.*s", (int)n, csv);
     free(csv);

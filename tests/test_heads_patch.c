@@ -119,7 +119,7 @@ static void check_pairs_file(const char *dir)
     }
 }
 
-/* The toy model of TOYTASK.md after 1,500 steps (seed 0) has a previous-token
+/* The toy model of docs/toy-task.md after 1,500 steps (seed 0) has a previous-token
  * head P in layer 0 (the best previous_token score of its scores.csv) and
  * induction heads in layer 1. On the built-in induction task (see
  * examples/heads/patch.c: only the previous-token labels of the answers are

@@ -1,8 +1,9 @@
-/* Tests for tasks/toy_task.c: the sequence generator follows TOYTASK.md and
- * the head scores measure what they claim on hand-made attention maps. */
+/* Tests for tasks/toy_task.c: the sequence generator follows docs/toy-task.md,
+ * and the detectors score the copied segment as the task defines it. */
 #include <math.h>
 #include <string.h>
 
+#include "analysis/detectors.h"
 #include "tasks/toy_task.h"
 #include "tests/testutil.h"
 
@@ -50,58 +51,70 @@ START_TEST(test_sequences_follow_the_recipe)
 }
 END_TEST
 
-START_TEST(test_scores_on_known_patterns)
+/* The detectors (analysis/detectors.h) on the toy task's repeats, on
+ * hand-made maps: heads that look one back, uniformly, two back and at the
+ * token after the copied segment's first occurrence. */
+START_TEST(test_detectors_on_the_copied_segment)
 {
-    const int T = HL_TOY_T, H = 3;
+    const int T = HL_TOY_T, H = 4;
     hl_toy_batch *b = hl_toy_batch_new(2);
     hl_rng rng;
     hl_rng_seed(&rng, 2);
     hl_toy_sample(b, &rng);
-    hl_tensor *attn = hl_tensor_new("attn", 4, (int[]){2, H, T, T}, false);
-    for (int i = 0; i < 2; i++)
-        for (int t = 0; t < T; t++) {
-            hl_real *row0 = attn->data + (((size_t)i * H + 0) * T + t) * T;
-            hl_real *row1 = attn->data + (((size_t)i * H + 1) * T + t) * T;
-            hl_real *row2 = attn->data + (((size_t)i * H + 2) * T + t) * T;
-            row0[t > 0 ? t - 1 : 0] = 1; /* head 0: previous token */
-            for (int j = 0; j <= t; j++)
-                row1[j] = (hl_real)1 / (t + 1); /* head 1: uniform */
-            /* head 2: induction on the copy rows, BOS elsewhere */
-            const int s = b->src[i], d = b->dst[i], L = b->len[i];
-            row2[t >= d && t <= d + L - 2 ? s + (t - d) + 1 : 0] = 1;
-        }
-    hl_toy_score_sums sums;
     hl_error err = {0};
-    ck_assert_int_eq(hl_toy_scores_begin(&sums, H, &err), HL_OK);
-    hl_toy_scores_add(&sums, b, attn);
-    hl_toy_head_scores s[3];
-    hl_toy_scores_finish(&sums, s);
-    ck_assert(fabs(s[0].previous_token - 1) < 1e-12);
-    ck_assert(fabs(s[0].entropy) < 1e-12);
-    ck_assert(fabs(s[2].induction - 1) < 1e-12);
-    ck_assert(s[2].previous_token < 0.2);
+    hl_eval_set *set = hl_toy_eval_set(b, 2, &err);
+    ck_assert_msg(set && set->repeats, "%s", err.message);
+    hl_tensor *attn = hl_tensor_new("attn", 4, (int[]){2, H, T, T}, false);
+    for (int i = 0; i < 2; i++) {
+        const hl_repeat r = set->repeats[i];
+        const int s = b->src[i], d = b->dst[i], L = b->len[i];
+        ck_assert(r.begin == d && r.end == d + L - 1 && r.lag == d - s);
+        for (int t = 0; t < T; t++) {
+            hl_real *row[4];
+            for (int h = 0; h < H; h++)
+                row[h] = attn->data + (((size_t)i * H + h) * T + t) * T;
+            row[0][t > 0 ? t - 1 : 0] = 1; /* previous token */
+            for (int j = 0; j <= t; j++)
+                row[1][j] = (hl_real)1 / (t + 1); /* uniform */
+            row[2][t > 1 ? t - 2 : 0] = 1;         /* two back */
+            /* induction on the scored rows, BOS elsewhere */
+            row[3][t >= d && t <= d + L - 2 ? s + (t - d) + 1 : 0] = 1;
+        }
+    }
+    hl_detector_sums sums;
+    hl_detector_sums_begin(&sums, H);
+    ck_assert_int_eq(hl_detector_sums_add(&sums, b->tokens, attn, set->repeats, &err), HL_OK);
+    hl_head_scores sc[4];
+    hl_detector_sums_finish(&sums, sc);
+    ck_assert(fabs(sc[0].v[HL_DETECT_PREVIOUS] - 1) < 1e-12);
+    ck_assert(fabs(sc[0].v[HL_DETECT_ENTROPY]) < 1e-12);
+    ck_assert(sc[0].v[HL_DETECT_TWO_BACK] < 1e-12);
+    ck_assert(fabs(sc[2].v[HL_DETECT_TWO_BACK] - 1) < 1e-12);
+    ck_assert(fabs(sc[3].v[HL_DETECT_INDUCTION] - 1) < 1e-12);
+    ck_assert(sc[3].v[HL_DETECT_PREVIOUS] < 0.2);
+    ck_assert(sc[0].v[HL_DETECT_INDUCTION] < 0.2);
     /* The uniform head: mean over t >= 1 of ln(t+1) nats. */
     double entropy = 0;
     for (int t = 1; t < T; t++)
         entropy += log(t + 1.0);
-    ck_assert(fabs(s[1].entropy - entropy / (T - 1)) < 1e-6);
+    ck_assert(fabs(sc[1].v[HL_DETECT_ENTROPY] - entropy / (T - 1)) < 1e-6);
+
+    /* A repeat that points before the sequence is refused, by the detectors
+     * and by the set's check. */
+    set->repeats[1].lag = set->repeats[1].begin + 1;
+    hl_detector_sums_begin(&sums, H);
+    ck_assert_int_eq(hl_detector_sums_add(&sums, b->tokens, attn, set->repeats, &err),
+                     HL_ERR_ARG);
+    ck_assert_msg(strstr(err.message, "sequence 1's repeat"), "%s", err.message);
+    hl_error_clear(&err);
+    hl_gpt_config cfg = hl_toy_gpt_config();
+    hl_gpt *m = hl_gpt_new(&cfg, &err);
+    ck_assert_int_eq(hl_eval_set_check(set, m, &err), HL_ERR_ARG);
+    ck_assert_msg(strstr(err.message, "sequence 1's repeat"), "%s", err.message);
+    hl_gpt_free(m);
+    hl_eval_set_free(set);
     hl_tensor_free(attn);
     hl_toy_batch_free(b);
-}
-END_TEST
-
-START_TEST(test_scorer_refuses_too_many_heads)
-{
-    hl_toy_score_sums sums;
-    hl_error err = {0};
-    ck_assert_int_eq(hl_toy_scores_begin(&sums, HL_TOY_MAX_HEADS + 1, &err), HL_ERR_ARG);
-    ck_assert_msg(strstr(err.message, "65 heads per layer; the scorer takes 1 to 64"), "%s",
-                  err.message);
-    ck_assert_int_eq(sums.H, 0);
-    hl_error_clear(&err);
-    ck_assert_int_eq(hl_toy_scores_begin(&sums, 0, &err), HL_ERR_ARG);
-    hl_error_clear(&err);
-    ck_assert_int_eq(hl_toy_scores_begin(&sums, HL_TOY_MAX_HEADS, &err), HL_OK);
 }
 END_TEST
 
@@ -110,8 +123,7 @@ Suite *toy_task_suite(void)
     Suite *s = suite_create("toy_task");
     TCase *tc = tcase_create("toy_task");
     tcase_add_test(tc, test_sequences_follow_the_recipe);
-    tcase_add_test(tc, test_scores_on_known_patterns);
-    tcase_add_test(tc, test_scorer_refuses_too_many_heads);
+    tcase_add_test(tc, test_detectors_on_the_copied_segment);
     suite_add_tcase(s, tc);
     return s;
 }

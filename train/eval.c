@@ -47,7 +47,15 @@ void hl_eval_set_free(hl_eval_set *set)
     free(set->tokens);
     for (int k = 0; k < HL_EVAL_MAX_GROUPS; k++)
         free(set->targets[k]);
+    free(set->repeats);
     free(set);
+}
+
+hl_status hl_eval_set_add_repeats(hl_eval_set *set, hl_error *err)
+{
+    if (!set->repeats && !(set->repeats = calloc((size_t)set->n, sizeof *set->repeats)))
+        return hl_error_set(err, HL_ERR_NOMEM, "eval set: no memory for %d repeats", set->n);
+    return HL_OK;
 }
 
 hl_status hl_eval_set_check(const hl_eval_set *set, const hl_gpt *m, hl_error *err)
@@ -74,6 +82,14 @@ hl_status hl_eval_set_check(const hl_eval_set *set, const hl_gpt *m, hl_error *e
                                     "outputs 0..%d",
                                     (int)set->targets[k][i], set->group_names[k],
                                     m->cfg.vocab_out - 1);
+    for (int i = 0; set->repeats && i < set->n; i++) {
+        const hl_repeat r = set->repeats[i];
+        if (r.begin < 0 || r.begin > r.end || r.end > set->T ||
+            (r.begin < r.end && (r.lag < 1 || r.begin - r.lag < 0)))
+            return hl_error_set(err, HL_ERR_ARG,
+                                "eval: sequence %d's repeat (queries %d..%d, %d back) is not "
+                                "inside its %d positions", i, r.begin, r.end - 1, r.lag, set->T);
+    }
     return HL_OK;
 }
 
@@ -88,6 +104,7 @@ bool hl_eval_set_next(const hl_eval_set *set, hl_eval_batch *b)
     b->tokens = set->tokens + at;
     for (int k = 0; k < HL_EVAL_MAX_GROUPS; k++)
         b->targets[k] = k < set->n_groups ? set->targets[k] + at : NULL;
+    b->repeats = set->repeats ? set->repeats + first : NULL;
     return true;
 }
 

@@ -27,6 +27,14 @@
 #define HL_EVAL_MAX_GROUPS 4
 #define HL_EVAL_IGNORE (-1)
 
+/* Where a sequence repeats an earlier stretch of itself: each query t in
+ * [begin, end) holds the token seen `lag` positions back, so the token that
+ * followed that first occurrence is at t - lag + 1 (where an induction head
+ * looks). begin == end: no repeat is known. */
+typedef struct hl_repeat {
+    int begin, end, lag;
+} hl_repeat;
+
 typedef struct hl_eval_set {
     int n, T;        /* sequences and positions */
     int batch;       /* sequences per forward pass (the last pass may have fewer) */
@@ -34,12 +42,17 @@ typedef struct hl_eval_set {
     char group_names[HL_EVAL_MAX_GROUPS][16];
     int32_t *tokens;                       /* (n,T) */
     int32_t *targets[HL_EVAL_MAX_GROUPS];  /* (n,T) each; HL_EVAL_IGNORE where none */
+    hl_repeat *repeats;                    /* (n), or NULL: where each sequence repeats
+                                              itself (the probe, the toy task) */
 } hl_eval_set;
 
 /* Tokens zeroed, every target HL_EVAL_IGNORE, groups named "g0", "g1", ...
  * NULL, with the reason in err, on bad sizes or no memory. */
 hl_eval_set *hl_eval_set_new(int n, int T, int n_groups, int batch, hl_error *err);
 void hl_eval_set_free(hl_eval_set *set);
+/* Gives the set its repeats (set->repeats, n entries, none known yet); the set
+ * frees them. */
+hl_status hl_eval_set_add_repeats(hl_eval_set *set, hl_error *err);
 
 /* Every token inside the model's vocabulary, every target inside its outputs
  * (or ignored), and T within its context. */
@@ -50,6 +63,7 @@ typedef struct hl_eval_batch {
     int first, B;
     const int32_t *tokens;                          /* (B,T) */
     const int32_t *targets[HL_EVAL_MAX_GROUPS];     /* (B,T) per group */
+    const hl_repeat *repeats;                       /* (B), or NULL as in the set */
 } hl_eval_batch;
 
 /* Advances b to the set's next batch (start with b zeroed); false after the

@@ -11,10 +11,10 @@
  *         .eps = 1e-8, .weight_decay = 0.01});
  *     ...backward...
  *     double norm = hl_clip_grad_norm(params, 1.0);      // optional
- *     hl_optim_step(opt, hl_lr_schedule(&sched, step));
+ *     hl_optim_step(opt, hl_lr_scale(&sched, step));
  *     // or, clipping inside the update's pass:
  *     double norm = hl_grad_norm(params);
- *     hl_optim_step_scaled(opt, hl_lr_schedule(&sched, step), hl_clip_scale(norm, 1.0));
+ *     hl_optim_step_scaled(opt, hl_lr_scale(&sched, step), hl_clip_scale(norm, 1.0));
  */
 #ifndef HL_OPTIM_H
 #define HL_OPTIM_H

@@ -96,7 +96,7 @@ static hl_status text_scores(const options *o, const model_in *in, hl_head_score
         return err->status;
     heads_make_out_dir(o);
     char path[4200];
-    hl_status st = hl_heads_detect(in->m, w, -1, NULL, s, err);
+    hl_status st = hl_heads_detect(in->m, w, NULL, s, err);
     if (st == HL_OK)
         st = hl_detectors_write_csv(out_path(o, "scores_text.csv", path), in->m, s, err);
     if (st == HL_OK)
@@ -119,7 +119,7 @@ int heads_run_scores(const options *o)
         heads_fail(&err);
     heads_make_out_dir(o);
     char path[4200], what[256];
-    if (hl_heads_detect(in.m, p.set, p.start, NULL, s, &err) != HL_OK ||
+    if (hl_heads_detect(in.m, p.set, NULL, s, &err) != HL_OK ||
         hl_detectors_write_csv(out_path(o, "scores.csv", path), in.m, s, &err) != HL_OK ||
         hl_detectors_write_png(out_path(o, "scores.png", path), in.m, s, log(p.set->T),
                                "detectors on the induction probe", &err) != HL_OK)
@@ -343,8 +343,8 @@ int heads_run_circuits(const options *o)
     hl_ablation_effect *rows;
     int n;
     char path[4200];
-    if (hl_heads_detect(in.m, p.set, p.start, NULL, s, &err) != HL_OK ||
-        hl_heads_ablation_effects(in.m, p.set, p.start, s, &rows, &n, &err) != HL_OK ||
+    if (hl_heads_detect(in.m, p.set, NULL, s, &err) != HL_OK ||
+        hl_heads_ablation_effects(in.m, p.set, s, &rows, &n, &err) != HL_OK ||
         hl_ablation_effects_write_csv(out_path(o, "ablation_effects.csv", path), in.m, rows, n, &err) !=
             HL_OK)
         heads_fail(&err);
