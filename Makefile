@@ -146,8 +146,8 @@ VERSION    := 0.1.0
 SOVERSION  := 0
 PIC_OBJ    := $(LIB_OBJ:$(BUILD)/obj/%=$(BUILD)/pic/%)
 SHARED     := $(BUILD)/libheadlab.so.$(VERSION)
-INTERNAL_HEADERS := io/internal.h ops/internal.h ops/kernels.h ops/simd.h ops/gemm.h ops/tile_gemm.h \
-                    ops/vmath.h text/vocab_impl.h text/hash.h
+INTERNAL_HEADERS := core/internal.h io/internal.h ops/internal.h ops/kernels.h ops/simd.h ops/gemm.h \
+                    ops/tile_gemm.h ops/vmath.h text/vocab_impl.h text/hash.h
 PUBLIC_HEADERS := headlab.h $(filter-out $(INTERNAL_HEADERS),$(wildcard $(LIB_DIRS:%=%/*.h)))
 PROGRAMS   := $(notdir $(EXAMPLES))
 

@@ -1,9 +1,10 @@
 /*
  * headlab.h: the one public header of headlab, a small graph-based autodiff
  * framework in C11 for training small transformers and studying attention.
- * It includes every public header; the internal ones (ops/internal.h,
- * ops/kernels.h, ops/simd.h, ops/gemm.h, ops/tile_gemm.h, ops/vmath.h,
- * text/vocab_impl.h, text/hash.h) are not installed.
+ * It includes every public header; the internal ones (core/internal.h,
+ * ops/internal.h, ops/kernels.h, ops/simd.h, ops/gemm.h, ops/tile_gemm.h,
+ * ops/vmath.h, io/internal.h, text/vocab_impl.h, text/hash.h) are not
+ * installed.
  *
  *     #include "headlab.h"
  *

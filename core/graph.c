@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/internal.h"
+
 hl_graph *hl_graph_new(size_t arena_bytes)
 {
     hl_graph *g = calloc(1, sizeof *g);
@@ -168,3 +170,5 @@ const hl_node *hl_graph_first_nonfinite(const hl_graph *g)
     }
     return first;
 }
+
+const char *hl_node_name(const hl_node *n) { return n->info->name; }

@@ -38,21 +38,9 @@
 #include "core/rng.h"
 #include "core/tensor.h"
 
-#define HL_NODE_MAX_INPUTS 3
-#define HL_NODE_MAX_INTS 8
-#define HL_NODE_MAX_REALS 2
-
-typedef struct hl_node {
-    hl_op op;
-    const hl_op_info *info;             /* the op's table entry, set by the op that records it */
-    int n_inputs;
-    hl_tensor *inputs[HL_NODE_MAX_INPUTS];
-    hl_tensor *out;
-    void *saved;                        /* op-specific state in the arena */
-    int ints[HL_NODE_MAX_INTS];         /* op-specific integer parameters */
-    hl_real reals[HL_NODE_MAX_REALS];   /* op-specific scalar parameters */
-    struct hl_node *prev;               /* the node recorded before this one */
-} hl_node;
+/* One recorded op on the tape. Its fields are the engine's (core/internal.h);
+ * hl_node_name says which op it is. */
+typedef struct hl_node hl_node;
 
 typedef struct hl_graph {
     hl_arena arena;
@@ -109,6 +97,9 @@ void *hl_graph_calloc(hl_graph *g, size_t bytes);
  * after a non-finite loss, names the op where the numbers first went bad.
  * Masks produce -inf on purpose, so their outputs are not counted. */
 const hl_node *hl_graph_first_nonfinite(const hl_graph *g);
+
+/* The name of the node's op ("scale", "linear", ...), as in error messages. */
+const char *hl_node_name(const hl_node *n);
 
 /* True when t is the poisoned tensor (of any graph). */
 static inline bool hl_tensor_is_poison(const hl_tensor *t) { return !t || t->rank == 0; }

@@ -2,11 +2,11 @@
  * op.h: the vocabulary of the graph, one enum value per differentiable op.
  *
  * The table that maps each op to its name and backward kernel lives in
- * ops/op_table.c (hl_op_get, ops/ops.h) and is checked against HL_OP_COUNT at
- * compile time. The op that records a node stores its entry in the node
- * (hl_node.info), so the engine runs backward without calling into ops/. An
- * op whose backward is NULL may not be recorded on a path that needs
- * gradients.
+ * ops/op_table.c (hl_op_get, ops/internal.h) and is checked against
+ * HL_OP_COUNT at compile time. The op that records a node stores its entry in
+ * the node (hl_node.info, core/internal.h), so the engine runs backward
+ * without calling into ops/. An op whose backward is NULL may not be recorded
+ * on a path that needs gradients.
  */
 #ifndef HL_OP_H
 #define HL_OP_H

@@ -1,7 +1,8 @@
 /*
  * internal.h: what op implementations share (not part of the public API).
  *
- * The shape of every op:
+ * Ops read and write the fields of the nodes they record (struct hl_node,
+ * core/internal.h, included here). The shape of every op:
  *
  *     hl_tensor *hl_scale(hl_graph *g, hl_tensor *x, hl_real factor)
  *     {
@@ -36,6 +37,7 @@
 #include <stdbool.h>
 
 #include "core/graph.h"
+#include "core/internal.h"
 #include "ops/ops.h"
 
 /* Below this many multiply-adds a kernel runs on one thread: starting a team

@@ -14,7 +14,9 @@ for f in lib/libheadlab.a lib/libheadlab.so lib/libheadlab.so.0 lib/pkgconfig/he
     include/headlab/headlab.h include/headlab/core/graph.h bin/charlm bin/heads bin/toy_heads; do
     [ -e "$prefix/$f" ] || fail "make install did not install $f"
 done
-[ ! -e "$prefix/include/headlab/ops/internal.h" ] || fail "an internal header was installed"
+for f in core/internal.h ops/internal.h; do
+    [ ! -e "$prefix/include/headlab/$f" ] || fail "an internal header ($f) was installed"
+done
 soname=$(objdump -p "$prefix/lib/libheadlab.so" | awk '$1 == "SONAME" { print $2 }')
 [ "$soname" = libheadlab.so.0 ] || fail "soname is '$soname', not libheadlab.so.0"
 

@@ -136,7 +136,7 @@ START_TEST(test_first_nonfinite_names_the_op)
     p = hl_sum(g, hl_gelu(g, hl_scale(g, x, 2)));
     const hl_node *bad = hl_graph_first_nonfinite(g);
     ck_assert_ptr_nonnull(bad);
-    ck_assert_str_eq(bad->info->name, "scale");
+    ck_assert_str_eq(hl_node_name(bad), "scale");
     ck_assert(isnan(p->data[0]));
     hl_tensor_free(x);
     hl_graph_free(g);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/internal.h" /* the walk of the tape: a node's op */
 #include "io/safetensors.h"
 #include "models/mha.h"
 #include "ops/internal.h"

@@ -20,7 +20,7 @@ static hl_status not_finite(const hl_graph *g, const hl_step *step, double loss,
                         "step %lld: the loss is %g; the first op whose output is not finite is "
                         "%s",
                         (long long)step->index, loss,
-                        bad ? bad->info->name : "(none: the inputs or weights)");
+                        bad ? hl_node_name(bad) : "(none: the inputs or weights)");
 }
 
 hl_status hl_train_step(hl_graph *g, hl_params *params, hl_optim *opt, const hl_step *step,

@@ -1,0 +1,32 @@
+/*
+ * internal.h: the engine's internals, what core/ and ops/ share and their
+ * tests check, not part of the public API (not installed).
+ *
+ * A node is one entry of a graph's tape. The op that records it
+ * (hl_op_record, ops/internal.h) fills in its inputs, its output and what its
+ * backward kernel needs; core/graph.c walks the tape from g->tail through
+ * prev and calls info->backward on each node. Outside core/ and ops/ a node
+ * is opaque: hl_node_name (core/graph.h) is what programs may ask of one.
+ */
+#ifndef HL_CORE_INTERNAL_H
+#define HL_CORE_INTERNAL_H
+
+#include "core/graph.h"
+
+#define HL_NODE_MAX_INPUTS 3
+#define HL_NODE_MAX_INTS 8
+#define HL_NODE_MAX_REALS 2
+
+struct hl_node {
+    hl_op op;
+    const hl_op_info *info;             /* the op's table entry, set by the op that records it */
+    int n_inputs;
+    hl_tensor *inputs[HL_NODE_MAX_INPUTS];
+    hl_tensor *out;
+    void *saved;                        /* op-specific state in the arena */
+    int ints[HL_NODE_MAX_INTS];         /* op-specific integer parameters */
+    hl_real reals[HL_NODE_MAX_REALS];   /* op-specific scalar parameters */
+    struct hl_node *prev;               /* the node recorded before this one */
+};
+
+#endif
