@@ -329,7 +329,9 @@ static void init_cells(const bench_run *run, bench_row *row, const row_work *w)
 
 /* One attempt: rounds of blocks, alternating implementations (PyTorch's
  * arrangements of its threads one after another in each round). Returns the
- * foreign CPU share; fills row->cell, row->stats and row->torch_threads.
+ * foreign CPU share: other processes' over the attempt, and the PyTorch
+ * worker's during the other implementations' blocks (its threads must be
+ * idle then); fills row->cell, row->stats and row->torch_threads.
  * samples holds BENCH_IMPLS - 1 + N_ARRANGEMENTS arrays, PyTorch's from
  * samples[BENCH_TORCH] on. */
 static double attempt_row(bench_run *run, bench_row *row, const row_work *w, const bench_plan *p,
@@ -339,6 +341,7 @@ static double attempt_row(bench_run *run, bench_row *row, const row_work *w, con
     int n[BENCH_IMPLS - 1 + N_ARRANGEMENTS] = {0};
     bench_load_mark before, after;
     bench_load_mark_take(&before, run->torch.pid);
+    double worker_elsewhere = 0; /* CPU seconds */
     for (int r = 0; r < p->rounds; r++)
         for (int i = 0; i < BENCH_IMPLS; i++)
             for (int k = 0; k < (i == BENCH_TORCH ? n_arr : 1); k++) {
@@ -352,7 +355,13 @@ static double attempt_row(bench_run *run, bench_row *row, const row_work *w, con
                     set_torch_threads(run, torch, blas);
                 }
                 bench_sleep(SETTLE_SECONDS);
-                if (w->fn[i](w->ctx[i], p, samples[at] + n[at], why, sizeof why)) {
+                bench_load_mark b0, b1;
+                bench_load_mark_take(&b0, run->torch.pid);
+                const int failed = w->fn[i](w->ctx[i], p, samples[at] + n[at], why, sizeof why);
+                bench_load_mark_take(&b1, run->torch.pid);
+                if (i != BENCH_TORCH)
+                    worker_elsewhere += b1.worker - b0.worker;
+                if (failed) {
                     fprintf(stderr, "bench: %s %s %s: %s\n", i == BENCH_HEADLAB ? "headlab"
                                                               : i == BENCH_OPENBLAS ? "OpenBLAS"
                                                                                     : "PyTorch",
@@ -378,7 +387,11 @@ static double attempt_row(bench_run *run, bench_row *row, const row_work *w, con
     if (n_arr == 1) /* as the row set them */
         torch = row->threads, blas = w->arrange ? 1 : row->threads;
     snprintf(row->torch_threads, sizeof row->torch_threads, "%d:%d", torch, blas);
-    return bench_load_foreign(&before, &after);
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const double wall = after.wall - before.wall;
+    const double worker = wall > 0 && cpus > 0 ? worker_elsewhere / (wall * (double)cpus) : 0;
+    const double share = bench_load_foreign(&before, &after) + worker;
+    return share > 1 ? 1 : share;
 }
 
 /* Returns once other processes used less than FOREIGN_MAX of the CPUs for
@@ -707,7 +720,8 @@ static void print_intro(const bench_run *run)
            "after warm-up; a row runs %d round%s of one block per\nimplementation, alternating "
            "headlab, OpenBLAS, PyTorch.\n"
            "vs OB, vs PT: speed-up = the other's median time / headlab's (> 1: headlab is "
-           "faster).\nbusy: the share of all CPUs other processes used during the row%s.\n",
+           "faster).\nbusy: the share of all CPUs other processes used during the row (the PyTorch worker "
+           "too, outside its own blocks)%s.\n",
            run->mha.rounds * run->mha.reps, run->toy.rounds * run->toy.reps,
            run->gpt.rounds * run->gpt.reps, run->gpt_first.rounds * run->gpt_first.reps,
            run->mha.rounds,
