@@ -132,13 +132,8 @@ hl_status hl_detector_sums_add(hl_detector_sums *s, const int32_t *tokens, const
     if (!attn || attn->rank != 4 || attn->shape[1] != s->H || attn->shape[2] != attn->shape[3])
         return hl_error_set(err, HL_ERR_SHAPE, "detectors: attention must be (B,%d,T,T)", s->H);
     const int B = attn->shape[0], H = s->H, T = attn->shape[2];
-    for (int b = 0; repeats && b < B; b++) {
-        const hl_repeat r = repeats[b];
-        if (r.begin < r.end && (r.begin < 1 || r.end > T || r.lag < 1 || r.begin - r.lag < 0))
-            return hl_error_set(err, HL_ERR_ARG, "detectors: sequence %d's repeat (queries "
-                                "%d..%d, %d back) is not inside its %d positions", b, r.begin,
-                                r.end - 1, r.lag, T);
-    }
+    if (repeats && hl_eval_repeats_check(repeats, B, T, "detectors", err) != HL_OK)
+        return err->status;
     for (int b = 0; b < B; b++) {
         const int32_t *x = tokens + (size_t)b * T;
         const hl_repeat *repeat = repeats ? &repeats[b] : NULL;

@@ -387,11 +387,7 @@ static double attempt_row(bench_run *run, bench_row *row, const row_work *w, con
     if (n_arr == 1) /* as the row set them */
         torch = row->threads, blas = w->arrange ? 1 : row->threads;
     snprintf(row->torch_threads, sizeof row->torch_threads, "%d:%d", torch, blas);
-    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    const double wall = after.wall - before.wall;
-    const double worker = wall > 0 && cpus > 0 ? worker_elsewhere / (wall * (double)cpus) : 0;
-    const double share = bench_load_foreign(&before, &after) + worker;
-    return share > 1 ? 1 : share;
+    return bench_load_foreign(&before, &after, worker_elsewhere);
 }
 
 /* Returns once other processes used less than FOREIGN_MAX of the CPUs for
@@ -403,7 +399,7 @@ static void wait_for_quiet(const bench_run *run)
         bench_load_mark_take(&a, run->torch.pid);
         bench_sleep(0.5);
         bench_load_mark_take(&b, run->torch.pid);
-        if (bench_load_foreign(&a, &b) <= FOREIGN_MAX)
+        if (bench_load_foreign(&a, &b, 0) <= FOREIGN_MAX)
             return;
     }
 }

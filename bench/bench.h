@@ -42,8 +42,11 @@ typedef struct bench_load_mark {
 } bench_load_mark;
 
 void bench_load_mark_take(bench_load_mark *m, pid_t worker);
-/* The share of all CPUs used by other processes between a and b, 0..1. */
-double bench_load_foreign(const bench_load_mark *a, const bench_load_mark *b);
+/* The share of all CPUs used by other processes between a and b, 0..1, with
+ * worker_elsewhere seconds of the worker's CPU counted as foreign too (its use
+ * while it should have been idle). */
+double bench_load_foreign(const bench_load_mark *a, const bench_load_mark *b,
+                          double worker_elsewhere);
 
 /* ---- one implementation's block of runs ---- */
 

@@ -92,13 +92,15 @@ void bench_load_mark_take(bench_load_mark *m, pid_t worker)
     m->worker = worker > 0 ? process_cpu(pid) : 0;
 }
 
-double bench_load_foreign(const bench_load_mark *a, const bench_load_mark *b)
+double bench_load_foreign(const bench_load_mark *a, const bench_load_mark *b,
+                          double worker_elsewhere)
 {
     double wall = b->wall - a->wall;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     if (wall <= 0 || cpus < 1)
         return 0;
-    double other = (b->busy - a->busy) - (b->self - a->self) - (b->worker - a->worker);
+    double other = (b->busy - a->busy) - (b->self - a->self) - (b->worker - a->worker) +
+                   worker_elsewhere;
     double share = other / (wall * (double)cpus);
     return share < 0 ? 0 : share > 1 ? 1 : share;
 }

@@ -82,13 +82,20 @@ hl_status hl_eval_set_check(const hl_eval_set *set, const hl_gpt *m, hl_error *e
                                     "outputs 0..%d",
                                     (int)set->targets[k][i], set->group_names[k],
                                     m->cfg.vocab_out - 1);
-    for (int i = 0; set->repeats && i < set->n; i++) {
-        const hl_repeat r = set->repeats[i];
-        if (r.begin < 0 || r.begin > r.end || r.end > set->T ||
+    return set->repeats ? hl_eval_repeats_check(set->repeats, set->n, set->T, "eval", err)
+                        : HL_OK;
+}
+
+hl_status hl_eval_repeats_check(const hl_repeat *repeats, int n, int T, const char *who,
+                                hl_error *err)
+{
+    for (int i = 0; i < n; i++) {
+        const hl_repeat r = repeats[i];
+        if (r.begin < 0 || r.begin > r.end || r.end > T ||
             (r.begin < r.end && (r.lag < 1 || r.begin - r.lag < 0)))
             return hl_error_set(err, HL_ERR_ARG,
-                                "eval: sequence %d's repeat (queries %d..%d, %d back) is not "
-                                "inside its %d positions", i, r.begin, r.end - 1, r.lag, set->T);
+                                "%s: sequence %d's repeat (queries %d..%d, %d back) is not "
+                                "inside its %d positions", who, i, r.begin, r.end - 1, r.lag, T);
     }
     return HL_OK;
 }

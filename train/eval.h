@@ -55,8 +55,13 @@ void hl_eval_set_free(hl_eval_set *set);
 hl_status hl_eval_set_add_repeats(hl_eval_set *set, hl_error *err);
 
 /* Every token inside the model's vocabulary, every target inside its outputs
- * (or ignored), and T within its context. */
+ * (or ignored), T within its context, and every repeat (if any) inside its
+ * sequence. */
 hl_status hl_eval_set_check(const hl_eval_set *set, const hl_gpt *m, hl_error *err);
+/* HL_ERR_ARG, the message starting with `who`, unless each of the n repeats
+ * lies inside its T positions (its queries and what they look back at). */
+hl_status hl_eval_repeats_check(const hl_repeat *repeats, int n, int T, const char *who,
+                                hl_error *err);
 
 /* One batch of a set: sequences first..first+B-1. */
 typedef struct hl_eval_batch {
