@@ -39,7 +39,8 @@ hl_tensor *hl_dropout(hl_graph *g, hl_tensor *x, hl_real p)
 
 void hl_dropout_backward(hl_graph *g, hl_node *n)
 {
-    hl_real *dx = hl_op_grad(g, n->inputs[0]);
+    bool overwrite;
+    hl_real *dx = hl_op_grad_first(g, n->inputs[0], &overwrite);
     if (!dx)
         return;
     const uint8_t *keep = n->saved;
@@ -47,7 +48,8 @@ void hl_dropout_backward(hl_graph *g, hl_node *n)
     const hl_real scale = n->reals[0];
     size_t count = n->out->numel;
 #pragma omp parallel for if (count >= HL_PARALLEL_MIN_WORK) schedule(static)
-    for (size_t i = 0; i < count; i++)
-        if (keep[i])
-            dx[i] += dy[i] * scale;
+    for (size_t i = 0; i < count; i++) {
+        const hl_real d = keep[i] ? dy[i] * scale : 0;
+        dx[i] = overwrite ? d : dx[i] + d;
+    }
 }

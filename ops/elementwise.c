@@ -24,7 +24,8 @@ hl_tensor *hl_scale(hl_graph *g, hl_tensor *x, hl_real factor)
 
 void hl_scale_backward(hl_graph *g, hl_node *n)
 {
-    hl_real *dx = hl_op_grad(g, n->inputs[0]);
+    bool overwrite;
+    hl_real *dx = hl_op_grad_first(g, n->inputs[0], &overwrite);
     if (!dx)
         return;
     const hl_real *dy = n->out->grad;
@@ -32,7 +33,7 @@ void hl_scale_backward(hl_graph *g, hl_node *n)
     size_t count = n->out->numel;
 #pragma omp parallel for if (count >= HL_PARALLEL_MIN_WORK) schedule(static)
     for (size_t i = 0; i < count; i++)
-        dx[i] += factor * dy[i];
+        dx[i] = overwrite ? factor * dy[i] : dx[i] + factor * dy[i];
 }
 
 /* How b (right-aligned, dims equal or 1) maps onto a 4-d view of a. */
@@ -102,11 +103,11 @@ static hl_tensor *binary(hl_graph *g, hl_op op, binary_kind kind, hl_tensor *a, 
     return hl_graph_failed(g) ? &g->poison : out;
 }
 
-/* db[e] += Σ_o dy[o] (·a[o] for mul) over the outputs o that broadcast b's
+/* db[e] (+)= Σ_o dy[o] (·a[o] for mul) over the outputs o that broadcast b's
  * element e, for one e: the outputs in increasing order, as one running sum in
  * hl_real, so the result does not depend on which thread takes e. */
 static void reduce_into_b(const broadcast_map *m, binary_kind kind, const hl_real *dy,
-                          const hl_real *a, size_t e, hl_real *db)
+                          const hl_real *a, size_t e, bool overwrite, hl_real *db)
 {
     int lo[HL_MAX_RANK], hi[HL_MAX_RANK];
     for (int k = 0; k < HL_MAX_RANK; k++) {
@@ -114,7 +115,7 @@ static void reduce_into_b(const broadcast_map *m, binary_kind kind, const hl_rea
         hi[k] = m->b_stride[k] ? lo[k] + 1 : m->shape[k];
     }
     const int *s = m->shape;
-    hl_real sum = db[e];
+    hl_real sum = overwrite ? 0 : db[e];
     for (int i0 = lo[0]; i0 < hi[0]; i0++)
         for (int i1 = lo[1]; i1 < hi[1]; i1++)
             for (int i2 = lo[2]; i2 < hi[2]; i2++)
@@ -128,7 +129,11 @@ static void reduce_into_b(const broadcast_map *m, binary_kind kind, const hl_rea
 static void binary_backward(hl_graph *g, hl_node *n, binary_kind kind)
 {
     hl_tensor *a = n->inputs[0], *b = n->inputs[1];
-    hl_real *da = hl_op_grad(g, a), *db = hl_op_grad(g, b);
+    /* A first gradient is written, not added to zeros. For a + a, the second
+     * call finds a's gradient allocated and db adds after da's loop. */
+    bool a_first, b_first;
+    hl_real *da = hl_op_grad_first(g, a, &a_first);
+    hl_real *db = hl_op_grad_first(g, b, &b_first);
     broadcast_map m = {0};
     broadcast_map_make(a, b, &m); /* succeeded in the forward */
     const hl_real *dy = n->out->grad;
@@ -143,18 +148,24 @@ static void binary_backward(hl_graph *g, hl_node *n, binary_kind kind)
             for (size_t r = 0; r < rows; r++) {
                 int i2 = (int)(r % s[2]), i1 = (int)(r / s[2] % s[1]), i0 = (int)(r / s[2] / s[1]);
                 size_t o = r * s[3], bi = b_index(&m, i0, i1, i2, 0);
-                for (int i3 = 0; i3 < s[3]; i3++, o++)
-                    da[o] += kind == BINARY_ADD ? dy[o] : dy[o] * b->data[bi + i3 * m.b_stride[3]];
+                for (int i3 = 0; i3 < s[3]; i3++, o++) {
+                    const hl_real d = kind == BINARY_ADD
+                                          ? dy[o]
+                                          : dy[o] * b->data[bi + i3 * m.b_stride[3]];
+                    da[o] = a_first ? d : da[o] + d;
+                }
             }
         }
         if (db && m.same_shape) {
 #pragma omp for schedule(static)
-            for (size_t o = 0; o < count; o++)
-                db[o] += kind == BINARY_ADD ? dy[o] : dy[o] * a->data[o];
+            for (size_t o = 0; o < count; o++) {
+                const hl_real d = kind == BINARY_ADD ? dy[o] : dy[o] * a->data[o];
+                db[o] = b_first ? d : db[o] + d;
+            }
         } else if (db) {
 #pragma omp for schedule(static)
             for (size_t e = 0; e < b->numel; e++)
-                reduce_into_b(&m, kind, dy, a->data, e, db);
+                reduce_into_b(&m, kind, dy, a->data, e, b_first, db);
         }
     }
 }

@@ -164,14 +164,16 @@ hl_tensor *hl_mask_additive(hl_graph *g, hl_tensor *scores, const hl_tensor *bia
  * a constant -inf elsewhere, so the gradient passes where kept, else nothing. */
 void hl_mask_backward(hl_graph *g, hl_node *n)
 {
-    hl_real *dx = hl_op_grad(g, n->inputs[0]);
+    bool overwrite;
+    hl_real *dx = hl_op_grad_first(g, n->inputs[0], &overwrite);
     if (!dx)
         return;
     const uint8_t *kept = n->saved;
     const hl_real *dy = n->out->grad;
     const size_t count = n->out->numel;
 #pragma omp parallel for if (count >= HL_PARALLEL_MIN_WORK) schedule(static)
-    for (size_t i = 0; i < count; i++)
-        if (kept[i])
-            dx[i] += dy[i];
+    for (size_t i = 0; i < count; i++) {
+        const hl_real d = kept[i] ? dy[i] : 0;
+        dx[i] = overwrite ? d : dx[i] + d;
+    }
 }

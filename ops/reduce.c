@@ -40,14 +40,15 @@ static hl_tensor *reduce(hl_graph *g, hl_op op, hl_tensor *x, bool mean)
 
 static void reduce_backward(hl_graph *g, hl_node *n, bool mean)
 {
-    hl_real *dx = hl_op_grad(g, n->inputs[0]);
+    bool overwrite;
+    hl_real *dx = hl_op_grad_first(g, n->inputs[0], &overwrite);
     if (!dx)
         return;
     size_t count = n->inputs[0]->numel;
     hl_real d = mean ? (hl_real)(n->out->grad[0] / (double)count) : n->out->grad[0];
 #pragma omp parallel for if (count >= HL_PARALLEL_MIN_WORK) schedule(static)
     for (size_t i = 0; i < count; i++)
-        dx[i] += d;
+        dx[i] = overwrite ? d : dx[i] + d;
 }
 
 hl_tensor *hl_sum(hl_graph *g, hl_tensor *x) { return reduce(g, HL_OP_SUM, x, false); }

@@ -48,14 +48,15 @@ hl_tensor *hl_reshape(hl_graph *g, hl_tensor *x, int rank, const int *shape)
 
 void hl_reshape_backward(hl_graph *g, hl_node *n)
 {
-    hl_real *dx = hl_op_grad(g, n->inputs[0]);
+    bool overwrite;
+    hl_real *dx = hl_op_grad_first(g, n->inputs[0], &overwrite);
     if (!dx)
         return;
     const hl_real *dy = n->out->grad;
     size_t count = n->out->numel;
 #pragma omp parallel for if (count >= HL_PARALLEL_MIN_WORK) schedule(static)
     for (size_t i = 0; i < count; i++)
-        dx[i] += dy[i];
+        dx[i] = overwrite ? dy[i] : dx[i] + dy[i];
 }
 
 /* Row-major strides of a shape padded to HL_MAX_RANK dims. */
@@ -130,12 +131,14 @@ hl_tensor *hl_permute(hl_graph *g, hl_tensor *x, const int *perm)
 
 void hl_permute_backward(hl_graph *g, hl_node *n)
 {
-    hl_real *dx = hl_op_grad(g, n->inputs[0]);
+    bool overwrite;
+    hl_real *dx = hl_op_grad_first(g, n->inputs[0], &overwrite);
     if (!dx)
         return;
-    /* Walk the output in order and add each gradient back at its input position:
+    /* Walk the output in order and put each gradient back at its input position:
      * every input element receives exactly one value, so threads never collide. */
-    permute_copy(n->out->grad, n->inputs[0]->shape, dx, n->out->shape, n->ints, true, true);
+    permute_copy(n->out->grad, n->inputs[0]->shape, dx, n->out->shape, n->ints, !overwrite,
+                 true);
 }
 
 hl_tensor *hl_transpose(hl_graph *g, hl_tensor *x, int dim0, int dim1)
@@ -206,18 +209,26 @@ hl_tensor *hl_narrow(hl_graph *g, hl_tensor *x, int dim, int start, int length)
 void hl_narrow_backward(hl_graph *g, hl_node *node)
 {
     hl_tensor *x = node->inputs[0];
-    hl_real *dx = hl_op_grad(g, x);
+    bool overwrite;
+    hl_real *dx = hl_op_grad_first(g, x, &overwrite);
     if (!dx)
         return;
     int d = node->ints[0];
     narrow_geometry n = narrow_geometry_of(x, d, node->ints[1], node->out->shape[d]);
-    size_t block = n.length * n.inner;
+    const size_t block = n.length * n.inner, before = n.start * n.inner;
+    const size_t after = (n.dim - n.start - n.length) * n.inner;
     const hl_real *dy = node->out->grad;
-#pragma omp parallel for if (node->out->numel >= HL_PARALLEL_MIN_WORK) schedule(static)
+#pragma omp parallel for if (x->numel >= HL_PARALLEL_MIN_WORK) schedule(static)
     for (size_t o = 0; o < n.outer; o++) {
-        hl_real *dst = dx + (o * n.dim + n.start) * n.inner;
+        hl_real *dst = dx + o * n.dim * n.inner;
         const hl_real *src = dy + o * block;
+        if (overwrite) { /* the slice's gradient, zero around it */
+            memset(dst, 0, before * sizeof *dst);
+            memcpy(dst + before, src, block * sizeof *dst);
+            memset(dst + before + block, 0, after * sizeof *dst);
+            continue;
+        }
         for (size_t i = 0; i < block; i++)
-            dst[i] += src[i];
+            dst[before + i] += src[i];
     }
 }
