@@ -47,7 +47,7 @@ static void print_header(const char *section)
                "%-26s %-22s %3s  %-23s %-23s %5s %7s %5s\n",
                !strcmp(section, "mha")
                    ? "MHA  (B,T,E,H) self-attention, training mode (without +weights: no "
-                     "trace, the training path: the fused op, or the composed ops where T, S <= 64)"
+                     "trace, the training path: the fused op)"
                : !strcmp(section, "gpt")
                    ? "GPT  charlm's model (pre-LayerNorm, 4x GELU MLP, 256-byte vocabulary, "
                      "AdamW); 4x4 d 128: T 64, batch 16;\n6x6 d 384: T 256, batch 8. "

@@ -3,7 +3,7 @@
  * and (given grad_output) backward, so results can be compared with PyTorch.
  *
  *     build/mha_run --weights W.safetensors --inputs IN.safetensors
- *                   --out OUT.safetensors --heads H [--causal] [--no-weights [--fused]]
+ *                   --out OUT.safetensors --heads H [--causal] [--no-weights [--composed]]
  *
  * Exit status: 0 done, 2 bad arguments or files (a message says which).
  */
@@ -18,7 +18,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: mha_run --weights W.safetensors --inputs IN.safetensors --out OUT.safetensors\n"
-        "               --heads H [--causal] [--no-weights [--fused]]\n"
+        "               --heads H [--causal] [--no-weights [--composed]]\n"
         "\n"
         "Runs torch.nn.MultiheadAttention-compatible attention (batch_first) on files.\n"
         "W holds PyTorch's state_dict names: in_proj_weight (3E,E) or q_proj_weight (E,E),\n"
@@ -33,16 +33,16 @@ static void usage(FILE *f)
         "  grad.query, grad.key, grad.value and grad.<weight name> for every weight.\n"
         "  Values are written as F32 (F64 from a REAL=double build).\n"
         "--causal hides key s from query t when s > t.\n"
-        "--no-weights runs the path a training step takes (no trace: hl_attention, or the\n"
-        "  composed ops when T and S fit one 64-wide tile) and writes no attn_weights;\n"
-        "  with --fused it always takes hl_attention, the fused op.\n"
+        "--no-weights runs the path a training step takes (no trace: hl_attention, the\n"
+        "  fused op) and writes no attn_weights; with --composed it takes the composed\n"
+        "  ops instead, without a trace.\n"
         "Exit status 0 on success, 2 on bad arguments or files.\n");
 }
 
 typedef struct {
     const char *weights, *inputs, *out;
     int heads;
-    bool causal, no_weights, fused;
+    bool causal, no_weights, composed;
 } options;
 
 static options parse_options(int argc, char **argv)
@@ -55,16 +55,16 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_INT("heads", &o.heads, 1, 4096),
         HL_OPTION_FLAG("causal", &o.causal),
         HL_OPTION_FLAG("no-weights", &o.no_weights),
-        HL_OPTION_FLAG("fused", &o.fused),
+        HL_OPTION_FLAG("composed", &o.composed),
         {0},
     };
     hl_cli_parse_or_exit("mha_run", opts, argc, argv, usage);
     if (!o.weights || !o.inputs || !o.out || !o.heads)
         hl_cli_bad_input("mha_run", "--weights, --inputs, --out and --heads are required "
                                     "(see --help)");
-    if (o.fused && !o.no_weights)
-        hl_cli_bad_input("mha_run", "--fused needs --no-weights (the weights come from the "
-                                    "composed ops)");
+    if (o.composed && !o.no_weights)
+        hl_cli_bad_input("mha_run", "--composed needs --no-weights (with the weights, the "
+                                    "composed ops run anyway)");
     return o;
 }
 
@@ -110,7 +110,7 @@ static int run(const options *o, hl_error *err)
     hl_mha_masks masks = {.causal = o->causal, .key_padding = pad, .additive = mask};
     hl_mha_trace trace;
     const hl_mha_run how = {.trace = o->no_weights ? NULL : &trace,
-                            .path = o->fused ? HL_MHA_FUSED : HL_MHA_AUTO};
+                            .path = o->composed ? HL_MHA_COMPOSED : HL_MHA_AUTO};
     hl_tensor *y = hl_mha_forward(g, &m, q, k, v, &masks, &how);
     if (!hl_graph_failed(g) && dy && !hl_tensor_same_shape(dy, y)) {
         char ys[HL_SHAPE_STR_MAX], ds[HL_SHAPE_STR_MAX];

@@ -266,15 +266,10 @@ static bool patches_pattern(const hl_mha_run *run)
     return false;
 }
 
-/* Queries and keys that fit one of hl_attention's tiles (see mha.h). */
-enum { ONE_TILE = 64 };
-
-/* Whether this pass of T queries and S keys takes hl_attention (see mha.h). */
-static bool takes_fused(const hl_mha_run *run, int T, int S)
+/* Whether this pass takes hl_attention (see mha.h). */
+static bool takes_fused(const hl_mha_run *run)
 {
-    if (run && (run->trace || run->path == HL_MHA_COMPOSED || patches_pattern(run)))
-        return false;
-    return (run && run->path == HL_MHA_FUSED) || T > ONE_TILE || S > ONE_TILE;
+    return !(run && (run->trace || run->path == HL_MHA_COMPOSED || patches_pattern(run)));
 }
 
 hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_tensor *key,
@@ -308,7 +303,7 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
     hl_tensor *probs = NULL;
     if (hl_graph_failed(g))
         return &g->poison;
-    hl_tensor *heads = takes_fused(run, qh->shape[2], kh->shape[2])
+    hl_tensor *heads = takes_fused(run)
                            ? fused_attention(g, qh, kh, vh, scale, masks)
                            : composed_attention(g, qh, kh, vh, scale, masks, run, &probs);
     if (hl_graph_failed(g))

@@ -28,15 +28,13 @@
  * Two paths compute the heads:
  *   - the composed ops (matmul, scale, masks, softmax, matmul), the reference,
  *     which keep the probabilities (a trace needs them);
- *   - hl_attention (ops/attention.c), one fused op that never holds the
+ *   - hl_attention (ops/attention.c), one fused op: it skips causally
+ *     masked tiles, and past 256×256 scores a head it never holds the
  *     (B,H,T,S) probabilities, so memory grows with T, not T².
- * The run picks (hl_mha_path): a trace takes the composed ops; otherwise
- * HL_MHA_AUTO takes the fused op when queries or keys span more than one of
- * its 64-wide tiles, and the composed ops when both fit in one (T, S ≤ 64):
- * there the (B,H,T,S) scores are small and the fused op's per-tile work
- * (transposes, online softmax) made it up to 1.2x slower on every kernel
- * set (`make bench`, MHA (8,64,128,4)), while from two tiles on it was as
- * fast or faster. HL_MHA_COMPOSED and HL_MHA_FUSED force a path.
+ * The run picks (hl_mha_path): a trace or a pattern patch takes the composed
+ * ops; otherwise HL_MHA_AUTO takes the fused op, as fast as the composed ops
+ * or faster at every size measured (`make bench`, MHA rows).
+ * HL_MHA_COMPOSED and HL_MHA_FUSED force a path.
  * Both agree to rounding (tests/test_attention.c), and the gate and offset
  * apply to the head outputs on either. Neither has attention dropout.
  * On the fused path the mask tensors are read again by backward: keep them

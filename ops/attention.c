@@ -20,10 +20,17 @@
  * atomically, which costs determinism; the batch × heads of a training step
  * keep two cores busy without that.)
  *
+ * Short contexts take whole rows instead (WHOLE_ROWS_MAX): a query tile's
+ * scores against every key at once and an ordinary softmax per row, then
+ * o = P·v. Under training the probabilities are kept for backward, as the
+ * composed ops keep them, and backward reads them instead of recomputing
+ * q·kᵀ and its exponentials: six tile products instead of seven, one pass
+ * of exponentials instead of two. Long contexts keep O(T) per head.
+ *
  * The tile products are ops/tile_gemm.c's, read in place on the calling
  * thread; the key and value tiles are transposed into per-thread scratch so
- * q·kᵀ and dO·vᵀ read rows. Scratch, log-sum-exps and D live in the graph's
- * arena. */
+ * q·kᵀ and dO·vᵀ read rows. Scratch, log-sum-exps, kept probabilities and D
+ * live in the graph's arena. */
 #include <math.h>
 #include <string.h>
 
@@ -39,15 +46,22 @@
  * a key tile of k and v (D ≤ 64) it stays in L1/L2. */
 enum { TILE_Q = 64, TILE_K = 64 };
 
+/* Heads of at most this many scores (T·S) take whole rows: 256×256 scores
+ * are 256 KiB in float, one L2 cache, and the (B,H,T,S) probabilities a
+ * training step keeps are then no more than the composed ops keep. */
+#define WHOLE_ROWS_MAX (256 * 256)
+
 /* One thread's scratch: two score tiles and the transposed key and value
  * tiles (D rows of TILE_K). */
 typedef struct attn_scratch {
     hl_real *s, *ds, *kt, *vt;
+    hl_real *rows; /* whole rows not kept: a query tile's probabilities (TILE_Q×S) */
 } attn_scratch;
 
 /* What forward and backward share: dims, data and masks of one call. */
 typedef struct attn_ctx {
     int B, H, T, S, D;
+    bool whole_rows; /* T·S <= WHOLE_ROWS_MAX */
     hl_real scale;
     const hl_real *q, *k, *v; /* (B,H,T,D), (B,H,S,D), (B,H,S,D) */
     hl_attention_masks masks;
@@ -57,7 +71,8 @@ typedef struct attn_ctx {
 /* What a recorded node keeps (n->saved); q, k, v and the output are the node's. */
 typedef struct attn_saved {
     attn_ctx ctx;
-    double *lse; /* (B,H,T): log Σ_s exp(score); -inf for a fully masked row */
+    double *lse;    /* online rows (B,H,T): log Σ_s exp(score); -inf fully masked */
+    hl_real *probs; /* whole rows (B,H,T,S): the probabilities */
 } attn_saved;
 
 static int min_int(int a, int b) { return a < b ? a : b; }
@@ -110,14 +125,14 @@ static void transpose_tile(const hl_real *rows, int n, int D, hl_real *out)
 }
 
 /* The masked, scaled scores of nq queries from t0 against the nk keys from s0
- * of head bh = b·H + h, whose transpose is kt, into s (row stride TILE_K). */
+ * of head bh = b·H + h, whose transpose is kt, into s (row stride lds). */
 static void score_tile(const attn_ctx *c, int bh, int t0, int nq, int s0, int nk,
-                       const hl_real *kt, hl_real *s)
+                       const hl_real *kt, hl_real *s, size_t lds)
 {
     hl_tile_gemm(nq, nk, c->D, c->q + ((size_t)bh * c->T + t0) * c->D, (size_t)c->D, 1, kt,
-                 TILE_K, false, s, TILE_K);
+                 TILE_K, false, s, lds);
     for (int i = 0; i < nq; i++)
-        mask_row(c, bh / c->H, t0 + i, s0, nk, s + (size_t)i * TILE_K);
+        mask_row(c, bh / c->H, t0 + i, s0, nk, s + (size_t)i * lds);
 }
 
 /* The keys a tile of queries t0..t0+nq-1 can see at all: causal masking hides
@@ -168,7 +183,7 @@ static void forward_tile(const attn_ctx *c, int bh, int t0, int nq, hl_real *o, 
         const int nk = min_int(TILE_K, c->S - s0);
         const size_t key_row = (size_t)bh * c->S + s0;
         transpose_tile(c->k + key_row * D, nk, D, w->kt);
-        score_tile(c, bh, t0, nq, s0, nk, w->kt, w->s);
+        score_tile(c, bh, t0, nq, s0, nk, w->kt, w->s, TILE_K);
         for (int i = 0; i < nq; i++)
             online_softmax_row(w->s + (size_t)i * TILE_K, nk, &m[i], &l[i], o + (size_t)i * D,
                                D);
@@ -188,50 +203,98 @@ static void forward_tile(const attn_ctx *c, int bh, int t0, int nq, hl_real *o, 
     }
 }
 
-/* Per-thread scratch for a parallel region: threads × (2 score tiles and 2
- * transposed tiles) from the arena, or NULL (recorded on the graph). */
-static size_t scratch_per_thread(const attn_ctx *c)
+/* softmax of one row of n scores in place, as hl_softmax: a fully masked row
+ * (max -inf) becomes zeros, a row holding a NaN all NaN. */
+static void softmax_row(hl_real *row, int n)
 {
-    return 2 * (size_t)TILE_Q * TILE_K + 2 * (size_t)c->D * TILE_K;
+    const hl_real max = hl_vmath_max(row, (size_t)n);
+    if (max == -INFINITY || isnan(max)) {
+        for (int j = 0; j < n; j++)
+            row[j] = isnan(max) ? max : 0;
+        return;
+    }
+    const double inv = 1.0 / hl_vmath_exp_sum(row, max, row, (size_t)n);
+    for (int j = 0; j < n; j++)
+        row[j] = (hl_real)((double)row[j] * inv);
 }
 
-static hl_real *scratch_alloc(hl_graph *g, const attn_ctx *c)
+/* Forward of one query tile by whole rows: the probabilities of its nq
+ * queries against every key tile they can see into p (row stride S), then
+ * the output rows o = p·v (nq×D, written whole). Causal masking leaves the
+ * key tiles past the queries' last one unwritten; backward never reads them. */
+static void forward_tile_whole(const attn_ctx *c, int bh, int t0, int nq, hl_real *o,
+                               hl_real *p, const attn_scratch *w)
+{
+    const int D = c->D, end = key_end(c, t0, nq);
+    const size_t S = (size_t)c->S;
+    int cols = 0;
+    for (int s0 = 0; s0 < end; s0 += TILE_K) {
+        const int nk = min_int(TILE_K, c->S - s0);
+        transpose_tile(c->k + ((size_t)bh * S + s0) * D, nk, D, w->kt);
+        score_tile(c, bh, t0, nq, s0, nk, w->kt, p + s0, S);
+        cols = s0 + nk;
+    }
+    for (int i = 0; i < nq; i++)
+        softmax_row(p + (size_t)i * S, cols);
+    hl_tile_gemm(nq, D, cols, p, S, 1, c->v + (size_t)bh * S * D, (size_t)D, false, o,
+                 (size_t)D);
+}
+
+/* Per-thread scratch for a parallel region: threads × (2 score tiles and 2
+ * transposed tiles, and the rows of a query tile's probabilities when whole
+ * rows are not kept) from the arena, or NULL (recorded on the graph). */
+static size_t scratch_per_thread(const attn_ctx *c, bool prob_rows)
+{
+    return 2 * (size_t)TILE_Q * TILE_K + 2 * (size_t)c->D * TILE_K +
+           (prob_rows ? (size_t)TILE_Q * c->S : 0);
+}
+
+static hl_real *scratch_alloc(hl_graph *g, const attn_ctx *c, bool prob_rows)
 {
     size_t threads = 1;
 #ifdef _OPENMP
     threads = (size_t)omp_get_max_threads();
 #endif
-    return hl_graph_alloc(g, threads * scratch_per_thread(c) * sizeof(hl_real));
+    return hl_graph_alloc(g, threads * scratch_per_thread(c, prob_rows) * sizeof(hl_real));
 }
 
-/* The calling thread's share of the scratch, laid out s, ds, kt, vt. */
-static attn_scratch scratch_of(const attn_ctx *c, hl_real *base)
+/* The calling thread's share of the scratch, laid out s, ds, kt, vt, rows. */
+static attn_scratch scratch_of(const attn_ctx *c, hl_real *base, bool prob_rows)
 {
     int thread = 0;
 #ifdef _OPENMP
     thread = omp_get_thread_num();
 #endif
     const size_t tile = (size_t)TILE_Q * TILE_K, kv = (size_t)c->D * TILE_K;
-    hl_real *mine = base + (size_t)thread * scratch_per_thread(c);
+    hl_real *mine = base + (size_t)thread * scratch_per_thread(c, prob_rows);
     return (attn_scratch){.s = mine, .ds = mine + tile, .kt = mine + 2 * tile,
-                          .vt = mine + 2 * tile + kv};
+                          .vt = mine + 2 * tile + kv,
+                          .rows = prob_rows ? mine + 2 * tile + 2 * kv : NULL};
 }
 
-static void attention_forward(const attn_ctx *c, hl_real *out, double *lse, hl_real *scratch)
+/* The output and, as the path takes them, the log-sum-exps (online rows)
+ * or the probabilities (whole rows) for backward; either may be NULL. */
+static void attention_forward(const attn_ctx *c, hl_real *out, double *lse, hl_real *probs,
+                              hl_real *scratch)
 {
     const int q_tiles = (c->T + TILE_Q - 1) / TILE_Q;
     const int tasks = c->B * c->H * q_tiles;
     const double work = (double)c->B * c->H * c->T * c->S * c->D;
+    const bool prob_rows = c->whole_rows && !probs;
     /* Tiles differ in cost under causal masking: hand them out one by one. */
 #pragma omp parallel if (work >= HL_PARALLEL_MIN_WORK)
     {
-        const attn_scratch w = scratch_of(c, scratch);
+        const attn_scratch w = scratch_of(c, scratch, prob_rows);
 #pragma omp for schedule(dynamic, 1)
         for (int task = 0; task < tasks; task++) {
             const int bh = task / q_tiles, t0 = task % q_tiles * TILE_Q;
+            const int nq = min_int(TILE_Q, c->T - t0);
             const size_t row = (size_t)bh * c->T + t0;
-            forward_tile(c, bh, t0, min_int(TILE_Q, c->T - t0), out + row * c->D,
-                         lse ? lse + row : NULL, &w);
+            if (c->whole_rows)
+                forward_tile_whole(c, bh, t0, nq, out + row * c->D,
+                                   probs ? probs + row * c->S : w.rows, &w);
+            else
+                forward_tile(c, bh, t0, nq, out + row * c->D, lse ? lse + row : NULL, &w);
         }
     }
 }
@@ -294,6 +357,7 @@ hl_tensor *hl_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v, h
         return &g->poison;
     attn_ctx c = {.B = q->shape[0], .H = q->shape[1], .T = q->shape[2], .S = k->shape[2],
                   .D = q->shape[3], .scale = scale, .q = q->data, .k = k->data, .v = v->data};
+    c.whole_rows = (size_t)c.T * c.S <= WHOLE_ROWS_MAX;
     if (masks)
         c.masks = *masks;
     if (!mask_ok(g, &c, c.masks.key_padding, "key_padding", false, NULL) ||
@@ -303,20 +367,23 @@ hl_tensor *hl_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v, h
     hl_tensor *out = hl_op_output(g, HL_OP_ATTENTION, 4, q->shape);
     if (hl_graph_failed(g))
         return &g->poison;
-    /* The log-sum-exps are kept only when backward will need them. */
+    /* The log-sum-exps or probabilities are kept only when backward will
+     * need them. */
     hl_node *n = hl_op_record(g, HL_OP_ATTENTION, out, 3, inputs);
     attn_saved *saved = n ? hl_graph_alloc(g, sizeof *saved) : NULL;
-    double *lse = n ? hl_graph_alloc(g, (size_t)c.B * c.H * c.T * sizeof *lse) : NULL;
+    const size_t rows = (size_t)c.B * c.H * c.T;
+    double *lse = n && !c.whole_rows ? hl_graph_alloc(g, rows * sizeof *lse) : NULL;
+    hl_real *probs = n && c.whole_rows ? hl_graph_alloc(g, rows * c.S * sizeof *probs) : NULL;
     if (hl_graph_failed(g))
         return &g->poison;
     if (n) {
-        *saved = (attn_saved){c, lse};
+        *saved = (attn_saved){c, lse, probs};
         n->saved = saved;
     }
-    hl_real *scratch = scratch_alloc(g, &c);
+    hl_real *scratch = scratch_alloc(g, &c, c.whole_rows && !probs);
     if (!scratch)
         return &g->poison; /* out of memory, recorded on the graph */
-    attention_forward(&c, out->data, lse, scratch);
+    attention_forward(&c, out->data, lse, probs, scratch);
     return out;
 }
 
@@ -324,7 +391,8 @@ hl_tensor *hl_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v, h
 
 /* What the backward passes read and write besides the forward's context. */
 typedef struct attn_grads {
-    const double *lse;  /* (B,H,T), from forward */
+    const double *lse;      /* online rows (B,H,T), from forward */
+    const hl_real *probs;   /* whole rows (B,H,T,S), from forward */
     double *delta;      /* (B,H,T): D_t = Σ_d dO_td·O_td, written by pass 1 */
     const hl_real *o, *d_o; /* the output and its gradient, (B,H,T,D) */
     hl_real *dq, *dk, *dv;  /* NULL when that input needs no gradient */
@@ -335,7 +403,7 @@ typedef struct attn_grads {
 static void probs_tile(const attn_ctx *c, const double *lse, int bh, int t0, int nq, int s0,
                        int nk, const attn_scratch *w)
 {
-    score_tile(c, bh, t0, nq, s0, nk, w->kt, w->s);
+    score_tile(c, bh, t0, nq, s0, nk, w->kt, w->s, TILE_K);
     const size_t row = (size_t)bh * c->T + t0;
     for (int i = 0; i < nq; i++) {
         hl_real *pr = w->s + (size_t)i * TILE_K;
@@ -348,17 +416,17 @@ static void probs_tile(const attn_ctx *c, const double *lse, int bh, int t0, int
 }
 
 /* The gradient of the scaled scores before scale, scale·P∘(dO·vᵀ - D), of a
- * tile into w->ds; as hl_softmax's backward, the difference is taken in
- * double. */
+ * tile into w->ds, P's rows ldp apart; as hl_softmax's backward, the
+ * difference is taken in double. */
 static void dscores_tile(const attn_ctx *c, const attn_grads *gr, int bh, int t0, int nq,
-                         int nk, const attn_scratch *w)
+                         int nk, const hl_real *p, size_t ldp, const attn_scratch *w)
 {
     const size_t row = (size_t)bh * c->T + t0;
     hl_tile_gemm(nq, nk, c->D, gr->d_o + row * c->D, (size_t)c->D, 1, w->vt, TILE_K, false,
                  w->ds, TILE_K);
     for (int i = 0; i < nq; i++) {
         const double delta = gr->delta[row + i];
-        const hl_real *pr = w->s + (size_t)i * TILE_K;
+        const hl_real *pr = p + (size_t)i * ldp;
         hl_real *dr = w->ds + (size_t)i * TILE_K;
         for (int j = 0; j < nk; j++)
             dr[j] = c->scale * (hl_real)((double)pr[j] * ((double)dr[j] - delta));
@@ -387,20 +455,25 @@ static void head_backward(const attn_ctx *c, const attn_grads *gr, int bh,
     for (int s0 = 0; s0 < c->S; s0 += TILE_K) {
         const int nk = min_int(TILE_K, c->S - s0);
         const size_t key_row = (size_t)bh * c->S + s0;
-        transpose_tile(c->k + key_row * D, nk, c->D, w->kt);
+        if (!gr->probs)
+            transpose_tile(c->k + key_row * D, nk, c->D, w->kt);
         transpose_tile(c->v + key_row * D, nk, c->D, w->vt);
         /* Under causal masking queries before s0 see none of these keys. */
         const int first = c->masks.causal ? s0 / TILE_Q * TILE_Q : 0;
         for (int t0 = first; t0 < c->T; t0 += TILE_Q) {
             const int nq = min_int(TILE_Q, c->T - t0);
             const size_t row = (size_t)bh * c->T + t0;
-            probs_tile(c, gr->lse, bh, t0, nq, s0, nk, w);
+            /* P: kept whole rows, or recomputed into w->s. */
+            const hl_real *p = gr->probs ? gr->probs + row * c->S + s0 : w->s;
+            const size_t ldp = gr->probs ? (size_t)c->S : TILE_K;
+            if (!gr->probs)
+                probs_tile(c, gr->lse, bh, t0, nq, s0, nk, w);
             if (gr->dv)
-                hl_tile_gemm(nk, c->D, nq, w->s, 1, TILE_K, gr->d_o + row * D, D, true,
+                hl_tile_gemm(nk, c->D, nq, p, 1, ldp, gr->d_o + row * D, D, true,
                              gr->dv + key_row * D, D);
             if (!gr->dq && !gr->dk)
                 continue;
-            dscores_tile(c, gr, bh, t0, nq, nk, w);
+            dscores_tile(c, gr, bh, t0, nq, nk, p, ldp, w);
             if (gr->dq)
                 hl_tile_gemm(nq, c->D, nk, w->ds, TILE_K, 1, c->k + key_row * D, D, true,
                              gr->dq + row * D, D);
@@ -417,7 +490,7 @@ static void attention_backward(const attn_ctx *c, const attn_grads *gr, hl_real 
     const double work = (double)heads * c->T * c->S * c->D;
 #pragma omp parallel if (work >= HL_PARALLEL_MIN_WORK)
     {
-        const attn_scratch w = scratch_of(c, scratch);
+        const attn_scratch w = scratch_of(c, scratch, false);
 #pragma omp for schedule(dynamic, 1)
         for (int bh = 0; bh < heads; bh++)
             head_backward(c, gr, bh, &w);
@@ -428,13 +501,14 @@ void hl_attention_backward(hl_graph *g, hl_node *n)
 {
     const attn_saved *saved = n->saved;
     const attn_ctx *c = &saved->ctx;
-    attn_grads gr = {.lse = saved->lse, .o = n->out->data, .d_o = n->out->grad,
+    attn_grads gr = {.lse = saved->lse, .probs = saved->probs, .o = n->out->data,
+                     .d_o = n->out->grad,
                      .dq = hl_op_grad(g, n->inputs[0]), .dk = hl_op_grad(g, n->inputs[1]),
                      .dv = hl_op_grad(g, n->inputs[2])};
     if (!gr.dq && !gr.dk && !gr.dv)
         return;
     gr.delta = hl_graph_alloc(g, (size_t)c->B * c->H * c->T * sizeof *gr.delta);
-    hl_real *scratch = gr.delta ? scratch_alloc(g, c) : NULL;
+    hl_real *scratch = gr.delta ? scratch_alloc(g, c, false) : NULL;
     if (!scratch)
         return; /* out of memory, recorded on the graph */
     attention_backward(c, &gr, scratch);

@@ -91,9 +91,11 @@ typedef struct hl_attention_masks {
  * (B,H,T,D) = softmax(scale·q·kᵀ + masks)·v. It computes what hl_matmul,
  * hl_scale, the hl_mask_* ops, hl_softmax and hl_matmul compute in a row (a
  * fully masked query gives zeros and passes no gradient), but tile by tile
- * (flash attention): the (B,H,T,S) scores never exist, the node keeps one
- * value per query, and backward recomputes the probabilities. masks may be
- * NULL. Backward reads the mask tensors again: keep them, unchanged, until
+ * (flash attention), skipping causally masked tiles. Up to 256×256 scores a
+ * head (T·S <= 65536) it takes whole score rows and, when recording, keeps
+ * the (B,H,T,S) probabilities for backward, as the composed ops do; past that
+ * the scores never exist whole, the node keeps one value per query, and
+ * backward recomputes the probabilities. masks may be NULL. Backward reads the mask tensors again: keep them, unchanged, until
  * hl_graph_backward has run. Attention dropout is not supported.
  *
  *     hl_attention_masks m = {.causal = true};

@@ -165,9 +165,11 @@ static void make_masks(attn_case *c, int set, uint64_t seed, hl_tensor **owned)
     }
 }
 
+/* Every shape but the last takes whole rows; the last, past 256×256 scores a
+ * head, the online softmax. */
 static const int shapes[][5] = {
     {2, 3, 5, 7, 3},    {1, 2, 67, 130, 17}, {2, 1, 1, 9, 8},    {2, 2, 9, 1, 5},
-    {1, 1, 130, 67, 16}, {2, 2, 64, 64, 17},  {1, 1, 70, 200, 3},
+    {1, 1, 130, 67, 16}, {2, 2, 64, 64, 17},  {1, 1, 70, 200, 3}, {1, 1, 260, 257, 5},
 };
 #define N_SHAPES (int)(sizeof shapes / sizeof shapes[0])
 
@@ -239,6 +241,7 @@ START_TEST(test_attention_gradients)
         {1, 1, 70, 130, 3, 0.9f, {.causal = true}}, /* across tiles: T, S > 64 */
         {1, 1, 67, 66, 2, 0.9f, {0}},
         {2, 1, 1, 1, 5, 0.45f, {0}},
+        {1, 1, 257, 260, 2, 0.9f, {.causal = true}}, /* online softmax: T·S > 256² */
     };
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         hl_tensor *qkv[3];
@@ -267,13 +270,19 @@ START_TEST(test_attention_threads)
     c.masks = (hl_attention_masks){0};
     tu_check_threads_bitwise("attention, no mask", build_fused, &c, qkv, 3);
     free_qkv(qkv);
+    /* The online softmax, past 256×256 scores a head. */
+    attn_case online = {1, 2, 300, 260, 8, 0.18f, {.causal = true}};
+    make_qkv(&online, 61, qkv);
+    tu_check_threads_bitwise("attention, online softmax", build_fused, &online, qkv, 3);
+    free_qkv(qkv);
     for (int i = 0; i < 3; i++)
         hl_tensor_free(owned[i]);
 }
 END_TEST
 
 /* Forward and backward keep O(T) per head in the arena, never the (T,S)
- * scores; without grad mode nothing is recorded and the output is the same. */
+ * scores, past 256×256 scores a head; without grad mode nothing is recorded
+ * and the output is the same. */
 START_TEST(test_attention_memory)
 {
     attn_case c = {1, 2, 512, 512, 16, 0.25f, {.causal = true}};
@@ -301,6 +310,27 @@ START_TEST(test_attention_memory)
     hl_graph_set_grad_enabled(eval, false);
     hl_tensor *y2 = build_fused(eval, qkv, &c);
     ck_assert_int_eq((int)eval->n_nodes, 0);
+    ck_assert(memcmp(y->data, y2->data, y->numel * sizeof *y->data) == 0);
+    hl_graph_free(eval);
+    hl_graph_free(g);
+    free_qkv(qkv);
+}
+END_TEST
+
+/* Whole rows: training keeps the (B,H,T,S) probabilities, evaluation only a
+ * query tile's rows per thread, and both give the same output bits. */
+START_TEST(test_attention_whole_rows_eval_same)
+{
+    attn_case c = {4, 4, 100, 200, 16, 0.25f, {.causal = true}};
+    hl_tensor *qkv[3];
+    make_qkv(&c, 71, qkv);
+    hl_graph *g = hl_graph_new(0), *eval = hl_graph_new(0);
+    hl_graph_set_grad_enabled(eval, false);
+    hl_tensor *y = build_fused(g, qkv, &c), *y2 = build_fused(eval, qkv, &c);
+    ck_assert(!hl_graph_failed(g) && !hl_graph_failed(eval));
+    const size_t probs = (size_t)c.B * c.H * c.T * c.S * sizeof(hl_real);
+    ck_assert_uint_ge(g->arena.used, probs);
+    ck_assert_uint_lt(eval->arena.used, probs / 2);
     ck_assert(memcmp(y->data, y2->data, y->numel * sizeof *y->data) == 0);
     hl_graph_free(eval);
     hl_graph_free(g);
@@ -416,6 +446,7 @@ Suite *attention_suite(void)
     tcase_add_test(tc, test_attention_gradients);
     tcase_add_test(tc, test_attention_threads);
     tcase_add_test(tc, test_attention_memory);
+    tcase_add_test(tc, test_attention_whole_rows_eval_same);
     tcase_add_test(tc, test_attention_nan_reaches_output);
     tcase_add_test(tc, test_attention_errors);
     suite_add_tcase(s, tc);

@@ -43,14 +43,15 @@ static void expect_failure(const char *command, int code, const char *fragment)
 }
 
 /* mha_run on the PyTorch fixtures: with the weights (the composed ops), and
- * with --no-weights, the path a training step takes, by default and forced
- * onto the fused op: every tensor the fixture holds (but the weights) agrees. */
+ * with --no-weights, the path a training step takes (the fused op) and the
+ * composed ops without a trace: every tensor the fixture holds (but the
+ * weights) agrees. */
 START_TEST(test_mha_run_round_trip)
 {
     make_temp_dir();
     static const char *const cases[][2] = {{"cross", ""}, {"self_causal", "--causal"},
                                            {"self_key_padding", ""}};
-    static const char *const modes[] = {"", "--no-weights", "--no-weights --fused"};
+    static const char *const modes[] = {"", "--no-weights", "--no-weights --composed"};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (int mode = 0; mode < 3; mode++) {
             const char *name = cases[c][0];
@@ -100,8 +101,8 @@ START_TEST(test_mha_run_bad_input)
     char command[1024], path[256];
     expect_failure(HL_BUILD_DIR "/mha_run --heads 2", 2, "required");
     expect_failure(HL_BUILD_DIR "/mha_run --bogus", 2, "unknown");
-    expect_failure(HL_BUILD_DIR "/mha_run --weights w --inputs i --out o --heads 2 --fused", 2,
-                   "--fused needs --no-weights");
+    expect_failure(HL_BUILD_DIR "/mha_run --weights w --inputs i --out o --heads 2 --composed",
+                   2, "--composed needs --no-weights");
     snprintf(command, sizeof command,
              HL_BUILD_DIR "/mha_run --weights tests/fixtures/mha/cross/weights.safetensors "
              "--inputs /nonexistent.safetensors --out %s/o.safetensors --heads 2", temp_dir);
