@@ -195,7 +195,8 @@ static hl_tensor *composed_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl
     return hl_matmul(g, *probs, v, 0);
 }
 
-/* The same in one op (ops/attention.c), which never holds the probabilities. */
+/* The same in one op (ops/attention.c), which does not hand back the
+ * probabilities. */
 static hl_tensor *fused_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v,
                                   hl_real scale, const hl_mha_masks *masks)
 {

@@ -1,6 +1,7 @@
 /* Scaled dot-product attention as one op, flash-attention style (Dao et al.
  * 2022, with FlashAttention-2's loop order): softmax(scale·q·kᵀ + masks)·v
- * tile by tile, so the (T,S) scores never exist whole.
+ * tile by tile; past 256×256 scores a head, the (T,S) scores never exist
+ * whole.
  *
  * Forward, per (batch, head, tile of TILE_Q queries): for each tile of TILE_K
  * keys, the scores S = q·kᵀ go through scale and masks, then an online

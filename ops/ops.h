@@ -95,8 +95,9 @@ typedef struct hl_attention_masks {
  * head (T·S <= 65536) it takes whole score rows and, when recording, keeps
  * the (B,H,T,S) probabilities for backward, as the composed ops do; past that
  * the scores never exist whole, the node keeps one value per query, and
- * backward recomputes the probabilities. masks may be NULL. Backward reads the mask tensors again: keep them, unchanged, until
- * hl_graph_backward has run. Attention dropout is not supported.
+ * backward recomputes the probabilities. masks may be NULL. Backward reads
+ * the mask tensors again: keep them, unchanged, until hl_graph_backward has
+ * run. Attention dropout is not supported.
  *
  *     hl_attention_masks m = {.causal = true};
  *     hl_tensor *o = hl_attention(g, q, k, v, 1 / sqrtf(D), &m);
