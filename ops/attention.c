@@ -394,7 +394,7 @@ hl_tensor *hl_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v, h
 typedef struct attn_grads {
     const double *lse;      /* online rows (B,H,T), from forward */
     const hl_real *probs;   /* whole rows (B,H,T,S), from forward */
-    double *delta;      /* (B,H,T): D_t = Σ_d dO_td·O_td, written by pass 1 */
+    double *delta;          /* (B,H,T): D_t = Σ_d dO_td·O_td, written by pass 1 */
     const hl_real *o, *d_o; /* the output and its gradient, (B,H,T,D) */
     hl_real *dq, *dk, *dv;  /* NULL when that input needs no gradient */
 } attn_grads;
