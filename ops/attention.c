@@ -204,21 +204,6 @@ static void forward_tile(const attn_ctx *c, int bh, int t0, int nq, hl_real *o, 
     }
 }
 
-/* softmax of one row of n scores in place, as hl_softmax: a fully masked row
- * (max -inf) becomes zeros, a row holding a NaN all NaN. */
-static void softmax_row(hl_real *row, int n)
-{
-    const hl_real max = hl_vmath_max(row, (size_t)n);
-    if (max == -INFINITY || isnan(max)) {
-        for (int j = 0; j < n; j++)
-            row[j] = isnan(max) ? max : 0;
-        return;
-    }
-    const double inv = 1.0 / hl_vmath_exp_sum(row, max, row, (size_t)n);
-    for (int j = 0; j < n; j++)
-        row[j] = (hl_real)((double)row[j] * inv);
-}
-
 /* Forward of one query tile by whole rows: the probabilities of its nq
  * queries against every key tile they can see into p (row stride S), then
  * the output rows o = p·v (nq×D, written whole). Causal masking leaves the
@@ -236,7 +221,7 @@ static void forward_tile_whole(const attn_ctx *c, int bh, int t0, int nq, hl_rea
         cols = s0 + nk;
     }
     for (int i = 0; i < nq; i++)
-        softmax_row(p + (size_t)i * S, cols);
+        hl_softmax_row(p + (size_t)i * S, p + (size_t)i * S, cols);
     hl_tile_gemm(nq, D, cols, p, S, 1, c->v + (size_t)bh * S * D, (size_t)D, false, o,
                  (size_t)D);
 }

@@ -66,6 +66,10 @@ bool hl_op_inputs_ok_as(hl_graph *g, const char *name, int n, hl_tensor *const *
 hl_tensor *hl_op_fail_as(hl_graph *g, const char *name, hl_status status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* One row of n values through softmax (ops/softmax.c), as hl_softmax takes
+ * it; y may be x. The fused attention shares it for its whole rows. */
+void hl_softmax_row(const hl_real *x, hl_real *y, int n);
+
 /* Appends a node when an input requires grad and grad mode is on, and marks
  * out as requiring grad. Returns the node, or NULL when none was needed (or on
  * error: an op without backward on a path that needs gradients). */

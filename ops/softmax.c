@@ -6,7 +6,7 @@
  * -inf (every key masked) has no distribution to give: it becomes zeros
  * rather than the NaN of 0/0, and its backward then adds zero (y = 0). A row
  * holding a NaN becomes all NaN, as in PyTorch, even among -inf masks. */
-static void softmax_row(const hl_real *x, hl_real *y, int n)
+void hl_softmax_row(const hl_real *x, hl_real *y, int n)
 {
     const hl_real max = hl_vmath_max(x, (size_t)n);
     if (max == -INFINITY || isnan(max)) {
@@ -32,7 +32,7 @@ hl_tensor *hl_softmax(hl_graph *g, hl_tensor *x)
     const size_t rows = x->numel / (size_t)cols;
 #pragma omp parallel for if (x->numel >= HL_PARALLEL_MIN_WORK) schedule(static)
     for (size_t r = 0; r < rows; r++)
-        softmax_row(x->data + r * cols, out->data + r * cols, cols);
+        hl_softmax_row(x->data + r * cols, out->data + r * cols, cols);
     /* Backward needs only the output, which the node keeps as n->out. */
     hl_op_record(g, HL_OP_SOFTMAX, out, 1, &x);
     return hl_graph_failed(g) ? &g->poison : out;
