@@ -532,8 +532,11 @@ hl_status hl_patch_attrib_heads(const hl_gpt *m, const hl_patch_task *t, hl_act 
         metric_of_logits(t, logits, 1, &corrupt);
         s = check_gap(clean, corrupt, err);
     }
-    if (s == HL_OK && !hl_graph_failed(g))
+    if (s == HL_OK && !hl_graph_failed(g)) {
+        for (int l = 0; l < c->n_layers; l++) /* their gradients are read below */
+            hl_tensor_retain_grad(of_trace(&trace[l], act));
         hl_graph_backward(g, metric);
+    }
     if (s == HL_OK && hl_graph_failed(g))
         s = hl_error_set(err, hl_graph_status(g), "attribution patching: %s",
                          hl_graph_message(g));

@@ -67,7 +67,11 @@ void *hl_arena_alloc(hl_arena *a, size_t bytes)
     if (bytes > SIZE_MAX / 2)
         return NULL;
     bytes = round_up(bytes ? bytes : 1, HL_ARENA_ALIGN);
-    hl_arena_chunk *c = a->chunks;
+    hl_arena_chunk *c = a->current;
+    /* Move on to the next chunk of the chain, kept from earlier steps, until
+     * one has room; a step that repeats the last one lands where it did. */
+    while (c && c->size - c->used < bytes && c->next)
+        c = c->next;
     if (!c || c->size - c->used < bytes) {
         /* Grow geometrically so a step with many small allocations needs few chunks. */
         size_t size = a->min_chunk;
@@ -79,9 +83,13 @@ void *hl_arena_alloc(hl_arena *a, size_t bytes)
         if (!fresh)
             return NULL;
         a->n_mallocs++;
-        fresh->next = c;
-        a->chunks = c = fresh;
+        if (c)
+            c->next = fresh;
+        else
+            a->chunks = fresh;
+        c = fresh;
     }
+    a->current = c;
     void *p = c->data + c->used;
     c->used += bytes;
     a->used += bytes;
@@ -100,22 +108,16 @@ void *hl_arena_calloc(hl_arena *a, size_t bytes)
 
 void hl_arena_reset(hl_arena *a)
 {
-    if (a->chunks && a->chunks->next) {
-        /* One chunk big enough for the whole step: the next step allocates nothing. */
-        chunks_free(a->chunks);
-        a->chunks = chunk_new(round_up(a->high_water, HL_ARENA_ALIGN));
-        if (a->chunks)
-            a->n_mallocs++;
-    }
-    if (a->chunks)
-        a->chunks->used = 0;
+    for (hl_arena_chunk *c = a->chunks; c; c = c->next)
+        c->used = 0;
+    a->current = a->chunks;
     a->used = 0;
 }
 
 void hl_arena_free(hl_arena *a)
 {
     chunks_free(a->chunks);
-    a->chunks = NULL;
+    a->chunks = a->current = NULL;
     a->used = 0;
 }
 

@@ -3,10 +3,12 @@
  * activations, graph nodes and activation gradients.
  *
  * Memory is handed out 64-byte aligned from a chain of chunks. When a chunk is
- * full, a new one is added (never moved, so earlier pointers stay valid).
- * hl_arena_reset() forgets every allocation; if the step needed more than one
- * chunk, the chain is replaced by a single chunk as large as the step's
- * high-water mark, so from the second identical step on nothing is allocated.
+ * full, the next one is used, or a new one, twice as large, is added (never
+ * moved, so earlier pointers stay valid). hl_arena_reset() forgets every
+ * allocation and keeps the chain: a step that allocates what the last one did
+ * lands in the same places, so from the second identical step on nothing is
+ * allocated and no fresh page is touched (a new chunk's pages cost a fault
+ * each on first touch: most of a large model's first step).
  *
  *     hl_arena a;
  *     hl_arena_init(&a, 1 << 20);
@@ -24,7 +26,8 @@
 struct hl_arena_chunk;
 
 typedef struct hl_arena {
-    struct hl_arena_chunk *chunks; /* newest first */
+    struct hl_arena_chunk *chunks;  /* oldest first */
+    struct hl_arena_chunk *current; /* the chunk allocations come from */
     size_t used;                   /* bytes handed out since the last reset */
     size_t high_water;             /* most bytes ever in use between resets */
     size_t n_mallocs;              /* chunk allocations over the arena's life */

@@ -6,6 +6,39 @@
 
 #include "core/internal.h"
 
+/* AddressSanitizer is told that a released gradient buffer, past the pool's
+ * header, is off limits until it is handed out again, so a backward kernel
+ * reading a gradient after its release is an error in `make asan`, not a
+ * silently wrong number. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+/* A released gradient buffer: the header lives in the buffer itself, which
+ * the arena's rounding makes at least HL_ARENA_ALIGN bytes. */
+struct hl_grad_block {
+    struct hl_grad_block *next;
+    size_t bytes;
+};
+
+static size_t grad_bytes(const hl_tensor *t)
+{
+    return (t->numel * sizeof(hl_real) + HL_ARENA_ALIGN - 1) / HL_ARENA_ALIGN * HL_ARENA_ALIGN;
+}
+
+/* Back to the arena: nothing in the pool may stay poisoned for ASan. */
+static void grad_pool_drop(hl_graph *g)
+{
+    for (struct hl_grad_block *b = g->grad_pool; b; b = b->next)
+        UNPOISON(b, b->bytes);
+    g->grad_pool = NULL;
+}
+
 hl_graph *hl_graph_new(size_t arena_bytes)
 {
     hl_graph *g = calloc(1, sizeof *g);
@@ -23,12 +56,14 @@ void hl_graph_free(hl_graph *g)
 {
     if (!g)
         return;
+    grad_pool_drop(g);
     hl_arena_free(&g->arena);
     free(g);
 }
 
 void hl_graph_reset(hl_graph *g)
 {
+    grad_pool_drop(g);
     hl_arena_reset(&g->arena);
     g->tail = NULL;
     g->n_nodes = 0;
@@ -67,6 +102,41 @@ void *hl_graph_calloc(hl_graph *g, size_t bytes)
     if (p)
         memset(p, 0, bytes);
     return p;
+}
+
+hl_real *hl_graph_grad_alloc(hl_graph *g, const hl_tensor *t, bool zeroed)
+{
+    const size_t bytes = grad_bytes(t);
+    for (struct hl_grad_block **at = &g->grad_pool; *at; at = &(*at)->next) {
+        struct hl_grad_block *b = *at;
+        if (b->bytes != bytes)
+            continue;
+        *at = b->next;
+        UNPOISON(b, bytes);
+        if (zeroed)
+            memset(b, 0, bytes);
+        return (hl_real *)b;
+    }
+    return zeroed ? hl_graph_calloc(g, bytes) : hl_graph_alloc(g, bytes);
+}
+
+/* Gives t's gradient back to the graph for a later one of the same size. */
+static void grad_release(hl_graph *g, hl_tensor *t)
+{
+    struct hl_grad_block *b = (struct hl_grad_block *)t->grad;
+    t->grad = NULL;
+    if (!b)
+        return;
+    b->bytes = grad_bytes(t);
+    b->next = g->grad_pool;
+    g->grad_pool = b;
+    POISON(b + 1, b->bytes - sizeof *b);
+}
+
+void hl_tensor_retain_grad(hl_tensor *t)
+{
+    if (t)
+        t->retain_grad = true;
 }
 
 static hl_tensor *graph_tensor(hl_graph *g, const char *name, int rank, const int *shape,
@@ -114,6 +184,8 @@ static hl_status run_backward(hl_graph *g)
         if (!n->out->grad)
             continue; /* not on a path from the loss */
         n->info->backward(g, n);
+        if (!n->out->retain_grad)
+            grad_release(g, n->out);
     }
     return hl_graph_status(g);
 }
@@ -130,7 +202,7 @@ hl_status hl_graph_backward_from(hl_graph *g, hl_tensor *out, const hl_real *gra
                             out->name);
     forget_intermediate_grads(g);
     if (!out->grad) {
-        out->grad = hl_graph_calloc(g, out->numel * sizeof(hl_real));
+        out->grad = hl_graph_grad_alloc(g, out, true);
         if (!out->grad)
             return hl_graph_status(g);
     }

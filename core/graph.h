@@ -42,8 +42,11 @@
  * hl_node_name says which op it is. */
 typedef struct hl_node hl_node;
 
+struct hl_grad_block;
+
 typedef struct hl_graph {
     hl_arena arena;
+    struct hl_grad_block *grad_pool; /* gradient buffers backward is done with */
     hl_node *tail;      /* the last recorded node */
     size_t n_nodes;
     hl_error error;
@@ -78,10 +81,20 @@ void hl_graph_seed(hl_graph *g, uint64_t seed);
  * of intermediate tensors (outputs of recorded ops) belong to one call: each
  * call first drops them, so calling backward twice on the same tape, or again
  * after recording more ops, adds exactly the new loss's gradient to the leaves
- * (backward of sum(2x), then of sum(5x), leaves 7 in x->grad). */
+ * (backward of sum(2x), then of sum(5x), leaves 7 in x->grad).
+ *
+ * As in PyTorch, an intermediate's gradient is not kept: once its op's backward
+ * has run, the buffer goes back to the graph for a later gradient of the same
+ * size, and the tensor's grad is NULL after the call, unless
+ * hl_tensor_retain_grad marked it. A step then holds only the gradients still
+ * to be used, not one for every activation: less memory to fault in on the
+ * first step, and buffers still in cache. */
 hl_status hl_graph_backward(hl_graph *g, hl_tensor *loss);
 /* Backward from any tensor, its gradient seeded with grad_out (out->numel values). */
 hl_status hl_graph_backward_from(hl_graph *g, hl_tensor *out, const hl_real *grad_out);
+/* Keeps t's gradient after backward (t an op's output), for a caller that reads
+ * it, as torch.Tensor.retain_grad(). */
+void hl_tensor_retain_grad(hl_tensor *t);
 
 /* An arena tensor, zero-filled, without gradient: for constants and masks built
  * during a step. Returns the poisoned tensor on error. */

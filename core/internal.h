@@ -29,4 +29,10 @@ struct hl_node {
     struct hl_node *prev;               /* the node recorded before this one */
 };
 
+/* A gradient buffer of t->numel values for backward: one that an earlier
+ * node's backward is done with, when one of the same size is free, or arena
+ * memory. Zero-filled when zeroed; NULL (with the graph's error set) when out
+ * of memory. */
+hl_real *hl_graph_grad_alloc(hl_graph *g, const hl_tensor *t, bool zeroed);
+
 #endif

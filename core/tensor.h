@@ -38,6 +38,7 @@ typedef struct hl_tensor {
     hl_real *data;             /* numel values, row-major */
     hl_real *grad;             /* numel values, or NULL until a gradient arrives */
     bool requires_grad;
+    bool retain_grad;          /* an op output's gradient outlives backward (hl_tensor_retain_grad) */
     struct hl_node *node;      /* the op that produced it; NULL for leaves */
 } hl_tensor;
 

@@ -99,7 +99,7 @@ hl_real *hl_op_grad(hl_graph *g, hl_tensor *t)
     if (!t || !t->requires_grad)
         return NULL;
     if (!t->grad)
-        t->grad = hl_graph_calloc(g, t->numel * sizeof(hl_real));
+        t->grad = hl_graph_grad_alloc(g, t, true);
     return t->grad;
 }
 
@@ -109,7 +109,7 @@ hl_real *hl_op_grad_first(hl_graph *g, hl_tensor *t, bool *overwrite)
     if (!t || !t->requires_grad)
         return NULL;
     if (!t->grad) {
-        t->grad = hl_graph_alloc(g, t->numel * sizeof(hl_real));
+        t->grad = hl_graph_grad_alloc(g, t, false);
         *overwrite = t->grad != NULL;
     }
     return t->grad;

@@ -24,26 +24,39 @@ START_TEST(test_arena_alignment_and_growth)
 }
 END_TEST
 
-START_TEST(test_arena_reset_consolidates)
+/* A reset keeps the chain: the same allocations land in the same places, and
+ * from the second step on nothing is allocated. */
+START_TEST(test_arena_reset_reuses_the_chain)
 {
     hl_arena a;
     hl_arena_init(&a, 256);
+    char *first[40];
+    size_t after_first = 0;
     for (int step = 0; step < 5; step++) {
-        for (int i = 0; i < 40; i++)
-            ck_assert_ptr_nonnull(hl_arena_alloc(&a, 200));
+        for (int i = 0; i < 40; i++) {
+            char *p = hl_arena_alloc(&a, 200);
+            ck_assert_ptr_nonnull(p);
+            if (step == 0)
+                first[i] = p;
+            else
+                ck_assert_ptr_eq(p, first[i]);
+        }
         hl_arena_reset(&a);
         if (step == 0)
-            ck_assert_ptr_nonnull(a.chunks);
+            after_first = a.n_mallocs;
     }
-    /* Step 1 grew the chain; the reset after it made one chunk of the high-water
-     * size; steps 2..5 allocated nothing. */
-    size_t after_first = a.n_mallocs;
-    for (int i = 0; i < 40; i++)
-        ck_assert_ptr_nonnull(hl_arena_alloc(&a, 200));
-    hl_arena_reset(&a);
+    ck_assert_uint_gt(after_first, 1);
     ck_assert_uint_eq(a.n_mallocs, after_first);
-    ck_assert_uint_ge(hl_arena_capacity(&a), a.high_water);
     ck_assert_uint_eq(a.high_water, 40 * 256);
+    /* A step needing more than the chain holds grows it, and keeps the rest. */
+    for (int i = 0; i < 40; i++)
+        ck_assert_ptr_eq(hl_arena_alloc(&a, 200), first[i]);
+    const size_t held = hl_arena_capacity(&a);
+    ck_assert_ptr_nonnull(hl_arena_alloc(&a, 2 * held));
+    ck_assert_uint_eq(a.n_mallocs, after_first + 1);
+    ck_assert_uint_ge(hl_arena_capacity(&a), 3 * held);
+    hl_arena_reset(&a);
+    ck_assert_ptr_eq(hl_arena_alloc(&a, 200), first[0]);
     hl_arena_free(&a);
 }
 END_TEST
@@ -82,7 +95,7 @@ Suite *arena_suite(void)
     Suite *s = suite_create("arena");
     TCase *tc = tcase_create("arena");
     tcase_add_test(tc, test_arena_alignment_and_growth);
-    tcase_add_test(tc, test_arena_reset_consolidates);
+    tcase_add_test(tc, test_arena_reset_reuses_the_chain);
     tcase_add_test(tc, test_arena_refuses_absurd_sizes);
     tcase_add_test(tc, test_arena_large_chunks_on_huge_pages);
     suite_add_tcase(s, tc);

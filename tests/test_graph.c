@@ -96,6 +96,43 @@ START_TEST(test_errors_are_sticky_and_reset_clears)
 }
 END_TEST
 
+/* An intermediate's gradient is handed on once its op's backward has run:
+ * NULL afterwards unless retained, and its buffer serves a later gradient of
+ * the same size, so a chain of n ops holds a few gradients, not n. */
+START_TEST(test_backward_recycles_intermediate_gradients)
+{
+    enum { N = 64, OPS = 12 };
+    const size_t bytes = (size_t)N * N * sizeof(hl_real);
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *x = tu_random("x", 2, (int[]){N, N}, true, 1, -1, 1);
+    hl_tensor *kept = NULL, *dropped = NULL, *h = x;
+    for (int i = 0; i < OPS; i++) {
+        h = hl_scale(g, h, 0.5);
+        if (i == OPS / 2)
+            kept = h;
+        if (i == OPS / 2 + 1)
+            dropped = h;
+    }
+    hl_tensor_retain_grad(kept);
+    hl_tensor *loss = hl_sum(g, h);
+    const size_t forward = g->arena.used;
+    ck_assert_int_eq(hl_graph_backward(g, loss), HL_OK);
+    /* Without reuse backward would add OPS gradients of `bytes` each. */
+    ck_assert_uint_lt(g->arena.used - forward, 3 * bytes + 4096);
+    ck_assert_ptr_null(dropped->grad);
+    ck_assert_ptr_null(h->grad);
+    ck_assert_ptr_nonnull(kept->grad);
+    /* d loss / d kept = 0.5^(ops after it) */
+    const hl_real expect = (hl_real)ldexp(1, -(OPS - 1 - OPS / 2));
+    for (int i = 0; i < N * N; i++) {
+        ck_assert(kept->grad[i] == expect);
+        ck_assert(x->grad[i] == (hl_real)ldexp(1, -OPS));
+    }
+    hl_tensor_free(x);
+    hl_graph_free(g);
+}
+END_TEST
+
 START_TEST(test_steps_allocate_nothing_after_the_first)
 {
     hl_graph *g = hl_graph_new(4096); /* small, so the first step must grow it */
@@ -152,6 +189,7 @@ Suite *graph_suite(void)
     tcase_add_test(tc, test_no_grad_records_nothing);
     tcase_add_test(tc, test_backward_needs_one_element);
     tcase_add_test(tc, test_errors_are_sticky_and_reset_clears);
+    tcase_add_test(tc, test_backward_recycles_intermediate_gradients);
     tcase_add_test(tc, test_steps_allocate_nothing_after_the_first);
     tcase_add_test(tc, test_first_nonfinite_names_the_op);
     suite_add_tcase(s, tc);
