@@ -120,11 +120,9 @@ hl_real *hl_graph_grad_alloc(hl_graph *g, const hl_tensor *t, bool zeroed)
     return zeroed ? hl_graph_calloc(g, bytes) : hl_graph_alloc(g, bytes);
 }
 
-/* Gives t's gradient back to the graph for a later one of the same size. */
-static void grad_release(hl_graph *g, hl_tensor *t)
+void hl_graph_grad_release(hl_graph *g, const hl_tensor *t, hl_real *buf)
 {
-    struct hl_grad_block *b = (struct hl_grad_block *)t->grad;
-    t->grad = NULL;
+    struct hl_grad_block *b = (struct hl_grad_block *)buf;
     if (!b)
         return;
     b->bytes = grad_bytes(t);
@@ -184,8 +182,10 @@ static hl_status run_backward(hl_graph *g)
         if (!n->out->grad)
             continue; /* not on a path from the loss */
         n->info->backward(g, n);
-        if (!n->out->retain_grad)
-            grad_release(g, n->out);
+        if (!n->out->retain_grad) {
+            hl_graph_grad_release(g, n->out, n->out->grad);
+            n->out->grad = NULL;
+        }
     }
     return hl_graph_status(g);
 }

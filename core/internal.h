@@ -34,5 +34,8 @@ struct hl_node {
  * memory. Zero-filled when zeroed; NULL (with the graph's error set) when out
  * of memory. */
 hl_real *hl_graph_grad_alloc(hl_graph *g, const hl_tensor *t, bool zeroed);
+/* Gives back buf, from hl_graph_grad_alloc(g, t, ...), for a later gradient
+ * of t's size; buf may no longer be read. */
+void hl_graph_grad_release(hl_graph *g, const hl_tensor *t, hl_real *buf);
 
 #endif

@@ -16,6 +16,7 @@ struct hl_node;
 
 typedef enum hl_op {
     HL_OP_LINEAR,
+    HL_OP_LINEAR_GELU,
     HL_OP_MATMUL,
     HL_OP_RESHAPE,
     HL_OP_PERMUTE,

@@ -298,8 +298,9 @@ hl_tensor *hl_gpt_normalize(hl_graph *g, const hl_gpt *m, hl_tensor *x, hl_tenso
 /* The MLP of block b on the normalised x. */
 static hl_tensor *mlp(hl_graph *g, const hl_gpt *m, const hl_gpt_block *b, hl_tensor *x)
 {
-    hl_tensor *hidden = hl_linear(g, x, b->fc_w, b->fc_b);
-    hidden = m->cfg.mlp == HL_GPT_MLP_SWIGLU ? hl_swiglu(g, hidden) : hl_gelu(g, hidden);
+    hl_tensor *hidden = m->cfg.mlp == HL_GPT_MLP_SWIGLU
+                            ? hl_swiglu(g, hl_linear(g, x, b->fc_w, b->fc_b))
+                            : hl_linear_gelu(g, x, b->fc_w, b->fc_b);
     return hl_linear(g, hidden, b->proj_w, b->proj_b);
 }
 

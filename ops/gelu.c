@@ -33,16 +33,20 @@ hl_tensor *hl_gelu(hl_graph *g, hl_tensor *x)
 }
 
 /* dx (+)= dy·(Φ(x) + x·φ(x)), φ the standard normal density. */
-void hl_gelu_backward(hl_graph *g, hl_node *n)
+void hl_gelu_grad_rows(const hl_real *x, const hl_real *dy, hl_real *dx, size_t count,
+                       bool overwrite)
 {
-    bool overwrite;
-    hl_real *dx = hl_op_grad_first(g, n->inputs[0], &overwrite);
-    if (!dx)
-        return;
-    const hl_real *x = n->inputs[0]->data, *dy = n->out->grad;
-    const size_t count = n->out->numel, n_chunks = chunks(count);
+    const size_t n_chunks = chunks(count);
 #pragma omp parallel for if (count >= HL_PARALLEL_MIN_WORK) schedule(static)
     for (size_t c = 0; c < n_chunks; c++)
         hl_vmath_gelu_grad(x + c * GELU_CHUNK, dy + c * GELU_CHUNK, dx + c * GELU_CHUNK,
                            chunk_len(c, count), overwrite);
+}
+
+void hl_gelu_backward(hl_graph *g, hl_node *n)
+{
+    bool overwrite;
+    hl_real *dx = hl_op_grad_first(g, n->inputs[0], &overwrite);
+    if (dx)
+        hl_gelu_grad_rows(n->inputs[0]->data, n->out->grad, dx, n->out->numel, overwrite);
 }

@@ -5,11 +5,13 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
 #include "ops/kernels.h"
+#include "ops/vmath.h"
 
 /* The Goto/BLIS loop nest: for each nc-wide column panel of C and each
  * kc-deep slice of K, op(B)'s (kc,nc) block is packed into nr-wide slivers;
@@ -42,6 +44,8 @@ typedef struct {
     hl_gemm_pack_fn *pack, *pack_transposed; /* the kernel set's */
     int mr, nr;              /* kern's tile */
     bool direct_a, direct_b; /* whole slivers read in place, not packed */
+    const hl_real *bias;     /* the row C starts from (beta unused), or NULL */
+    hl_real *gelu;           /* GELU(C) goes here (row stride ldc), or NULL */
 } gemm_shape;
 
 /* Packing buffers of one thread and the block sizes they hold. */
@@ -130,6 +134,23 @@ static void tile(const gemm_shape *s, int kc, hl_gemm_micro_fn *fn, const hl_rea
             c[r * s->ldc + j] = t[r * nr + j];
 }
 
+/* The epilogue, on an mb×nb block of C at (i0, j0) while it is in L2:
+ * with first (K's first slice still to come) every row starts from the bias,
+ * with last (its last slice done) GELU(C) is written to s->gelu. The same
+ * arithmetic as a bias fill before the product and hl_gelu after it, without
+ * their passes over memory. */
+static void epilogue(const gemm_shape *s, hl_real *C, int i0, int j0, int mb, int nb, bool first,
+                     bool last)
+{
+    for (int i = i0; i < i0 + mb; i++) {
+        hl_real *row = C + (size_t)i * s->ldc + j0;
+        if (first && s->bias)
+            memcpy(row, s->bias + j0, (size_t)nb * sizeof *row);
+        if (last && s->gelu)
+            hl_vmath_gelu(row, s->gelu + (size_t)i * s->ldc + j0, (size_t)nb);
+    }
+}
+
 /* C[m0..m1, n0..n1) = beta·C + alpha·op(A)·op(B) for one matrix of a batch.
  * An operand read in place still has its partial sliver, if any, packed. */
 static void gemm_block(const gemm_shape *s, const hl_real *A, const hl_real *B, hl_real *C,
@@ -141,13 +162,16 @@ static void gemm_block(const gemm_shape *s, const hl_real *A, const hl_real *B, 
         const int nc_whole = s->direct_b ? nc / nr * nr : 0;
         for (int pc = 0; pc < s->K; pc += w->kc) {
             const int kc = min_int(w->kc, s->K - pc);
-            /* beta scales C once, before the first slice is added. */
-            const hl_real beta = pc == 0 ? s->beta : 1;
+            /* beta scales C once, before the first slice is added; a bias is
+             * where C starts instead. */
+            const bool first = pc == 0, last = pc + kc == s->K;
+            const hl_real beta = first && !s->bias ? s->beta : 1;
             pack_b(s, B, pc, jc + nc_whole, kc, nc - nc_whole, w->b + (size_t)nc_whole * kc);
             for (int ic = m0; ic < m1; ic += w->mc) {
                 const int mc = min_int(w->mc, m1 - ic);
                 const int mc_whole = s->direct_a ? mc / mr * mr : 0;
                 pack_a(s, A, ic + mc_whole, pc, mc - mc_whole, kc, w->a + (size_t)mc_whole * kc);
+                epilogue(s, C, ic, jc, mc, nc, first, false);
                 for (int jr = 0; jr < nc; jr += nr) {
                     const bool b_direct = jr < nc_whole;
                     const hl_real *b = b_direct ? B + (size_t)pc * s->ldb + jc + jr
@@ -171,18 +195,22 @@ static void gemm_block(const gemm_shape *s, const hl_real *A, const hl_real *B, 
                              min_int(nr, nc - jr));
                     }
                 }
+                epilogue(s, C, ic, jc, mc, nc, false, last);
             }
         }
     }
 }
 
-/* C = beta·C over a block, for products with nothing to add (K or alpha 0). */
+/* C = beta·C (or the bias) over a block, for products with nothing to add
+ * (K or alpha 0), and its GELU. */
 static void scale_block(const gemm_shape *s, hl_real *C, int m0, int m1, int n0, int n1)
 {
     for (int i = m0; i < m1; i++) {
         hl_real *row = C + (size_t)i * s->ldc;
         for (int j = n0; j < n1; j++)
-            row[j] = s->beta == 0 ? 0 : s->beta * row[j];
+            row[j] = s->bias ? s->bias[j] : s->beta == 0 ? 0 : s->beta * row[j];
+        if (s->gelu)
+            hl_vmath_gelu(row + n0, s->gelu + (size_t)i * s->ldc + n0, (size_t)(n1 - n0));
     }
 }
 
@@ -212,10 +240,10 @@ static bool work_alloc(gemm_work *w, const gemm_shape *s, int mb, int nb)
     return true;
 }
 
-void hl_gemm_batched(bool trans_a, bool trans_b, int M, int N, int K, hl_real alpha,
+static void gemm_run(bool trans_a, bool trans_b, int M, int N, int K, hl_real alpha,
                      const hl_real *A, int lda, const hl_real *B, int ldb, hl_real beta,
                      hl_real *C, int ldc, int batch, size_t stride_a, size_t stride_b,
-                     size_t stride_c)
+                     size_t stride_c, const hl_real *bias, hl_real *gelu)
 {
     if (M <= 0 || N <= 0 || K < 0 || batch <= 0)
         return;
@@ -250,7 +278,9 @@ void hl_gemm_batched(bool trans_a, bool trans_b, int M, int N, int K, hl_real al
                           .mr = kern->mr,
                           .nr = kern->nr,
                           .direct_a = direct_a,
-                          .direct_b = direct_b};
+                          .direct_b = direct_b,
+                          .bias = bias,
+                          .gelu = gelu};
     const bool scale_only = K == 0 || alpha == 0;
 
     /* Tasks are (matrix, part) pairs, a part being a slice of the matrix's
@@ -301,8 +331,25 @@ void hl_gemm_batched(bool trans_a, bool trans_b, int M, int N, int K, hl_real al
     }
 }
 
+void hl_gemm_batched(bool trans_a, bool trans_b, int M, int N, int K, hl_real alpha,
+                     const hl_real *A, int lda, const hl_real *B, int ldb, hl_real beta,
+                     hl_real *C, int ldc, int batch, size_t stride_a, size_t stride_b,
+                     size_t stride_c)
+{
+    gemm_run(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, batch, stride_a,
+             stride_b, stride_c, NULL, NULL);
+}
+
 void hl_gemm(bool trans_a, bool trans_b, int M, int N, int K, hl_real alpha, const hl_real *A,
              int lda, const hl_real *B, int ldb, hl_real beta, hl_real *C, int ldc)
 {
-    hl_gemm_batched(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, 1, 0, 0, 0);
+    gemm_run(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, 1, 0, 0, 0, NULL,
+             NULL);
+}
+
+void hl_gemm_bias_gelu(bool trans_a, bool trans_b, int M, int N, int K, const hl_real *A,
+                       int lda, const hl_real *B, int ldb, const hl_real *bias, hl_real *C,
+                       hl_real *gelu, int ldc)
+{
+    gemm_run(trans_a, trans_b, M, N, K, 1, A, lda, B, ldb, 0, C, ldc, 1, 0, 0, 0, bias, gelu);
 }

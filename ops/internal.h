@@ -70,6 +70,11 @@ hl_tensor *hl_op_fail_as(hl_graph *g, const char *name, hl_status status, const 
  * it; y may be x. The fused attention shares it for its whole rows. */
 void hl_softmax_row(const hl_real *x, hl_real *y, int n);
 
+/* dx (+)= dy·GELU'(x) over count values (ops/gelu.c), as hl_gelu's backward
+ * takes it: overwrite stores, otherwise adds. */
+void hl_gelu_grad_rows(const hl_real *x, const hl_real *dy, hl_real *dx, size_t count,
+                       bool overwrite);
+
 /* Appends a node when an input requires grad and grad mode is on, and marks
  * out as requiring grad. Returns the node, or NULL when none was needed (or on
  * error: an op without backward on a path that needs gradients). */
@@ -91,6 +96,7 @@ int32_t *hl_op_save_ints(hl_graph *g, const int32_t *values, size_t n);
 
 /* The backward kernels, one per op (see ops/op_table.c). */
 void hl_linear_backward(hl_graph *g, hl_node *n);
+void hl_linear_gelu_backward(hl_graph *g, hl_node *n);
 void hl_matmul_backward(hl_graph *g, hl_node *n);
 void hl_reshape_backward(hl_graph *g, hl_node *n);
 void hl_permute_backward(hl_graph *g, hl_node *n);

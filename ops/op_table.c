@@ -4,6 +4,7 @@
 
 static const hl_op_info op_table[] = {
     [HL_OP_LINEAR] = {"linear", 3, hl_linear_backward},
+    [HL_OP_LINEAR_GELU] = {"linear_gelu", 3, hl_linear_gelu_backward},
     [HL_OP_MATMUL] = {"matmul", 2, hl_matmul_backward},
     [HL_OP_RESHAPE] = {"reshape", 1, hl_reshape_backward},
     [HL_OP_PERMUTE] = {"permute", 1, hl_permute_backward},

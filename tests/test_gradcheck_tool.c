@@ -133,7 +133,7 @@ END_TEST
 START_TEST(test_cases_names)
 {
     static const char *const required[] = {
-        "linear", "matmul", "matmul_ta", "matmul_tb", "matmul_tab", "reshape", "permute",
+        "linear", "linear_gelu", "matmul", "matmul_ta", "matmul_tb", "matmul_tab", "reshape", "permute",
         "narrow", "scale", "add", "mul", "sum", "mean", "softmax", "mask_causal+softmax",
         "mask_key_padding+softmax", "mask_blocked+softmax", "mask_additive+softmax",
         "attention", "embedding", "layernorm", "rmsnorm", "gelu", "swiglu", "rope", "smear",

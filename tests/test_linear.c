@@ -1,5 +1,7 @@
 /* Tests for ops/linear.c: x (...,K) · w (N,K)ᵀ + b (N). */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "tests/testutil.h"
 
@@ -29,6 +31,18 @@ static hl_tensor *build_linear_chain(hl_graph *g, hl_tensor *const *in, void *ct
 {
     (void)ctx;
     return hl_linear(g, hl_linear(g, in[0], in[1], in[2]), in[0], in[2]);
+}
+
+static hl_tensor *build_gelu_of_linear(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    return hl_gelu(g, hl_linear(g, in[0], in[1], in[2]));
+}
+
+static hl_tensor *build_linear_gelu(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    return hl_linear_gelu(g, in[0], in[1], in[2]);
 }
 
 /* y (rows,N) = x (rows,K) · wᵀ + b, in double. */
@@ -134,6 +148,66 @@ START_TEST(test_linear_threads)
 }
 END_TEST
 
+/* The fused op against the two ops it replaces: the same output and the same
+ * gradients of x, w and b, bit for bit. Shapes with partial tiles, a K of
+ * more than one cache slice (so the bias is added before the first slice and
+ * GELU taken after the last), no bias, and one large enough for two threads. */
+START_TEST(test_linear_gelu_equals_composed)
+{
+    static const struct {
+        int rows, N, K;
+        bool bias;
+    } shapes[] = {{1, 1, 1, true},     {7, 5, 17, true},   {13, 33, 300, true},
+                  {20, 70, 600, false}, {64, 512, 128, true}, {256, 96, 1100, true}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const int R = shapes[i].rows, N = shapes[i].N, K = shapes[i].K;
+        hl_tensor *x = tu_random("x", 2, (int[]){R, K}, true, 40 + (int)i, -2, 2);
+        hl_tensor *w = tu_random("w", 2, (int[]){N, K}, true, 50 + (int)i, -0.2, 0.2);
+        hl_tensor *b = tu_random("b", 1, (int[]){N}, true, 60 + (int)i, -1, 1);
+        hl_tensor *in[] = {x, w, b};
+        const int n_in = shapes[i].bias ? 3 : 2;
+        size_t n_composed, n_fused;
+        hl_real *composed = tu_forward_backward(build_gelu_of_linear, NULL, in, n_in, &n_composed);
+        hl_real *fused = tu_forward_backward(build_linear_gelu, NULL, in, n_in, &n_fused);
+        ck_assert_uint_eq(n_fused, n_composed);
+        for (size_t j = 0; j < n_fused; j++)
+            ck_assert_msg(memcmp(&fused[j], &composed[j], sizeof *fused) == 0,
+                          "shape %zu: value %zu is %.9g fused, %.9g composed", i, j,
+                          (double)fused[j], (double)composed[j]);
+        free(composed);
+        free(fused);
+        hl_tensor_free(x);
+        hl_tensor_free(w);
+        hl_tensor_free(b);
+    }
+}
+END_TEST
+
+START_TEST(test_linear_gelu_gradients_and_threads)
+{
+    hl_tensor *x = tu_random("x", 3, (int[]){3, 1, 17}, true, 70, -2, 2);
+    hl_tensor *w = tu_random("w", 2, (int[]){5, 17}, true, 71, -0.5, 0.5);
+    hl_tensor *b = tu_random("b", 1, (int[]){5}, true, 72, -1, 1);
+    tu_gradcheck("linear_gelu", build_linear_gelu, NULL, (hl_tensor *[]){x, w, b}, 3);
+    tu_gradcheck("linear_gelu (no bias)", build_linear_gelu, NULL, (hl_tensor *[]){x, w, NULL}, 2);
+    hl_tensor *xl = tu_random("x", 3, (int[]){8, 64, 96}, true, 73, -1, 1);
+    hl_tensor *wl = tu_random("w", 2, (int[]){80, 96}, true, 74, -0.2, 0.2);
+    hl_tensor *bl = tu_random("b", 1, (int[]){80}, true, 75, -1, 1);
+    tu_check_threads_bitwise("linear_gelu", build_linear_gelu, NULL, (hl_tensor *[]){xl, wl, bl},
+                             3);
+    hl_graph *g = hl_graph_new(0);
+    tu_expect_error(g, hl_linear_gelu(g, xl, w, b), "linear_gelu", "input (8,64,96)",
+                    "weight (5,17)", NULL);
+    hl_graph_free(g);
+    hl_tensor_free(x);
+    hl_tensor_free(w);
+    hl_tensor_free(b);
+    hl_tensor_free(xl);
+    hl_tensor_free(wl);
+    hl_tensor_free(bl);
+}
+END_TEST
+
 START_TEST(test_linear_errors)
 {
     hl_graph *g = hl_graph_new(0);
@@ -176,6 +250,8 @@ Suite *linear_suite(void)
     tcase_add_test(tc, test_linear_gradients);
     tcase_add_test(tc, test_linear_threads);
     tcase_add_test(tc, test_linear_errors);
+    tcase_add_test(tc, test_linear_gelu_equals_composed);
+    tcase_add_test(tc, test_linear_gelu_gradients_and_threads);
     suite_add_tcase(s, tc);
     return s;
 }
