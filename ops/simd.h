@@ -98,6 +98,7 @@ HL_SIMD_INLINE hl_vec hl_vselect_lt(hl_vec a, hl_vec b, hl_vec x, hl_vec y)
 {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), y, x);
 }
+HL_SIMD_INLINE int hl_vall_lt(hl_vec a, hl_vec b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ) == 0xFFFF; }
 HL_SIMD_INLINE int hl_vhas_nan(hl_vec v) { return _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0; }
 HL_SIMD_INLINE hl_vec hl_vcopysign(hl_vec mag, hl_vec s)
 {
@@ -197,6 +198,7 @@ HL_SIMD_INLINE hl_vec hl_vselect_lt(hl_vec a, hl_vec b, hl_vec x, hl_vec y)
 {
     return _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, _CMP_LT_OQ));
 }
+HL_SIMD_INLINE int hl_vall_lt(hl_vec a, hl_vec b) { return _mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_LT_OQ)) == 0xFF; }
 HL_SIMD_INLINE int hl_vhas_nan(hl_vec v) { return _mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)); }
 HL_SIMD_INLINE hl_vec hl_vcopysign(hl_vec mag, hl_vec s)
 {
@@ -301,6 +303,11 @@ HL_SIMD_INLINE hl_vec hl_vscale2(hl_vec p, hl_vec n)
 HL_SIMD_INLINE hl_vec hl_vselect_lt(hl_vec a, hl_vec b, hl_vec x, hl_vec y)
 {
     return hl_vblend(a < b, x, y);
+}
+HL_SIMD_INLINE int hl_vall_lt(hl_vec a, hl_vec b)
+{
+    const hl_vint lt = a < b;
+    return (lt[0] & lt[1] & lt[2] & lt[3]) != 0;
 }
 HL_SIMD_INLINE int hl_vhas_nan(hl_vec v)
 {

@@ -152,6 +152,10 @@ HL_SIMD_INLINE hl_vec verf(hl_vec x)
     const int ng = (int)(sizeof ERF_G / sizeof ERF_G[0]);
     const int ne = (int)(sizeof ERF_E / sizeof ERF_E[0]);
     const hl_vec small = hl_vmul(a, horner(ERF_G, ng, hl_vfma(a, a, hl_vset1(-2.0f))));
+    /* Most vectors of a network's pre-activations lie wholly below 2 (GELU
+     * takes erf at x/√2): they skip the second polynomial, with the same bits. */
+    if (hl_vall_lt(a, hl_vset1(2.0f)))
+        return hl_vcopysign(small, x);
     const hl_vec large = hl_vsub(hl_vset1(1.0f), horner(ERF_E, ne, hl_vsub(a, hl_vset1(3.0f))));
     return hl_vcopysign(hl_vselect_lt(a, hl_vset1(2.0f), small, large), x);
 }
