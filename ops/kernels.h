@@ -100,6 +100,17 @@ typedef struct {
                  bool overwrite);
 } hl_norm_kernels;
 
+/* ---- One AdamW step over n parameters (ops/kernels/optim.c), in the order
+ * of torch.optim.AdamW's formula with each operation rounded once (no FMA),
+ * so every set gives the same bits:
+ *     g = grad·grad_scale;  w = w·decay;  m = b1·m + (1 - b1)·g;
+ *     v = b2·v + (1 - b2)·g·g;  w = w - step_size·m / (√v / sqrt_bc2 + eps)  */
+typedef struct {
+    hl_real grad_scale, decay, b1, b2, step_size, sqrt_bc2, eps;
+} hl_adamw_args;
+typedef void hl_adamw_fn(hl_real *w, const hl_real *grad, hl_real *m, hl_real *v, size_t n,
+                         const hl_adamw_args *a);
+
 typedef struct hl_kernel_set {
     hl_isa isa;
     bool fma; /* multiply-adds round once: the bits every FMA set shares */
@@ -109,6 +120,7 @@ typedef struct hl_kernel_set {
     hl_vmath_kernels vmath;
     hl_rope_row_fn *rope_row;
     hl_norm_kernels norm;
+    hl_adamw_fn *adamw;
     /* iterations of independent FMAs on the calling thread, *flops set to
      * their floating-point operations (2 per lane): a benchmark's yardstick
      * of the core's peak (bench's peak row). Returns a value to keep. */

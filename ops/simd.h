@@ -68,6 +68,7 @@ HL_SIMD_INLINE hl_vec hl_vadd(hl_vec a, hl_vec b) { return _mm512_add_pd(a, b); 
 HL_SIMD_INLINE hl_vec hl_vsub(hl_vec a, hl_vec b) { return _mm512_sub_pd(a, b); }
 HL_SIMD_INLINE hl_vec hl_vmul(hl_vec a, hl_vec b) { return _mm512_mul_pd(a, b); }
 HL_SIMD_INLINE hl_vec hl_vdiv(hl_vec a, hl_vec b) { return _mm512_div_pd(a, b); }
+HL_SIMD_INLINE hl_vec hl_vsqrt(hl_vec a) { return _mm512_sqrt_pd(a); }
 HL_SIMD_INLINE hl_vec hl_vfma(hl_vec a, hl_vec b, hl_vec c) { return _mm512_fmadd_pd(a, b, c); }
 HL_SIMD_INLINE hl_vec hl_vmax(hl_vec a, hl_vec b) { return _mm512_max_pd(a, b); }
 #else
@@ -84,6 +85,7 @@ HL_SIMD_INLINE hl_vec hl_vadd(hl_vec a, hl_vec b) { return _mm512_add_ps(a, b); 
 HL_SIMD_INLINE hl_vec hl_vsub(hl_vec a, hl_vec b) { return _mm512_sub_ps(a, b); }
 HL_SIMD_INLINE hl_vec hl_vmul(hl_vec a, hl_vec b) { return _mm512_mul_ps(a, b); }
 HL_SIMD_INLINE hl_vec hl_vdiv(hl_vec a, hl_vec b) { return _mm512_div_ps(a, b); }
+HL_SIMD_INLINE hl_vec hl_vsqrt(hl_vec a) { return _mm512_sqrt_ps(a); }
 HL_SIMD_INLINE hl_vec hl_vfma(hl_vec a, hl_vec b, hl_vec c) { return _mm512_fmadd_ps(a, b, c); }
 HL_SIMD_INLINE hl_vec hl_vmax(hl_vec a, hl_vec b) { return _mm512_max_ps(a, b); }
 HL_SIMD_INLINE hl_vec hl_vmin(hl_vec a, hl_vec b) { return _mm512_min_ps(a, b); }
@@ -155,6 +157,7 @@ HL_SIMD_INLINE hl_vec hl_vadd(hl_vec a, hl_vec b) { return _mm256_add_pd(a, b); 
 HL_SIMD_INLINE hl_vec hl_vsub(hl_vec a, hl_vec b) { return _mm256_sub_pd(a, b); }
 HL_SIMD_INLINE hl_vec hl_vmul(hl_vec a, hl_vec b) { return _mm256_mul_pd(a, b); }
 HL_SIMD_INLINE hl_vec hl_vdiv(hl_vec a, hl_vec b) { return _mm256_div_pd(a, b); }
+HL_SIMD_INLINE hl_vec hl_vsqrt(hl_vec a) { return _mm256_sqrt_pd(a); }
 HL_SIMD_INLINE hl_vec hl_vfma(hl_vec a, hl_vec b, hl_vec c) { return _mm256_fmadd_pd(a, b, c); }
 HL_SIMD_INLINE hl_vec hl_vmax(hl_vec a, hl_vec b) { return _mm256_max_pd(a, b); }
 #else
@@ -174,6 +177,7 @@ HL_SIMD_INLINE hl_vec hl_vadd(hl_vec a, hl_vec b) { return _mm256_add_ps(a, b); 
 HL_SIMD_INLINE hl_vec hl_vsub(hl_vec a, hl_vec b) { return _mm256_sub_ps(a, b); }
 HL_SIMD_INLINE hl_vec hl_vmul(hl_vec a, hl_vec b) { return _mm256_mul_ps(a, b); }
 HL_SIMD_INLINE hl_vec hl_vdiv(hl_vec a, hl_vec b) { return _mm256_div_ps(a, b); }
+HL_SIMD_INLINE hl_vec hl_vsqrt(hl_vec a) { return _mm256_sqrt_ps(a); }
 HL_SIMD_INLINE hl_vec hl_vfma(hl_vec a, hl_vec b, hl_vec c) { return _mm256_fmadd_ps(a, b, c); }
 HL_SIMD_INLINE hl_vec hl_vmax(hl_vec a, hl_vec b) { return _mm256_max_ps(a, b); }
 HL_SIMD_INLINE hl_vec hl_vmin(hl_vec a, hl_vec b) { return _mm256_min_ps(a, b); }
@@ -224,6 +228,7 @@ HL_SIMD_INLINE void hl_dsum_store(const hl_dsum *s, double lanes[HL_SUM_LANES])
 #endif
 
 #elif defined(HL_SIMD_PORTABLE)
+#include <math.h> /* HL_SQRT, lane by lane */
 /* =============================================================== portable */
 /* 128-bit vectors in GCC's vector extension (also Clang's): SSE2 on any
  * x86-64, NEON on AArch64. FMA is the hardware's where the target has it
@@ -270,6 +275,14 @@ HL_SIMD_INLINE hl_vec hl_vadd(hl_vec a, hl_vec b) { return a + b; }
 HL_SIMD_INLINE hl_vec hl_vsub(hl_vec a, hl_vec b) { return a - b; }
 HL_SIMD_INLINE hl_vec hl_vmul(hl_vec a, hl_vec b) { return a * b; }
 HL_SIMD_INLINE hl_vec hl_vdiv(hl_vec a, hl_vec b) { return a / b; }
+/* Lane by lane: a square root is correctly rounded everywhere, so the same
+ * bits as the x86 sets. */
+HL_SIMD_INLINE hl_vec hl_vsqrt(hl_vec a)
+{
+    for (int i = 0; i < HL_VL; i++)
+        a[i] = HL_SQRT(a[i]);
+    return a;
+}
 HL_SIMD_INLINE hl_vec hl_vfma(hl_vec a, hl_vec b, hl_vec c)
 {
 #if defined(__aarch64__) && defined(HL_REAL_DOUBLE)

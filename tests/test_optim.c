@@ -165,6 +165,64 @@ START_TEST(test_clip_threads)
 }
 END_TEST
 
+/* The vectorised AdamW kernel of every kernel set against the formula written
+ * out here one element at a time, bit for bit, over a count that leaves a
+ * partial vector and spans several parallel chunks, clipped or not. */
+START_TEST(test_adamw_kernel_equals_the_formula)
+{
+    const hl_optim_config cfg = {.kind = HL_OPTIM_ADAMW, .lr = 3e-3, .beta1 = 0.9,
+                                 .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.1};
+    const hl_isa before = hl_isa_active();
+    enum { N = 40001 };
+    hl_real *w = malloc(N * sizeof *w), *m = calloc(N, sizeof *m), *v = calloc(N, sizeof *v);
+    for (int i = 0; i < HL_ISA_COUNT; i++) {
+        if (!hl_isa_supported((hl_isa)i))
+            continue;
+        ck_assert_int_eq(hl_isa_use((hl_isa)i, NULL), HL_OK);
+        hl_params *p = hl_params_new();
+        hl_params_add(p, "w", 1, (int[]){N});
+        hl_params_commit(p);
+        hl_optim *opt = hl_optim_new(p, &cfg, NULL);
+        ck_assert_ptr_nonnull(opt);
+        hl_real *pw = hl_params_values(p), *pg = hl_params_grads(p);
+        for (int j = 0; j < N; j++) {
+            w[j] = pw[j] = (hl_real)cos(0.003 * j);
+            m[j] = v[j] = 0;
+        }
+        for (int step = 1; step <= 3; step++) {
+            const hl_real scale = step == 2 ? (hl_real)0.25 : 1;
+            for (int j = 0; j < N; j++)
+                pg[j] = (hl_real)(sin(0.001 * j + step) * (j % 7 == 0 ? 1e-3 : 1));
+            hl_optim_step_scaled(opt, 0.5, scale);
+            const double lr = 0.5 * cfg.lr;
+            const hl_real decay = (hl_real)(1 - lr * cfg.weight_decay);
+            const hl_real b1 = (hl_real)cfg.beta1, b2 = (hl_real)cfg.beta2;
+            const hl_real step_size = (hl_real)(lr / (1 - pow(cfg.beta1, step)));
+            const hl_real sqrt_bc2 = (hl_real)sqrt(1 - pow(cfg.beta2, step));
+            const hl_real eps = (hl_real)cfg.eps;
+            for (int j = 0; j < N; j++) {
+                const hl_real g = pg[j] * scale;
+                w[j] *= decay;
+                m[j] = b1 * m[j] + (1 - b1) * g;
+                v[j] = b2 * v[j] + (1 - b2) * g * g;
+                w[j] -= step_size * m[j] / (HL_SQRT(v[j]) / sqrt_bc2 + eps);
+            }
+            ck_assert_msg(memcmp(w, pw, N * sizeof *w) == 0 &&
+                              memcmp(m, opt->m, N * sizeof *m) == 0 &&
+                              memcmp(v, opt->v, N * sizeof *v) == 0,
+                          "%s, step %d: the kernel differs from the formula",
+                          hl_isa_name((hl_isa)i), step);
+        }
+        hl_optim_free(opt);
+        hl_params_free(p);
+    }
+    ck_assert_int_eq(hl_isa_use(before, NULL), HL_OK);
+    free(w);
+    free(m);
+    free(v);
+}
+END_TEST
+
 /* Clipping inside the update (hl_optim_step_scaled with hl_clip_scale) gives
  * the weights and moments of hl_clip_grad_norm then hl_optim_step, bit for
  * bit, for AdamW and SGD, clipped or not, and leaves the gradients alone. */
@@ -275,6 +333,7 @@ Suite *optim_suite(void)
     tcase_add_test(tc, test_clip_matches_torch);
     tcase_add_test(tc, test_clip_threads);
     tcase_add_test(tc, test_clip_fused_into_step);
+    tcase_add_test(tc, test_adamw_kernel_equals_the_formula);
     tcase_add_test(tc, test_schedule);
     tcase_add_test(tc, test_optim_errors);
     suite_add_tcase(s, tc);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/arena.h"
+#include "ops/kernels.h"
 
 /* Kernels go parallel above this many values (cf. HL_PARALLEL_MIN_WORK). */
 #define OPTIM_PARALLEL_MIN 32768
@@ -54,6 +55,9 @@ void hl_optim_free(hl_optim *opt)
     free(opt);
 }
 
+/* Parameters per parallel chunk of the AdamW step: whole vectors and pages. */
+#define ADAMW_CHUNK 8192
+
 static void adamw_step(hl_optim *opt, double lr, hl_real scale)
 {
     const size_t n = hl_params_count(opt->params);
@@ -62,19 +66,21 @@ static void adamw_step(hl_optim *opt, double lr, hl_real scale)
     hl_real *m = opt->m, *v = opt->v;
     const double t = (double)opt->step;
     /* torch.optim.AdamW: decay, then p -= lr/bc1 · m / (sqrt(v)/sqrt(bc2) + eps). */
-    const hl_real decay = (hl_real)(1 - lr * opt->cfg.weight_decay);
-    const hl_real b1 = (hl_real)opt->cfg.beta1, b2 = (hl_real)opt->cfg.beta2;
-    const hl_real step_size = (hl_real)(lr / (1 - pow(opt->cfg.beta1, t)));
-    const hl_real sqrt_bc2 = (hl_real)sqrt(1 - pow(opt->cfg.beta2, t));
-    const hl_real eps = (hl_real)opt->cfg.eps;
-    const bool scaled = scale != 1;
+    const hl_adamw_args a = {
+        .grad_scale = scale,
+        .decay = (hl_real)(1 - lr * opt->cfg.weight_decay),
+        .b1 = (hl_real)opt->cfg.beta1,
+        .b2 = (hl_real)opt->cfg.beta2,
+        .step_size = (hl_real)(lr / (1 - pow(opt->cfg.beta1, t))),
+        .sqrt_bc2 = (hl_real)sqrt(1 - pow(opt->cfg.beta2, t)),
+        .eps = (hl_real)opt->cfg.eps,
+    };
+    hl_adamw_fn *step = hl_kernels()->adamw;
+    const size_t chunks = (n + ADAMW_CHUNK - 1) / ADAMW_CHUNK;
 #pragma omp parallel for if (n >= OPTIM_PARALLEL_MIN) schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        const hl_real g = scaled ? grad[i] * scale : grad[i];
-        w[i] *= decay;
-        m[i] = b1 * m[i] + (1 - b1) * g;
-        v[i] = b2 * v[i] + (1 - b2) * g * g;
-        w[i] -= step_size * m[i] / (HL_SQRT(v[i]) / sqrt_bc2 + eps);
+    for (size_t c = 0; c < chunks; c++) {
+        const size_t at = c * ADAMW_CHUNK, len = n - at < ADAMW_CHUNK ? n - at : ADAMW_CHUNK;
+        step(w + at, grad + at, m + at, v + at, len, &a);
     }
 }
 

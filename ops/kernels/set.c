@@ -35,5 +35,6 @@ const hl_kernel_set HL_SIMD_FN(hl_kernel_set) = {
             .grad_sums = HL_SIMD_FN(hl_norm_grad_sums),
             .grad = HL_SIMD_FN(hl_norm_grad),
         },
+    .adamw = HL_SIMD_FN(hl_adamw),
     .fma_peak = HL_SIMD_FN(hl_fma_peak),
 };

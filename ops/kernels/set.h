@@ -37,6 +37,7 @@ void HL_SIMD_FN(hl_norm_grad_sums)(const hl_real *x, const hl_real *dy, const hl
 void HL_SIMD_FN(hl_norm_grad)(const hl_real *x, const hl_real *dy, const hl_real *gamma,
                               double mean, double rstd, double mean_d, double mean_dxhat,
                               hl_real *dx, size_t n, bool overwrite);
+hl_adamw_fn HL_SIMD_FN(hl_adamw);
 double HL_SIMD_FN(hl_fma_peak)(long iterations, double *flops);
 
 extern const hl_kernel_set HL_SIMD_FN(hl_kernel_set);
