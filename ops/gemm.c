@@ -142,6 +142,8 @@ static void tile(const gemm_shape *s, int kc, hl_gemm_micro_fn *fn, const hl_rea
 static void epilogue(const gemm_shape *s, hl_real *C, int i0, int j0, int mb, int nb, bool first,
                      bool last)
 {
+    if (!(first && s->bias) && !(last && s->gelu))
+        return;
     for (int i = i0; i < i0 + mb; i++) {
         hl_real *row = C + (size_t)i * s->ldc + j0;
         if (first && s->bias)
