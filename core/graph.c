@@ -172,20 +172,31 @@ hl_tensor *hl_graph_tensor_uninit(hl_graph *g, const char *name, int rank, const
  * reached from the new seed. */
 static void forget_intermediate_grads(hl_graph *g)
 {
-    for (hl_node *n = g->tail; n; n = n->prev)
+    for (hl_node *n = g->tail; n; n = n->prev) {
         n->out->grad = NULL;
+        if (n->out2)
+            n->out2->grad = NULL;
+    }
+}
+
+/* Once a node's backward has run, its output's gradient is complete and
+ * used: the buffer goes back to the pool unless the caller asked to keep it. */
+static void release_grad(hl_graph *g, hl_tensor *out)
+{
+    if (out && !out->retain_grad) {
+        hl_graph_grad_release(g, out, out->grad);
+        out->grad = NULL;
+    }
 }
 
 static hl_status run_backward(hl_graph *g)
 {
     for (hl_node *n = g->tail; n && !hl_graph_failed(g); n = n->prev) {
-        if (!n->out->grad)
+        if (!n->out->grad && !(n->out2 && n->out2->grad))
             continue; /* not on a path from the loss */
         n->info->backward(g, n);
-        if (!n->out->retain_grad) {
-            hl_graph_grad_release(g, n->out, n->out->grad);
-            n->out->grad = NULL;
-        }
+        release_grad(g, n->out);
+        release_grad(g, n->out2);
     }
     return hl_graph_status(g);
 }
@@ -228,17 +239,22 @@ hl_status hl_graph_backward(hl_graph *g, hl_tensor *loss)
     return hl_graph_backward_from(g, loss, &one);
 }
 
+static bool all_finite(const hl_tensor *t)
+{
+    for (size_t i = 0; i < t->numel; i++)
+        if (!isfinite(t->data[i]))
+            return false;
+    return true;
+}
+
 const hl_node *hl_graph_first_nonfinite(const hl_graph *g)
 {
     const hl_node *first = NULL;
     for (const hl_node *n = g->tail; n; n = n->prev) {
         if (n->info->flags & HL_OP_EMITS_INF)
             continue;
-        for (size_t i = 0; i < n->out->numel; i++)
-            if (!isfinite(n->out->data[i])) {
-                first = n;
-                break;
-            }
+        if (!all_finite(n->out) || (n->out2 && !all_finite(n->out2)))
+            first = n;
     }
     return first;
 }

@@ -13,7 +13,7 @@
 
 #include "core/graph.h"
 
-#define HL_NODE_MAX_INPUTS 3
+#define HL_NODE_MAX_INPUTS 4
 #define HL_NODE_MAX_INTS 8
 #define HL_NODE_MAX_REALS 2
 
@@ -23,6 +23,8 @@ struct hl_node {
     int n_inputs;
     hl_tensor *inputs[HL_NODE_MAX_INPUTS];
     hl_tensor *out;
+    hl_tensor *out2;                    /* a second output, or NULL: the residual sum of the
+                                         * fused add + norm ops, whose backward takes both */
     void *saved;                        /* op-specific state in the arena */
     int ints[HL_NODE_MAX_INTS];         /* op-specific integer parameters */
     hl_real reals[HL_NODE_MAX_REALS];   /* op-specific scalar parameters */

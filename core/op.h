@@ -35,6 +35,8 @@ typedef enum hl_op {
     HL_OP_EMBEDDING,
     HL_OP_LAYERNORM,
     HL_OP_RMSNORM,
+    HL_OP_ADD_LAYERNORM,
+    HL_OP_ADD_RMSNORM,
     HL_OP_GELU,
     HL_OP_SWIGLU,
     HL_OP_ROPE,

@@ -149,6 +149,23 @@ static hl_tensor *build_rmsnorm(hl_graph *g, hl_tensor *const *in, void *ctx)
     return hl_rmsnorm(g, in[0], in[1], LN_EPS);
 }
 
+/* Both outputs of the fused residual junction reach the checked tensor. */
+static hl_tensor *build_add_layernorm(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    hl_tensor *sum;
+    hl_tensor *y = hl_add_layernorm(g, in[0], in[1], in[2], in[3], LN_EPS, &sum);
+    return hl_add(g, y, hl_scale(g, sum, (hl_real)0.7));
+}
+
+static hl_tensor *build_add_rmsnorm(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    hl_tensor *sum;
+    hl_tensor *y = hl_add_rmsnorm(g, in[0], in[1], in[2], LN_EPS, &sum);
+    return hl_add(g, y, hl_scale(g, sum, (hl_real)0.7));
+}
+
 static hl_tensor *build_gelu(hl_graph *g, hl_tensor *const *in, void *ctx)
 {
     (void)ctx;
@@ -248,7 +265,7 @@ typedef struct {
     const char *name;
     hl_gradcheck_fn fn;
     int n_inputs;
-    input_spec in[3];
+    input_spec in[4];
     setup_fn setup;
     int flags;  /* matmul */
     double p;   /* scale factor, dropout probability */
@@ -459,6 +476,12 @@ static const case_entry cases[] = {
             IN("beta", 1, 17)}},
     {.name = "rmsnorm", .fn = build_rmsnorm, .n_inputs = 2,
      .in = {IN_RANGE("x", 2, -2, 2, 3, 17), IN_RANGE("gamma", 1, 0.5, 1.5, 17)}},
+    {.name = "add_layernorm", .fn = build_add_layernorm, .n_inputs = 4,
+     .in = {IN_RANGE("a", 2, -2, 2, 3, 17), IN_RANGE("b", 2, -2, 2, 3, 17),
+            IN_RANGE("gamma", 1, 0.5, 1.5, 17), IN("beta", 1, 17)}},
+    {.name = "add_rmsnorm", .fn = build_add_rmsnorm, .n_inputs = 3,
+     .in = {IN_RANGE("a", 2, -2, 2, 3, 17), IN_RANGE("b", 2, -2, 2, 3, 17),
+            IN_RANGE("gamma", 1, 0.5, 1.5, 17)}},
     {.name = "gelu", .fn = build_gelu, .n_inputs = 1, .in = {IN_RANGE("x", 3, -3, 3, 3, 1, 17)}},
     {.name = "swiglu", .fn = build_swiglu, .n_inputs = 1,
      .in = {IN_RANGE("x", 3, -3, 3, 3, 1, 34)}},

@@ -295,6 +295,23 @@ hl_tensor *hl_gpt_normalize(hl_graph *g, const hl_gpt *m, hl_tensor *x, hl_tenso
     }
 }
 
+/* *h + branch, normalised, as one fused op that leaves the sum in *h; with no
+ * branch, *h normalised. */
+static hl_tensor *add_normalize(hl_graph *g, const hl_gpt *m, hl_tensor **h, hl_tensor *branch,
+                                hl_tensor *w, hl_tensor *b)
+{
+    if (!branch)
+        return hl_gpt_normalize(g, m, *h, w, b);
+    switch (m->cfg.norm) {
+    case HL_GPT_NORM_LAYER:
+        return hl_add_layernorm(g, *h, branch, w, b, (hl_real)HL_GPT_LN_EPS, h);
+    case HL_GPT_NORM_RMS:
+        return hl_add_rmsnorm(g, *h, branch, w, (hl_real)HL_GPT_LN_EPS, h);
+    default:
+        return *h = hl_add(g, *h, branch);
+    }
+}
+
 /* The MLP of block b on the normalised x. */
 static hl_tensor *mlp(hl_graph *g, const hl_gpt *m, const hl_gpt_block *b, hl_tensor *x)
 {
@@ -339,6 +356,9 @@ hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, i
     hl_act_patch *mine = run && run->n_patches
                              ? hl_graph_alloc(g, sizeof *mine * (size_t)run->n_patches)
                              : NULL;
+    /* A block's output is added to the residual stream by the next norm's
+     * fused op, unless a patch must see the sum first. */
+    hl_tensor *branch = NULL;
     for (int l = 0; l < m->cfg.n_layers; l++) {
         const hl_gpt_block *b = &m->blocks[l];
         int n = 0; /* this layer's patches */
@@ -346,26 +366,29 @@ hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, i
             if (run->patches[i].layer == l)
                 mine[n++] = run->patches[i];
         h = hl_act_patch_apply(g, h, HL_ACT_RESID_PRE, mine, n);
+        hl_tensor *a = add_normalize(g, m, &h, branch, b->ln1_w, b->ln1_b);
         if (run && run->resid)
             run->resid[l] = h;
-        hl_tensor *a = hl_gpt_normalize(g, m, h, b->ln1_w, b->ln1_b);
         hl_mha_run layer = {0};
         if (run)
             layer = (hl_mha_run){.gate = run->gate[l], .head_offset = run->head_offset[l],
                                  .trace = run->trace ? &run->trace[l] : NULL,
                                  .patches = mine, .n_patches = n};
         hl_tensor *y = hl_mha_forward(g, &b->attn, a, a, a, &causal, run ? &layer : NULL);
-        h = hl_add(g, h, p > 0 ? hl_dropout(g, y, p) : y);
+        branch = p > 0 ? hl_dropout(g, y, p) : y;
         if (b->fc_w) {
-            y = mlp(g, m, b, hl_gpt_normalize(g, m, h, b->ln2_w, b->ln2_b));
-            h = hl_add(g, h, p > 0 ? hl_dropout(g, y, p) : y);
+            y = mlp(g, m, b, add_normalize(g, m, &h, branch, b->ln2_w, b->ln2_b));
+            branch = p > 0 ? hl_dropout(g, y, p) : y;
         }
-        h = hl_act_patch_apply(g, h, HL_ACT_RESID_POST, mine, n);
+        if (mine) { /* patches: the sum now, for RESID_POST and the next RESID_PRE */
+            h = hl_act_patch_apply(g, hl_add(g, h, branch), HL_ACT_RESID_POST, mine, n);
+            branch = NULL;
+        }
     }
+    hl_tensor *x = add_normalize(g, m, &h, branch, m->lnf_w, m->lnf_b);
     if (run && run->resid)
         run->resid[m->cfg.n_layers] = h;
-    h = hl_gpt_normalize(g, m, h, m->lnf_w, m->lnf_b);
-    hl_tensor *logits = hl_linear(g, h, m->head_w, m->head_b);
+    hl_tensor *logits = hl_linear(g, x, m->head_w, m->head_b);
     if (!hl_graph_failed(g))
         hl_tensor_set_name(logits, "logits");
     return hl_graph_failed(g) ? &g->poison : logits;

@@ -75,6 +75,33 @@ void hl_softmax_row(const hl_real *x, hl_real *y, int n);
 void hl_gelu_grad_rows(const hl_real *x, const hl_real *dy, hl_real *dx, size_t count,
                        bool overwrite);
 
+/* ---- the residual add of the fused add + norm ops (ops/residual.c) ---- */
+
+/* False (with an error naming op) unless a and b are usable inputs of one
+ * shape; *sum is then an uninitialised arena tensor of that shape. */
+bool hl_residual_begin(hl_graph *g, hl_op op, hl_tensor *a, hl_tensor *b, hl_tensor **sum);
+/* Makes sum the node's second output (n may be NULL: nothing recorded). */
+void hl_residual_record(hl_node *n, hl_tensor *sum);
+
+/* Backward of s = a + b where a norm read s: `work` is s's whole gradient,
+ * to which the norm's backward adds its own (or stores, when `overwrite`);
+ * then each row goes on to a and b. */
+typedef struct {
+    hl_real *work;
+    bool overwrite;
+    hl_real *da, *db;        /* where each row goes; NULL: nowhere (work is a's own) */
+    bool da_first, db_first; /* store rather than add */
+    bool handed;             /* work became a's gradient */
+} hl_residual_grads;
+
+/* Sets r up for node n (inputs a, b first, out2 the sum); false when out of
+ * memory (the graph's error is set). */
+bool hl_residual_grads_begin(hl_graph *g, hl_node *n, hl_residual_grads *r);
+/* a's and b's share of the len values at offset at, once work holds them. */
+void hl_residual_grads_row(const hl_residual_grads *r, size_t at, size_t len);
+/* Gives work back unless it became a's gradient. */
+void hl_residual_grads_end(hl_graph *g, hl_node *n, const hl_residual_grads *r);
+
 /* Appends a node when an input requires grad and grad mode is on, and marks
  * out as requiring grad. Returns the node, or NULL when none was needed (or on
  * error: an op without backward on a path that needs gradients). */
@@ -112,6 +139,8 @@ void hl_attention_backward(hl_graph *g, hl_node *n);
 void hl_embedding_backward(hl_graph *g, hl_node *n);
 void hl_layernorm_backward(hl_graph *g, hl_node *n);
 void hl_rmsnorm_backward(hl_graph *g, hl_node *n);
+void hl_add_layernorm_backward(hl_graph *g, hl_node *n);
+void hl_add_rmsnorm_backward(hl_graph *g, hl_node *n);
 void hl_gelu_backward(hl_graph *g, hl_node *n);
 void hl_swiglu_backward(hl_graph *g, hl_node *n);
 void hl_rope_backward(hl_graph *g, hl_node *n);

@@ -110,7 +110,7 @@ hl_tensor *hl_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v, h
                         const hl_attention_masks *masks);
 
 /* ---- transformer ops (ops/embedding.c, ops/layernorm.c, ops/rmsnorm.c,
- *      ops/gelu.c, ops/swiglu.c, ops/rope.c, ops/smear.c, ops/dropout.c,
+ *      ops/residual.c, ops/gelu.c, ops/swiglu.c, ops/rope.c, ops/smear.c, ops/dropout.c,
  *      ops/cross_entropy.c) ---- */
 
 /* weight (V,E) gathered at ids (shape given by rank/shape) -> (shape...,E). */
@@ -123,6 +123,17 @@ hl_tensor *hl_layernorm(hl_graph *g, hl_tensor *x, hl_tensor *gamma, hl_tensor *
 /* Normalises over the last dim by the root mean square: x / sqrt(mean(x²) +
  * eps) * gamma (Zhang & Sennrich 2019; Llama's RMSNorm). gamma (N) may be NULL. */
 hl_tensor *hl_rmsnorm(hl_graph *g, hl_tensor *x, hl_tensor *gamma, hl_real eps);
+/* A pre-norm transformer's residual junction in one op: *sum = a + b (a and b
+ * of one shape), returned normalised as hl_layernorm or hl_rmsnorm would.
+ * Both outputs take part in backward. The same bits as hl_add then the norm,
+ * forward and backward, in one pass over the rows each way instead of three:
+ * the sum is normalised while its row is in cache, and in backward the sum's
+ * gradient becomes a's without a copy. On error *sum is the poisoned tensor
+ * too. */
+hl_tensor *hl_add_layernorm(hl_graph *g, hl_tensor *a, hl_tensor *b, hl_tensor *gamma,
+                            hl_tensor *beta, hl_real eps, hl_tensor **sum);
+hl_tensor *hl_add_rmsnorm(hl_graph *g, hl_tensor *a, hl_tensor *b, hl_tensor *gamma, hl_real eps,
+                          hl_tensor **sum);
 /* The exact GELU, x·Φ(x), as torch.nn.GELU() by default. */
 hl_tensor *hl_gelu(hl_graph *g, hl_tensor *x);
 /* SwiGLU's gate (Shazeer 2020): x (...,2F) -> (...,F), silu(x[..., :F]) ·

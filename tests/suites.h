@@ -25,6 +25,7 @@
     X(attention)          \
     X(layernorm)          \
     X(rmsnorm)            \
+    X(residual)           \
     X(gelu)               \
     X(swiglu)             \
     X(rope)               \

@@ -136,7 +136,8 @@ START_TEST(test_cases_names)
         "linear", "linear_gelu", "matmul", "matmul_ta", "matmul_tb", "matmul_tab", "reshape", "permute",
         "narrow", "scale", "add", "mul", "sum", "mean", "softmax", "mask_causal+softmax",
         "mask_key_padding+softmax", "mask_blocked+softmax", "mask_additive+softmax",
-        "attention", "embedding", "layernorm", "rmsnorm", "gelu", "swiglu", "rope", "smear",
+        "attention", "embedding", "layernorm", "rmsnorm", "add_layernorm", "add_rmsnorm", "gelu",
+        "swiglu", "rope", "smear",
         "dropout", "cross_entropy", "mha_self_causal",
         "mha_cross_padding", "gpt"};
     const int n = hl_gradcheck_case_count();
