@@ -174,8 +174,8 @@ static void forget_intermediate_grads(hl_graph *g)
 {
     for (hl_node *n = g->tail; n; n = n->prev) {
         n->out->grad = NULL;
-        if (n->out2)
-            n->out2->grad = NULL;
+        for (int i = 0; i < HL_NODE_MAX_EXTRA_OUTPUTS && n->extra_out[i]; i++)
+            n->extra_out[i]->grad = NULL;
     }
 }
 
@@ -183,20 +183,30 @@ static void forget_intermediate_grads(hl_graph *g)
  * used: the buffer goes back to the pool unless the caller asked to keep it. */
 static void release_grad(hl_graph *g, hl_tensor *out)
 {
-    if (out && !out->retain_grad) {
+    if (!out->retain_grad) {
         hl_graph_grad_release(g, out, out->grad);
         out->grad = NULL;
     }
 }
 
+/* Whether a gradient has reached any of the node's outputs. */
+static bool reached(const hl_node *n)
+{
+    bool any = n->out->grad != NULL;
+    for (int i = 0; i < HL_NODE_MAX_EXTRA_OUTPUTS && n->extra_out[i]; i++)
+        any |= n->extra_out[i]->grad != NULL;
+    return any;
+}
+
 static hl_status run_backward(hl_graph *g)
 {
     for (hl_node *n = g->tail; n && !hl_graph_failed(g); n = n->prev) {
-        if (!n->out->grad && !(n->out2 && n->out2->grad))
+        if (!reached(n))
             continue; /* not on a path from the loss */
         n->info->backward(g, n);
         release_grad(g, n->out);
-        release_grad(g, n->out2);
+        for (int i = 0; i < HL_NODE_MAX_EXTRA_OUTPUTS && n->extra_out[i]; i++)
+            release_grad(g, n->extra_out[i]);
     }
     return hl_graph_status(g);
 }
@@ -253,7 +263,10 @@ const hl_node *hl_graph_first_nonfinite(const hl_graph *g)
     for (const hl_node *n = g->tail; n; n = n->prev) {
         if (n->info->flags & HL_OP_EMITS_INF)
             continue;
-        if (!all_finite(n->out) || (n->out2 && !all_finite(n->out2)))
+        bool finite = all_finite(n->out);
+        for (int i = 0; i < HL_NODE_MAX_EXTRA_OUTPUTS && n->extra_out[i]; i++)
+            finite = finite && all_finite(n->extra_out[i]);
+        if (!finite)
             first = n;
     }
     return first;

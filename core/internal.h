@@ -14,6 +14,7 @@
 #include "core/graph.h"
 
 #define HL_NODE_MAX_INPUTS 4
+#define HL_NODE_MAX_EXTRA_OUTPUTS 2
 #define HL_NODE_MAX_INTS 8
 #define HL_NODE_MAX_REALS 2
 
@@ -23,8 +24,9 @@ struct hl_node {
     int n_inputs;
     hl_tensor *inputs[HL_NODE_MAX_INPUTS];
     hl_tensor *out;
-    hl_tensor *out2;                    /* a second output, or NULL: the residual sum of the
-                                         * fused add + norm ops, whose backward takes both */
+    hl_tensor *extra_out[HL_NODE_MAX_EXTRA_OUTPUTS]; /* further outputs, NULL when unused:
+                                         * the residual sum of the fused add + norm ops, k and v
+                                         * of hl_qkv_heads; backward takes them all */
     void *saved;                        /* op-specific state in the arena */
     int ints[HL_NODE_MAX_INTS];         /* op-specific integer parameters */
     hl_real reals[HL_NODE_MAX_REALS];   /* op-specific scalar parameters */

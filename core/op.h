@@ -20,6 +20,7 @@ typedef enum hl_op {
     HL_OP_MATMUL,
     HL_OP_RESHAPE,
     HL_OP_PERMUTE,
+    HL_OP_QKV_HEADS,
     HL_OP_NARROW,
     HL_OP_SCALE,
     HL_OP_ADD,

@@ -166,6 +166,15 @@ static hl_tensor *build_add_rmsnorm(hl_graph *g, hl_tensor *const *in, void *ctx
     return hl_add(g, y, hl_scale(g, sum, (hl_real)0.7));
 }
 
+/* The three heads weighted apart, so each output's gradient is checked. */
+static hl_tensor *build_qkv_heads(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    hl_tensor *k, *v;
+    hl_tensor *q = hl_qkv_heads(g, in[0], 2, (hl_real)10000, &k, &v);
+    return hl_add(g, hl_add(g, q, hl_scale(g, k, (hl_real)0.5)), hl_scale(g, v, (hl_real)0.25));
+}
+
 static hl_tensor *build_gelu(hl_graph *g, hl_tensor *const *in, void *ctx)
 {
     (void)ctx;
@@ -486,6 +495,7 @@ static const case_entry cases[] = {
     {.name = "swiglu", .fn = build_swiglu, .n_inputs = 1,
      .in = {IN_RANGE("x", 3, -3, 3, 3, 1, 34)}},
     {.name = "rope", .fn = build_rope, .n_inputs = 1, .in = {IN("x", 4, 2, 3, 7, 6)}},
+    {.name = "qkv_heads", .fn = build_qkv_heads, .n_inputs = 1, .in = {IN("qkv", 3, 2, 5, 12)}},
     {.name = "smear", .fn = build_smear, .n_inputs = 2,
      .in = {IN("k", 4, 2, 3, 5, 3), IN_RANGE("alpha", 1, -1.5, 1.5, 3)}},
     {.name = "dropout", .fn = build_dropout, .n_inputs = 1, .in = {IN("x", 3, 3, 1, 17)},

@@ -282,22 +282,33 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
     if (!check_inputs(g, m, query, key, value))
         return &g->poison;
     const int H = m->cfg.num_heads, D = m->cfg.head_dim;
-    hl_tensor *q, *k, *v;
-    project(g, m, query, key, value, &q, &k, &v);
-    hl_tensor *qh = split_heads(g, q, H, D), *kh = split_heads(g, k, H, D);
-    hl_tensor *vh = split_heads(g, v, H, D);
-    if (run && run->n_patches) {
-        qh = hl_act_patch_apply(g, qh, HL_ACT_Q, run->patches, run->n_patches);
-        kh = hl_act_patch_apply(g, kh, HL_ACT_K, run->patches, run->n_patches);
-        vh = hl_act_patch_apply(g, vh, HL_ACT_V, run->patches, run->n_patches);
-    }
-
-    hl_tensor *q_seen = qh, *k_seen = kh; /* what a trace shows: hook_q, hook_k */
-    if (m->smear)
-        kh = hl_smear(g, kh, m->smear);
-    if (m->cfg.rotary_base > 0) {
-        qh = hl_rope(g, qh, (hl_real)m->cfg.rotary_base);
-        kh = hl_rope(g, kh, (hl_real)m->cfg.rotary_base);
+    hl_tensor *qh, *kh, *vh, *q_seen = NULL, *k_seen = NULL;
+    if (m->packed && query == key && key == value && !m->smear &&
+        !(run && (run->n_patches || run->trace))) {
+        /* Self-attention with nothing to see or change between the
+         * projection and the heads: split and rotate in one op. */
+        hl_tensor *qkv = hl_linear(g, query, m->in_proj_weight, m->in_proj_bias);
+        const double base = m->cfg.rotary_base > 0 ? m->cfg.rotary_base : 0;
+        qh = hl_qkv_heads(g, qkv, H, (hl_real)base, &kh, &vh);
+    } else {
+        hl_tensor *q, *k, *v;
+        project(g, m, query, key, value, &q, &k, &v);
+        qh = split_heads(g, q, H, D);
+        kh = split_heads(g, k, H, D);
+        vh = split_heads(g, v, H, D);
+        if (run && run->n_patches) {
+            qh = hl_act_patch_apply(g, qh, HL_ACT_Q, run->patches, run->n_patches);
+            kh = hl_act_patch_apply(g, kh, HL_ACT_K, run->patches, run->n_patches);
+            vh = hl_act_patch_apply(g, vh, HL_ACT_V, run->patches, run->n_patches);
+        }
+        q_seen = qh; /* what a trace shows: hook_q, hook_k */
+        k_seen = kh;
+        if (m->smear)
+            kh = hl_smear(g, kh, m->smear);
+        if (m->cfg.rotary_base > 0) {
+            qh = hl_rope(g, qh, (hl_real)m->cfg.rotary_base);
+            kh = hl_rope(g, kh, (hl_real)m->cfg.rotary_base);
+        }
     }
 
     const hl_real scale = (hl_real)(1 / sqrt(D));

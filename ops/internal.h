@@ -75,13 +75,20 @@ void hl_softmax_row(const hl_real *x, hl_real *y, int n);
 void hl_gelu_grad_rows(const hl_real *x, const hl_real *dy, hl_real *dx, size_t count,
                        bool overwrite);
 
+/* cos θ and sin θ of hl_rope for every position t < T and pair i < D/2,
+ * θ = t·base^(-2i/D), computed in double and then rounded: (T, D/2) each. */
+typedef struct {
+    hl_real *cosines, *sines;
+} hl_rope_table;
+
+/* Fills tab in the arena (ops/rope.c); false when out of memory. */
+bool hl_rope_table_make(hl_graph *g, int T, int D, double base, hl_rope_table *tab);
+
 /* ---- the residual add of the fused add + norm ops (ops/residual.c) ---- */
 
 /* False (with an error naming op) unless a and b are usable inputs of one
  * shape; *sum is then an uninitialised arena tensor of that shape. */
 bool hl_residual_begin(hl_graph *g, hl_op op, hl_tensor *a, hl_tensor *b, hl_tensor **sum);
-/* Makes sum the node's second output (n may be NULL: nothing recorded). */
-void hl_residual_record(hl_node *n, hl_tensor *sum);
 
 /* Backward of s = a + b where a norm read s: `work` is s's whole gradient,
  * to which the norm's backward adds its own (or stores, when `overwrite`);
@@ -94,7 +101,7 @@ typedef struct {
     bool handed;             /* work became a's gradient */
 } hl_residual_grads;
 
-/* Sets r up for node n (inputs a, b first, out2 the sum); false when out of
+/* Sets r up for node n (inputs a, b first, extra_out[0] the sum); false when out of
  * memory (the graph's error is set). */
 bool hl_residual_grads_begin(hl_graph *g, hl_node *n, hl_residual_grads *r);
 /* a's and b's share of the len values at offset at, once work holds them. */
@@ -106,6 +113,10 @@ void hl_residual_grads_end(hl_graph *g, hl_node *n, const hl_residual_grads *r);
  * out as requiring grad. Returns the node, or NULL when none was needed (or on
  * error: an op without backward on a path that needs gradients). */
 hl_node *hl_op_record(hl_graph *g, hl_op op, hl_tensor *out, int n, hl_tensor *const *inputs);
+
+/* Adds t to the outputs of node n (which may be NULL: nothing recorded) after
+ * its first, and marks t as requiring grad. */
+void hl_op_record_output(hl_node *n, hl_tensor *t);
 
 /* t's gradient buffer (zeroed arena memory on first use), or NULL when t does
  * not require grad. */
@@ -144,6 +155,7 @@ void hl_add_rmsnorm_backward(hl_graph *g, hl_node *n);
 void hl_gelu_backward(hl_graph *g, hl_node *n);
 void hl_swiglu_backward(hl_graph *g, hl_node *n);
 void hl_rope_backward(hl_graph *g, hl_node *n);
+void hl_qkv_heads_backward(hl_graph *g, hl_node *n);
 void hl_smear_backward(hl_graph *g, hl_node *n);
 void hl_dropout_backward(hl_graph *g, hl_node *n);
 void hl_cross_entropy_backward(hl_graph *g, hl_node *n);

@@ -78,7 +78,7 @@ static hl_tensor *layernorm(hl_graph *g, hl_op op, hl_tensor *x, hl_tensor *b, h
     hl_node *n;
     if (b) {
         n = hl_op_record(g, op, out, 4, (hl_tensor *[]){x, b, gamma, beta});
-        hl_residual_record(n, sum);
+        hl_op_record_output(n, sum);
     } else {
         n = hl_op_record(g, op, out, 3, (hl_tensor *[]){x, gamma, beta});
     }
@@ -174,7 +174,7 @@ void hl_layernorm_backward(hl_graph *g, hl_node *n)
  * cache. dy is NULL when only the sum reached the loss. */
 void hl_add_layernorm_backward(hl_graph *g, hl_node *n)
 {
-    hl_tensor *sum = n->out2, *gamma = n->inputs[2], *beta = n->inputs[3];
+    hl_tensor *sum = n->extra_out[0], *gamma = n->inputs[2], *beta = n->inputs[3];
     const row_stats *stats = n->saved;
     const hl_real *dy = n->out->grad, *gw = gamma ? gamma->data : NULL;
     const int cols = sum->shape[sum->rank - 1];

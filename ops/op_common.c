@@ -1,4 +1,5 @@
 /* Helpers every op uses: input checks, outputs, node recording, gradients. */
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -92,6 +93,19 @@ hl_node *hl_op_record(hl_graph *g, hl_op op, hl_tensor *out, int n, hl_tensor *c
     out->requires_grad = true;
     out->node = node;
     return node;
+}
+
+void hl_op_record_output(hl_node *n, hl_tensor *t)
+{
+    if (!n)
+        return;
+    int i = 0;
+    while (i < HL_NODE_MAX_EXTRA_OUTPUTS && n->extra_out[i])
+        i++;
+    assert(i < HL_NODE_MAX_EXTRA_OUTPUTS);
+    n->extra_out[i] = t;
+    t->requires_grad = true;
+    t->node = n;
 }
 
 hl_real *hl_op_grad(hl_graph *g, hl_tensor *t)

@@ -8,6 +8,7 @@ static const hl_op_info op_table[] = {
     [HL_OP_MATMUL] = {"matmul", 2, hl_matmul_backward},
     [HL_OP_RESHAPE] = {"reshape", 1, hl_reshape_backward},
     [HL_OP_PERMUTE] = {"permute", 1, hl_permute_backward},
+    [HL_OP_QKV_HEADS] = {"qkv_heads", 1, hl_qkv_heads_backward},
     [HL_OP_NARROW] = {"narrow", 1, hl_narrow_backward},
     [HL_OP_SCALE] = {"scale", 1, hl_scale_backward},
     [HL_OP_ADD] = {"add", 2, hl_add_backward},

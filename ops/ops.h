@@ -110,8 +110,8 @@ hl_tensor *hl_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v, h
                         const hl_attention_masks *masks);
 
 /* ---- transformer ops (ops/embedding.c, ops/layernorm.c, ops/rmsnorm.c,
- *      ops/residual.c, ops/gelu.c, ops/swiglu.c, ops/rope.c, ops/smear.c, ops/dropout.c,
- *      ops/cross_entropy.c) ---- */
+ *      ops/residual.c, ops/gelu.c, ops/swiglu.c, ops/rope.c, ops/qkv_heads.c,
+ *      ops/smear.c, ops/dropout.c, ops/cross_entropy.c) ---- */
 
 /* weight (V,E) gathered at ids (shape given by rank/shape) -> (shape...,E). */
 hl_tensor *hl_embedding(hl_graph *g, hl_tensor *weight, const int32_t *ids, int rank,
@@ -147,6 +147,15 @@ hl_tensor *hl_swiglu(hl_graph *g, hl_tensor *x);
  *     y[i + D/2] = x[i + D/2]·cos θ + x[i]·sin θ
  * The angles and their sines and cosines are computed in double, then rounded. */
 hl_tensor *hl_rope(hl_graph *g, hl_tensor *x, hl_real base);
+/* Self-attention's packed projection qkv (B,T,3E), as hl_linear over PyTorch's
+ * in_proj_weight gives it, split into heads: returns q and sets *k and *v,
+ * each (B,H,T,D) with D = E/H, the node's three outputs. With rope_base > 0, q
+ * and k come out rotated as by hl_rope(·, rope_base) (D even). One pass over
+ * the data each way, with the same bits as hl_narrow, hl_reshape, hl_permute
+ * and hl_rope in turn (ops/qkv_heads.c). On error *k and *v are the poisoned
+ * tensor too. */
+hl_tensor *hl_qkv_heads(hl_graph *g, hl_tensor *qkv, int heads, hl_real rope_base,
+                        hl_tensor **k, hl_tensor **v);
 /* Smeared keys (Olsson et al. 2022): k (B,H,S,D) and alpha (H) ->
  *     k'[s] = σ(alpha_h)·k[s] + (1 - σ(alpha_h))·k[s-1]   for s >= 1,
  * k'[0] = k[0]: each key mixes in its predecessor by a learned weight per head. */

@@ -25,18 +25,9 @@ bool hl_residual_begin(hl_graph *g, hl_op op, hl_tensor *a, hl_tensor *b, hl_ten
     return true;
 }
 
-void hl_residual_record(hl_node *n, hl_tensor *sum)
-{
-    if (!n)
-        return;
-    n->out2 = sum;
-    sum->requires_grad = true;
-    sum->node = n;
-}
-
 bool hl_residual_grads_begin(hl_graph *g, hl_node *n, hl_residual_grads *r)
 {
-    hl_tensor *a = n->inputs[0], *b = n->inputs[1], *s = n->out2;
+    hl_tensor *a = n->inputs[0], *b = n->inputs[1], *s = n->extra_out[0];
     *r = (hl_residual_grads){0};
     /* What reached s from its other readers (the next residual add) is where
      * the norm's gradient is added, as hl_add's backward would find it. */
@@ -87,5 +78,5 @@ void hl_residual_grads_row(const hl_residual_grads *r, size_t at, size_t len)
 void hl_residual_grads_end(hl_graph *g, hl_node *n, const hl_residual_grads *r)
 {
     if (!r->handed)
-        hl_graph_grad_release(g, n->out2, r->work);
+        hl_graph_grad_release(g, n->extra_out[0], r->work);
 }

@@ -50,7 +50,7 @@ static hl_tensor *rmsnorm(hl_graph *g, hl_op op, hl_tensor *x, hl_tensor *b, hl_
     hl_node *n;
     if (b) {
         n = hl_op_record(g, op, out, 3, (hl_tensor *[]){x, b, gamma});
-        hl_residual_record(n, sum);
+        hl_op_record_output(n, sum);
     } else {
         n = hl_op_record(g, op, out, 2, (hl_tensor *[]){x, gamma});
     }
@@ -137,7 +137,7 @@ void hl_rmsnorm_backward(hl_graph *g, hl_node *n)
  * loss. */
 void hl_add_rmsnorm_backward(hl_graph *g, hl_node *n)
 {
-    hl_tensor *sum = n->out2, *gamma = n->inputs[2];
+    hl_tensor *sum = n->extra_out[0], *gamma = n->inputs[2];
     const double *rstd = n->saved;
     const hl_real *dy = n->out->grad, *gw = gamma ? gamma->data : NULL;
     const int cols = sum->shape[sum->rank - 1];

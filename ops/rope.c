@@ -5,13 +5,7 @@
 #include "ops/internal.h"
 #include "ops/kernels.h"
 
-/* cos θ and sin θ for every position t < T and pair i < D/2, θ = t·base^(-2i/D),
- * in double and then rounded: (T, D/2) each, in the arena. */
-typedef struct {
-    hl_real *cosines, *sines;
-} rope_table;
-
-static bool make_table(hl_graph *g, int T, int D, double base, rope_table *tab)
+bool hl_rope_table_make(hl_graph *g, int T, int D, double base, hl_rope_table *tab)
 {
     const int half = D / 2;
     tab->cosines = hl_graph_alloc(g, 2 * (size_t)T * half * sizeof(hl_real));
@@ -31,7 +25,7 @@ static bool make_table(hl_graph *g, int T, int D, double base, rope_table *tab)
 
 /* Rotates every row of D values of src by its position's angles times sign
  * into dst (added when accumulate). */
-static void rotate_rows(const hl_real *src, const rope_table *tab, hl_real sign, hl_real *dst,
+static void rotate_rows(const hl_real *src, const hl_rope_table *tab, hl_real sign, hl_real *dst,
                         size_t rows, int T, int D, bool accumulate)
 {
     hl_rope_row_fn *row = hl_kernels()->rope_row;
@@ -57,8 +51,8 @@ hl_tensor *hl_rope(hl_graph *g, hl_tensor *x, hl_real base)
                           (double)base);
     const int T = x->shape[x->rank - 2], D = x->shape[x->rank - 1];
     hl_tensor *out = hl_op_output(g, HL_OP_ROPE, x->rank, x->shape);
-    rope_table *tab = hl_graph_alloc(g, sizeof *tab);
-    if (hl_graph_failed(g) || !make_table(g, T, D, (double)base, tab))
+    hl_rope_table *tab = hl_graph_alloc(g, sizeof *tab);
+    if (hl_graph_failed(g) || !hl_rope_table_make(g, T, D, (double)base, tab))
         return &g->poison;
     rotate_rows(x->data, tab, 1, out->data, x->numel / (size_t)D, T, D, false);
     hl_node *n = hl_op_record(g, HL_OP_ROPE, out, 1, &x);

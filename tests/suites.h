@@ -29,6 +29,7 @@
     X(gelu)               \
     X(swiglu)             \
     X(rope)               \
+    X(qkv_heads)          \
     X(smear)              \
     X(dropout)            \
     X(embedding)          \

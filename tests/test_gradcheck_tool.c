@@ -137,7 +137,7 @@ START_TEST(test_cases_names)
         "narrow", "scale", "add", "mul", "sum", "mean", "softmax", "mask_causal+softmax",
         "mask_key_padding+softmax", "mask_blocked+softmax", "mask_additive+softmax",
         "attention", "embedding", "layernorm", "rmsnorm", "add_layernorm", "add_rmsnorm", "gelu",
-        "swiglu", "rope", "smear",
+        "swiglu", "rope", "qkv_heads", "smear",
         "dropout", "cross_entropy", "mha_self_causal",
         "mha_cross_padding", "gpt"};
     const int n = hl_gradcheck_case_count();
