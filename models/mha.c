@@ -196,15 +196,16 @@ static hl_tensor *composed_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl
 }
 
 /* The same in one op (ops/attention.c), which does not hand back the
- * probabilities. */
+ * probabilities; merged: the heads come out merged, (B,T,H·D). */
 static hl_tensor *fused_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v,
-                                  hl_real scale, const hl_mha_masks *masks)
+                                  hl_real scale, const hl_mha_masks *masks, bool merged)
 {
     hl_attention_masks m = {0};
     if (masks)
         m = (hl_attention_masks){masks->causal, masks->key_padding, masks->blocked,
                                  masks->additive};
-    return hl_attention(g, q, k, v, scale, &m);
+    return merged ? hl_attention_merged(g, q, k, v, scale, &m)
+                  : hl_attention(g, q, k, v, scale, &m);
 }
 
 /* The run's gate and offset applied to the head outputs (B,H,T,D). */
@@ -315,8 +316,17 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
     hl_tensor *probs = NULL;
     if (hl_graph_failed(g))
         return &g->poison;
+    if (takes_fused(run) && !(run && (run->gate || run->head_offset || run->n_patches))) {
+        /* Nothing reads or changes the heads apart: they come out merged. */
+        hl_tensor *merged = fused_attention(g, qh, kh, vh, scale, masks, true);
+        hl_tensor *out = hl_linear(g, merged, m->out_proj_weight, m->out_proj_bias);
+        if (hl_graph_failed(g))
+            return &g->poison;
+        hl_tensor_set_name(merged, "heads");
+        return out;
+    }
     hl_tensor *heads = takes_fused(run)
-                           ? fused_attention(g, qh, kh, vh, scale, masks)
+                           ? fused_attention(g, qh, kh, vh, scale, masks, false)
                            : composed_attention(g, qh, kh, vh, scale, masks, run, &probs);
     if (hl_graph_failed(g))
         return &g->poison;

@@ -63,6 +63,8 @@ typedef struct attn_scratch {
 typedef struct attn_ctx {
     int B, H, T, S, D;
     bool whole_rows; /* T·S <= WHOLE_ROWS_MAX */
+    bool merged;     /* the output (and its gradient) is (B,T,H·D), not (B,H,T,D) */
+    size_t ldo;      /* the output's row stride: H·D merged, D otherwise */
     hl_real scale;
     const hl_real *q, *k, *v; /* (B,H,T,D), (B,H,S,D), (B,H,S,D) */
     hl_attention_masks masks;
@@ -77,6 +79,15 @@ typedef struct attn_saved {
 } attn_saved;
 
 static int min_int(int a, int b) { return a < b ? a : b; }
+
+/* Where row t of head bh starts in the output or its gradient. */
+static size_t out_at(const attn_ctx *c, int bh, int t)
+{
+    if (!c->merged)
+        return ((size_t)bh * c->T + (size_t)t) * (size_t)c->D;
+    const size_t b = (size_t)(bh / c->H), h = (size_t)(bh % c->H);
+    return (b * (size_t)c->T + (size_t)t) * c->ldo + h * (size_t)c->D;
+}
 
 /* exp(x - shift) of one value (the running rescale), the difference in double. */
 static hl_real exp_shifted(hl_real x, double shift)
@@ -167,29 +178,28 @@ static void online_softmax_row(hl_real *row, int nk, hl_real *m, double *l, hl_r
     *l += hl_vmath_exp_sum(row, max, row, (size_t)nk);
 }
 
-/* Forward of one query tile of head bh: its output rows o (nq×D, written
- * whole) and, when lse is not NULL, their log-sum-exps. */
+/* Forward of one query tile of head bh: its output rows o (nq×D, c->ldo
+ * apart, written whole) and, when lse is not NULL, their log-sum-exps. */
 static void forward_tile(const attn_ctx *c, int bh, int t0, int nq, hl_real *o, double *lse,
                          const attn_scratch *w)
 {
     hl_real m[TILE_Q];
     double l[TILE_Q];
     const int D = c->D, end = key_end(c, t0, nq);
+    const size_t ldo = c->ldo;
     for (int i = 0; i < nq; i++) {
         m[i] = -INFINITY;
         l[i] = 0;
+        memset(o + i * ldo, 0, (size_t)D * sizeof *o);
     }
-    memset(o, 0, (size_t)nq * D * sizeof *o);
     for (int s0 = 0; s0 < end; s0 += TILE_K) {
         const int nk = min_int(TILE_K, c->S - s0);
         const size_t key_row = (size_t)bh * c->S + s0;
         transpose_tile(c->k + key_row * D, nk, D, w->kt);
         score_tile(c, bh, t0, nq, s0, nk, w->kt, w->s, TILE_K);
         for (int i = 0; i < nq; i++)
-            online_softmax_row(w->s + (size_t)i * TILE_K, nk, &m[i], &l[i], o + (size_t)i * D,
-                               D);
-        hl_tile_gemm(nq, D, nk, w->s, TILE_K, 1, c->v + key_row * D, (size_t)D, true, o,
-                     (size_t)D);
+            online_softmax_row(w->s + (size_t)i * TILE_K, nk, &m[i], &l[i], o + i * ldo, D);
+        hl_tile_gemm(nq, D, nk, w->s, TILE_K, 1, c->v + key_row * D, (size_t)D, true, o, ldo);
     }
     for (int i = 0; i < nq; i++) {
         /* A fully masked row has l = 0 and o still all zeros: as hl_softmax.
@@ -197,7 +207,7 @@ static void forward_tile(const attn_ctx *c, int bh, int t0, int nq, hl_real *o, 
         if (l[i] != 0) {
             const double inv = 1.0 / l[i];
             for (int d = 0; d < D; d++)
-                o[(size_t)i * D + d] = (hl_real)((double)o[(size_t)i * D + d] * inv);
+                o[i * ldo + d] = (hl_real)((double)o[i * ldo + d] * inv);
         }
         if (lse)
             lse[i] = l[i] != 0 ? (double)m[i] + log(l[i]) : -INFINITY;
@@ -206,7 +216,7 @@ static void forward_tile(const attn_ctx *c, int bh, int t0, int nq, hl_real *o, 
 
 /* Forward of one query tile by whole rows: the probabilities of its nq
  * queries against every key tile they can see into p (row stride S), then
- * the output rows o = p·v (nq×D, written whole). Causal masking leaves the
+ * the output rows o = p·v (nq×D, c->ldo apart, written whole). Causal masking leaves the
  * key tiles past the queries' last one unwritten; backward never reads them. */
 static void forward_tile_whole(const attn_ctx *c, int bh, int t0, int nq, hl_real *o,
                                hl_real *p, const attn_scratch *w)
@@ -223,7 +233,7 @@ static void forward_tile_whole(const attn_ctx *c, int bh, int t0, int nq, hl_rea
     for (int i = 0; i < nq; i++)
         hl_softmax_row(p + (size_t)i * S, p + (size_t)i * S, cols);
     hl_tile_gemm(nq, D, cols, p, S, 1, c->v + (size_t)bh * S * D, (size_t)D, false, o,
-                 (size_t)D);
+                 c->ldo);
 }
 
 /* Per-thread scratch for a parallel region: threads × (2 score tiles and 2
@@ -277,10 +287,10 @@ static void attention_forward(const attn_ctx *c, hl_real *out, double *lse, hl_r
             const int nq = min_int(TILE_Q, c->T - t0);
             const size_t row = (size_t)bh * c->T + t0;
             if (c->whole_rows)
-                forward_tile_whole(c, bh, t0, nq, out + row * c->D,
+                forward_tile_whole(c, bh, t0, nq, out + out_at(c, bh, t0),
                                    probs ? probs + row * c->S : w.rows, &w);
             else
-                forward_tile(c, bh, t0, nq, out + row * c->D, lse ? lse + row : NULL, &w);
+                forward_tile(c, bh, t0, nq, out + out_at(c, bh, t0), lse ? lse + row : NULL, &w);
         }
     }
 }
@@ -335,8 +345,8 @@ static bool mask_ok(hl_graph *g, const attn_ctx *c, const hl_tensor *m, const ch
     return true;
 }
 
-hl_tensor *hl_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v, hl_real scale,
-                        const hl_attention_masks *masks)
+static hl_tensor *attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v,
+                            hl_real scale, const hl_attention_masks *masks, bool merged)
 {
     hl_tensor *inputs[3] = {q, k, v};
     if (!hl_op_inputs_ok(g, HL_OP_ATTENTION, 3, inputs) || !qkv_ok(g, q, k, v))
@@ -344,13 +354,16 @@ hl_tensor *hl_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v, h
     attn_ctx c = {.B = q->shape[0], .H = q->shape[1], .T = q->shape[2], .S = k->shape[2],
                   .D = q->shape[3], .scale = scale, .q = q->data, .k = k->data, .v = v->data};
     c.whole_rows = (size_t)c.T * c.S <= WHOLE_ROWS_MAX;
+    c.merged = merged;
+    c.ldo = merged ? (size_t)c.H * c.D : (size_t)c.D;
     if (masks)
         c.masks = *masks;
     if (!mask_ok(g, &c, c.masks.key_padding, "key_padding", false, NULL) ||
         !mask_ok(g, &c, c.masks.blocked, "blocked", true, &c.blocked_batch_stride) ||
         !mask_ok(g, &c, c.masks.additive, "additive", true, &c.additive_batch_stride))
         return &g->poison;
-    hl_tensor *out = hl_op_output(g, HL_OP_ATTENTION, 4, q->shape);
+    hl_tensor *out = merged ? hl_op_output(g, HL_OP_ATTENTION, 3, (int[]){c.B, c.T, c.H * c.D})
+                            : hl_op_output(g, HL_OP_ATTENTION, 4, q->shape);
     if (hl_graph_failed(g))
         return &g->poison;
     /* The log-sum-exps or probabilities are kept only when backward will
@@ -373,6 +386,18 @@ hl_tensor *hl_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v, h
     return out;
 }
 
+hl_tensor *hl_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v, hl_real scale,
+                        const hl_attention_masks *masks)
+{
+    return attention(g, q, k, v, scale, masks, false);
+}
+
+hl_tensor *hl_attention_merged(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v,
+                               hl_real scale, const hl_attention_masks *masks)
+{
+    return attention(g, q, k, v, scale, masks, true);
+}
+
 /* ---- backward ---- */
 
 /* What the backward passes read and write besides the forward's context. */
@@ -380,7 +405,7 @@ typedef struct attn_grads {
     const double *lse;      /* online rows (B,H,T), from forward */
     const hl_real *probs;   /* whole rows (B,H,T,S), from forward */
     double *delta;          /* (B,H,T): D_t = Σ_d dO_td·O_td, written by pass 1 */
-    const hl_real *o, *d_o; /* the output and its gradient, (B,H,T,D) */
+    const hl_real *o, *d_o; /* the output and its gradient, rows as out_at says */
     hl_real *dq, *dk, *dv;  /* NULL when that input needs no gradient */
 } attn_grads;
 
@@ -408,7 +433,7 @@ static void dscores_tile(const attn_ctx *c, const attn_grads *gr, int bh, int t0
                          int nk, const hl_real *p, size_t ldp, const attn_scratch *w)
 {
     const size_t row = (size_t)bh * c->T + t0;
-    hl_tile_gemm(nq, nk, c->D, gr->d_o + row * c->D, (size_t)c->D, 1, w->vt, TILE_K, false,
+    hl_tile_gemm(nq, nk, c->D, gr->d_o + out_at(c, bh, t0), c->ldo, 1, w->vt, TILE_K, false,
                  w->ds, TILE_K);
     for (int i = 0; i < nq; i++) {
         const double delta = gr->delta[row + i];
@@ -422,12 +447,12 @@ static void dscores_tile(const attn_ctx *c, const attn_grads *gr, int bh, int t0
 /* D_t = Σ_d dO_td·O_td for the T rows of head bh. */
 static void deltas(const attn_ctx *c, const attn_grads *gr, int bh)
 {
-    const size_t D = (size_t)c->D;
-    for (size_t t = (size_t)bh * c->T; t < (size_t)(bh + 1) * c->T; t++) {
+    for (int t = 0; t < c->T; t++) {
+        const size_t at = out_at(c, bh, t);
         double dot = 0;
-        for (size_t d = 0; d < D; d++)
-            dot += (double)gr->d_o[t * D + d] * (double)gr->o[t * D + d];
-        gr->delta[t] = dot;
+        for (int d = 0; d < c->D; d++)
+            dot += (double)gr->d_o[at + d] * (double)gr->o[at + d];
+        gr->delta[(size_t)bh * c->T + t] = dot;
     }
 }
 
@@ -455,8 +480,8 @@ static void head_backward(const attn_ctx *c, const attn_grads *gr, int bh,
             if (!gr->probs)
                 probs_tile(c, gr->lse, bh, t0, nq, s0, nk, w);
             if (gr->dv)
-                hl_tile_gemm(nk, c->D, nq, p, 1, ldp, gr->d_o + row * D, D, true,
-                             gr->dv + key_row * D, D);
+                hl_tile_gemm(nk, c->D, nq, p, 1, ldp, gr->d_o + out_at(c, bh, t0), c->ldo,
+                             true, gr->dv + key_row * D, D);
             if (!gr->dq && !gr->dk)
                 continue;
             dscores_tile(c, gr, bh, t0, nq, nk, p, ldp, w);

@@ -108,6 +108,12 @@ typedef struct hl_attention_masks {
  */
 hl_tensor *hl_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v, hl_real scale,
                         const hl_attention_masks *masks);
+/* The same with the heads merged: the output is (B,T,H·D), as an output
+ * projection reads it, written in place by the kernel. The same bits as
+ * hl_attention followed by hl_permute (0,2,1,3) and hl_reshape, without the
+ * copy each way. */
+hl_tensor *hl_attention_merged(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *v,
+                               hl_real scale, const hl_attention_masks *masks);
 
 /* ---- transformer ops (ops/embedding.c, ops/layernorm.c, ops/rmsnorm.c,
  *      ops/residual.c, ops/gelu.c, ops/swiglu.c, ops/rope.c, ops/qkv_heads.c,

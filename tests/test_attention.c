@@ -189,6 +189,49 @@ START_TEST(test_attention_matches_composed)
 }
 END_TEST
 
+/* hl_attention then the heads merged by permute and reshape: what
+ * hl_attention_merged does in one op. */
+static hl_tensor *build_then_merge(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    hl_tensor *o = build_fused(g, in, ctx);
+    hl_tensor *m = hl_permute(g, o, (int[]){0, 2, 1, 3});
+    return hl_reshape(g, m, 3, (int[]){m->shape[0], m->shape[1], m->shape[2] * m->shape[3]});
+}
+
+static hl_tensor *build_merged(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    const attn_case *c = ctx;
+    return hl_attention_merged(g, in[0], in[1], in[2], c->scale, &c->masks);
+}
+
+/* The merged output, and every gradient through it, bit for bit as the heads
+ * merged after hl_attention: on every shape (whole rows and the online
+ * softmax) and every mask set. */
+START_TEST(test_attention_merged_same_bits)
+{
+    const int *sh = shapes[_i];
+    for (int set = 0; set < N_MASK_SETS; set++) {
+        attn_case c = {sh[0], sh[1], sh[2], sh[3], sh[4], (hl_real)(1 / sqrt(sh[4])), {0}};
+        hl_tensor *owned[3] = {NULL, NULL, NULL};
+        make_masks(&c, set, 300 + (uint64_t)(10 * _i + set), owned);
+        hl_tensor *qkv[3];
+        make_qkv(&c, 400 + 3 * (uint64_t)(10 * _i + set), qkv);
+        size_t n_merged, n_then;
+        hl_real *merged = tu_forward_backward(build_merged, &c, qkv, 3, &n_merged);
+        hl_real *then = tu_forward_backward(build_then_merge, &c, qkv, 3, &n_then);
+        ck_assert_uint_eq(n_merged, n_then);
+        ck_assert_msg(memcmp(merged, then, n_merged * sizeof *merged) == 0,
+                      "attention_merged (%d,%d,%d,%d,%d), %s: differs from attention + merge",
+                      sh[0], sh[1], sh[2], sh[3], sh[4], mask_set_names[set]);
+        free(merged);
+        free(then);
+        free_qkv(qkv);
+        for (int i = 0; i < 3; i++)
+            hl_tensor_free(owned[i]);
+    }
+}
+END_TEST
+
 /* A fully masked query row gives exactly zeros and passes exactly zero
  * gradient: batch 1's keys are all padding, and in batch 0 query 2 is blocked
  * from every key. */
@@ -442,6 +485,7 @@ Suite *attention_suite(void)
     TCase *tc = tcase_create("attention");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_attention_matches_composed, 0, N_SHAPES);
+    tcase_add_loop_test(tc, test_attention_merged_same_bits, 0, N_SHAPES);
     tcase_add_test(tc, test_attention_fully_masked_rows);
     tcase_add_test(tc, test_attention_gradients);
     tcase_add_test(tc, test_attention_threads);
