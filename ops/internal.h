@@ -90,6 +90,10 @@ bool hl_rope_table_make(hl_graph *g, int T, int D, double base, hl_rope_table *t
  * shape; *sum is then an uninitialised arena tensor of that shape. */
 bool hl_residual_begin(hl_graph *g, hl_op op, hl_tensor *a, hl_tensor *b, hl_tensor **sum);
 
+/* One row of the sum, sum[j] = a[j] + b[j] as hl_add takes it; returns sum,
+ * for the norm to read while it is in cache. */
+const hl_real *hl_residual_row(const hl_real *a, const hl_real *b, hl_real *sum, int cols);
+
 /* Backward of s = a + b where a norm read s: `work` is s's whole gradient,
  * to which the norm's backward adds its own (or stores, when `overwrite`);
  * then each row goes on to a and b. */

@@ -25,6 +25,13 @@ bool hl_residual_begin(hl_graph *g, hl_op op, hl_tensor *a, hl_tensor *b, hl_ten
     return true;
 }
 
+const hl_real *hl_residual_row(const hl_real *a, const hl_real *b, hl_real *sum, int cols)
+{
+    for (int j = 0; j < cols; j++)
+        sum[j] = a[j] + b[j];
+    return sum;
+}
+
 bool hl_residual_grads_begin(hl_graph *g, hl_node *n, hl_residual_grads *r)
 {
     hl_tensor *a = n->inputs[0], *b = n->inputs[1], *s = n->extra_out[0];

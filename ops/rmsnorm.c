@@ -37,13 +37,8 @@ static hl_tensor *rmsnorm(hl_graph *g, hl_op op, hl_tensor *x, hl_tensor *b, hl_
 #pragma omp parallel for if (x->numel >= HL_PARALLEL_MIN_WORK) schedule(static)
     for (size_t r = 0; r < rows; r++) {
         const hl_real *xr = x->data + r * cols;
-        if (b) {
-            hl_real *sr = sum->data + r * cols;
-            const hl_real *br = b->data + r * cols;
-            for (int j = 0; j < cols; j++)
-                sr[j] = xr[j] + br[j];
-            xr = sr;
-        }
+        if (b)
+            xr = hl_residual_row(xr, b->data + r * cols, sum->data + r * cols, cols);
         const double s = rstd[r] = 1.0 / sqrt(k->sum(xr, 0, true, (size_t)cols) / cols + eps);
         k->scale(xr, 0, s, gw, NULL, out->data + r * cols, (size_t)cols);
     }
