@@ -96,17 +96,28 @@ static const int mha_configs[][4] = {{8, 64, 128, 4}, {8, 128, 256, 8}, {4, 256,
 static const int long_config[4] = {1, 4096, 256, 4};
 
 /* The gpt rows: charlm's default model and nanoGPT's "shakespeare-char", each
- * also with rotary positions, RMSNorm and SwiGLU (training steps only). */
+ * also with rotary positions, RMSNorm and SwiGLU, and that modern model again
+ * with a BPE-sized vocabulary (the modern ones: training steps only). */
 static const struct {
     const char *name;
     bench_gpt_shape shape;
 } gpt_configs[] = {
-    {"4x4 heads, d 128", {.layers = 4, .heads = 4, .d_model = 128, .ctx = 64, .batch = 16}},
-    {"6x6 heads, d 384", {.layers = 6, .heads = 6, .d_model = 384, .ctx = 256, .batch = 8}},
+    {"4x4 heads, d 128",
+     {.layers = 4, .heads = 4, .d_model = 128, .ctx = 64, .batch = 16, .vocab = 256}},
+    {"6x6 heads, d 384",
+     {.layers = 6, .heads = 6, .d_model = 384, .ctx = 256, .batch = 8, .vocab = 256}},
     {"4x4 d 128 rope+rms+swiglu",
-     {.layers = 4, .heads = 4, .d_model = 128, .ctx = 64, .batch = 16, .modern = true}},
+     {.layers = 4, .heads = 4, .d_model = 128, .ctx = 64, .batch = 16, .vocab = 256,
+      .modern = true}},
     {"6x6 d 384 rope+rms+swiglu",
-     {.layers = 6, .heads = 6, .d_model = 384, .ctx = 256, .batch = 8, .modern = true}}};
+     {.layers = 6, .heads = 6, .d_model = 384, .ctx = 256, .batch = 8, .vocab = 256,
+      .modern = true}},
+    {"4x4 d 128 modern, V 4096",
+     {.layers = 4, .heads = 4, .d_model = 128, .ctx = 64, .batch = 16, .vocab = 4096,
+      .modern = true}},
+    {"6x6 d 384 modern, V 8192",
+     {.layers = 6, .heads = 6, .d_model = 384, .ctx = 256, .batch = 8, .vocab = 8192,
+      .modern = true}}};
 #define N_GPT_CONFIGS (int)(sizeof gpt_configs / sizeof gpt_configs[0])
 
 /* ---- options ---- */
@@ -586,8 +597,8 @@ static void gpt_rows(bench_run *run, bench_gpt *work, int config, bench_gpt_mode
     const bench_gpt_shape *s = &gpt_configs[config].shape;
     bench_gpt_select(work, mode);
     torch_block tb_ctx = {.torch = &run->torch};
-    snprintf(tb_ctx.command, sizeof tb_ctx.command, "gpt %d %d %d %d %d %d %d", s->layers,
-             s->heads, s->d_model, s->ctx, s->batch, (int)mode, (int)s->modern);
+    snprintf(tb_ctx.command, sizeof tb_ctx.command, "gpt %d %d %d %d %d %d %d %d", s->layers,
+             s->heads, s->d_model, s->ctx, s->batch, s->vocab, (int)mode, (int)s->modern);
     row_work w = {.fn = {bench_gpt_block, NULL, run_torch_block}, .ctx = {work, NULL, &tb_ctx},
                   .arrange = true};
     for (int t = 0; t < run->o.n_threads; t++) {

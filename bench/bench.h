@@ -161,11 +161,12 @@ void bench_toy_free(bench_toy *w);
 int bench_toy_block(void *ctx, const bench_plan *p, double *seconds, char *why,
                     size_t why_size);
 
-/* A GPT as charlm builds it (pre-LayerNorm blocks, 4x GELU MLP, 256-byte
- * vocabulary), trained with AdamW on pre-drawn batches (bench/gpt_work.c);
- * modern: charlm --pos rope --norm rmsnorm --mlp swiglu instead. */
+/* A GPT as charlm builds it (pre-LayerNorm blocks, 4x GELU MLP, an untied
+ * biased head), trained with AdamW on pre-drawn batches (bench/gpt_work.c);
+ * modern: charlm --pos rope --norm rmsnorm --mlp swiglu instead. vocab: 256
+ * for the bytes, more for a BPE vocabulary's embedding and head. */
 typedef struct bench_gpt_shape {
-    int layers, heads, d_model, ctx, batch;
+    int layers, heads, d_model, ctx, batch, vocab;
     bool modern;
 } bench_gpt_shape;
 

@@ -9,7 +9,6 @@
 
 /* Batches drawn once and cycled: the data is not timed. */
 #define GPT_BATCHES 4
-#define GPT_VOCAB 256
 
 struct bench_gpt {
     bench_gpt_shape shape;
@@ -25,12 +24,12 @@ struct bench_gpt {
  * learn. */
 static void draw_batches(bench_gpt *w, hl_rng *rng)
 {
-    const int rows = GPT_BATCHES * w->shape.batch, T = w->shape.ctx;
+    const int rows = GPT_BATCHES * w->shape.batch, T = w->shape.ctx, V = w->shape.vocab;
     for (int r = 0; r < rows; r++) {
-        int token = (int)(hl_rng_uniform(rng) * GPT_VOCAB) % GPT_VOCAB;
+        int token = (int)(hl_rng_uniform(rng) * V) % V;
         for (int t = 0; t < T; t++) {
             w->x[(size_t)r * T + t] = token;
-            token = (3 * token + 1) % GPT_VOCAB;
+            token = (3 * token + 1) % V;
             w->y[(size_t)r * T + t] = token;
         }
     }
@@ -44,7 +43,7 @@ static int build_model(bench_gpt *w)
     hl_gpt_free(w->model);
     w->g = NULL, w->opt = NULL, w->model = NULL;
     const bench_gpt_shape *s = &w->shape;
-    hl_gpt_config cfg = {.vocab_in = GPT_VOCAB, .vocab_out = GPT_VOCAB, .n_ctx = s->ctx,
+    hl_gpt_config cfg = {.vocab_in = s->vocab, .vocab_out = s->vocab, .n_ctx = s->ctx,
                          .d_model = s->d_model, .n_heads = s->heads, .n_layers = s->layers,
                          .mlp = true, .norm = HL_GPT_NORM_LAYER, .emb_std = 0.02};
     if (s->modern) {
@@ -160,12 +159,12 @@ double bench_gpt_flops(const bench_gpt_shape *s, bench_gpt_mode mode)
 {
     /* matmul FLOPs of the forward pass, as tiny_gpt_train.py counts them: per
      * layer 24·B·T·d² + 4·B·T²·d, and 2·B·T·d·V for the head; ×3 with the
-     * backward pass */
+     * backward pass (the embedding's gather and scatter-add are not counted) */
     const double B = s->batch, T = s->ctx, d = s->d_model;
     /* SwiGLU's three matrices of d·F against GELU's two of d·4d */
     const hl_gpt_config swiglu = {.d_model = s->d_model, .mlp = HL_GPT_MLP_SWIGLU};
     const double mlp = s->modern ? 6 * B * T * d * hl_gpt_mlp_width(&swiglu) : 16 * B * T * d * d;
     const double forward = s->layers * (8 * B * T * d * d + mlp + 4 * B * T * T * d) +
-                           2 * B * T * d * GPT_VOCAB;
+                           2 * B * T * d * s->vocab;
     return mode == BENCH_GPT_EVAL ? forward : 3 * forward;
 }

@@ -20,8 +20,9 @@ on stdin; each gets one line on stdout:
   toy W S R                         one training step of the TOYTASK.md model (the
                                     same shapes): zero-grad,
                                     forward, CE(scored) + CE(other), backward, AdamW
-  gpt L H D T B MODE MODERN W S R   a GPT as headlab's charlm builds it (with a biased
-                                    head): MODE 0 a training step (zero-grad, forward,
+  gpt L H D T B V MODE MODERN W S R
+                                    a GPT as headlab's charlm builds it (with an untied
+                                    biased head) over V tokens: MODE 0 a training step (zero-grad, forward,
                                     CE, backward, AdamW), 1 a forward under no_grad in
                                     eval mode, 2 the first step of a new model and
                                     optimizer (built untimed for each timed call; no
@@ -264,7 +265,6 @@ def toy_step():
 
 
 # ---------------------------------------------------------------------- the GPT rows
-GPT_VOCAB = 256
 
 
 class GptBlock(nn.Module):
@@ -334,14 +334,14 @@ class ModernBlock(nn.Module):
 
 
 class Gpt(nn.Module):
-    def __init__(self, layers, heads, d, T, modern=False):
+    def __init__(self, layers, heads, d, T, V, modern=False):
         super().__init__()
-        self.tok = nn.Embedding(GPT_VOCAB, d, dtype=DTYPE)
+        self.tok = nn.Embedding(V, d, dtype=DTYPE)
         self.pos = None if modern else nn.Parameter(0.02 * torch.randn(T, d, dtype=DTYPE))
         self.blocks = nn.ModuleList(ModernBlock(d, heads, T) if modern else GptBlock(d, heads)
                                     for _ in range(layers))
         self.ln_f = RmsNorm(d) if modern else nn.LayerNorm(d, dtype=DTYPE)
-        self.head = nn.Linear(d, GPT_VOCAB, dtype=DTYPE)
+        self.head = nn.Linear(d, V, dtype=DTYPE)
         self.register_buffer("mask", torch.triu(torch.ones(T, T, dtype=torch.bool), 1))
 
     def forward(self, idx):
@@ -353,30 +353,30 @@ class Gpt(nn.Module):
         return self.head(self.ln_f(x))
 
 
-def gpt_build(layers, heads, d, T, modern=0):
+def gpt_build(layers, heads, d, T, V, modern=0):
     torch.manual_seed(0)
-    model = Gpt(layers, heads, d, T, bool(modern))
+    model = Gpt(layers, heads, d, T, V, bool(modern))
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.999), eps=1e-8,
                             weight_decay=0.01)
     return model, opt
 
 
-def gpt_batches(B, T):
+def gpt_batches(B, T, V):
     """x[t+1] = (3 x[t] + 1) mod V from a random start, as tiny_gpt_train.py."""
     g = torch.Generator().manual_seed(1)
     out = []
     for _ in range(4):
-        steps = [torch.randint(0, GPT_VOCAB, (B, 1), generator=g)]
+        steps = [torch.randint(0, V, (B, 1), generator=g)]
         for _ in range(T):
-            steps.append((3 * steps[-1] + 1) % GPT_VOCAB)
+            steps.append((3 * steps[-1] + 1) % V)
         s = torch.cat(steps, dim=1)
         out.append((s[:, :-1].contiguous(), s[:, 1:].contiguous()))
     return out
 
 
-def gpt_call(layers, heads, d, T, B, mode, modern=0):
-    model, opt = gpt_build(layers, heads, d, T, modern)
-    batches, it = gpt_batches(B, T), [0]
+def gpt_call(layers, heads, d, T, B, V, mode, modern=0):
+    model, opt = gpt_build(layers, heads, d, T, V, modern)
+    batches, it = gpt_batches(B, T, V), [0]
 
     def step():
         x, y = batches[it[0] % len(batches)]
@@ -384,20 +384,20 @@ def gpt_call(layers, heads, d, T, B, mode, modern=0):
         if mode == 1:
             model.eval()
             with torch.no_grad():
-                F.cross_entropy(model(x).view(-1, GPT_VOCAB), y.view(-1))
+                F.cross_entropy(model(x).view(-1, V), y.view(-1))
             return
         model.train()
         opt.zero_grad(set_to_none=True)
-        F.cross_entropy(model(x).view(-1, GPT_VOCAB), y.view(-1)).backward()
+        F.cross_entropy(model(x).view(-1, V), y.view(-1)).backward()
         opt.step()
     return step
 
 
-def gpt_first_steps(layers, heads, d, T, B, modern, warmup, warmup_seconds, reps):
+def gpt_first_steps(layers, heads, d, T, B, V, modern, warmup, warmup_seconds, reps):
     """Each timed call: a new model and optimizer (untimed), then its first step."""
     out = []
     for _ in range(reps):
-        fn = gpt_call(layers, heads, d, T, B, 0, modern)
+        fn = gpt_call(layers, heads, d, T, B, V, 0, modern)
         t0 = time.perf_counter()
         fn()
         out.append(time.perf_counter() - t0)
@@ -435,9 +435,9 @@ def serve():
                 times = timed(mha_call(*args), *block)
             elif cmd == "toy" and not args:
                 times = timed(toy_step, *block)
-            elif cmd == "gpt" and len(args) == 7 and args[5] == 2:
-                times = gpt_first_steps(*args[:5], args[6], *block)
-            elif cmd == "gpt" and len(args) == 7:
+            elif cmd == "gpt" and len(args) == 8 and args[6] == 2:
+                times = gpt_first_steps(*args[:6], args[7], *block)
+            elif cmd == "gpt" and len(args) == 8:
                 times = timed(gpt_call(*args), *block)
             else:
                 reply("error unknown command %s" % cmd)

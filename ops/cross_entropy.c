@@ -20,9 +20,6 @@ typedef struct ce_saved {
     size_t counted;         /* rows whose target is not ignore_index */
 } ce_saved;
 
-/* Softmax numerators at most this many at a time, on the stack. */
-#define CE_CHUNK 256
-
 hl_tensor *hl_cross_entropy(hl_graph *g, hl_tensor *logits, const int32_t *targets,
                             int32_t ignore_index)
 {
@@ -79,22 +76,6 @@ hl_tensor *hl_cross_entropy(hl_graph *g, hl_tensor *logits, const int32_t *targe
     return hl_graph_failed(g) ? &g->poison : out;
 }
 
-/* drow (+)= scale·(softmax - onehot(target)) for one counted row, the softmax
- * exp((x - max) - log_sum) taken CE_CHUNK values at a time. */
-static void row_backward(const hl_real *row, int V, const ce_row *st, int32_t target,
-                         hl_real scale, hl_real *drow, bool overwrite)
-{
-    hl_real p[CE_CHUNK];
-    for (int j0 = 0; j0 < V; j0 += CE_CHUNK) {
-        const int w = V - j0 < CE_CHUNK ? V - j0 : CE_CHUNK;
-        hl_vmath_exp(row + j0, st->max, (hl_real)st->log_sum, p, (size_t)w);
-        for (int j = 0; j < w; j++) {
-            const hl_real d = scale * (p[j] - (hl_real)(j0 + j == target));
-            drow[j0 + j] = overwrite ? d : drow[j0 + j] + d;
-        }
-    }
-}
-
 void hl_cross_entropy_backward(hl_graph *g, hl_node *n)
 {
     const ce_saved *saved = n->saved;
@@ -115,8 +96,10 @@ void hl_cross_entropy_backward(hl_graph *g, hl_node *n)
     for (size_t r = 0; r < rows; r++) {
         const int32_t target = saved->targets[r];
         hl_real *drow = dx + r * V;
-        if (target != saved->ignore_index)
-            row_backward(x + r * V, V, &saved->stats[r], target, scale, drow, overwrite);
+        const ce_row *st = &saved->stats[r];
+        if (target != saved->ignore_index) /* drow (+)= scale·(softmax - onehot(target)) */
+            hl_vmath_xent_grad(x + r * V, st->max, (hl_real)st->log_sum, scale, (size_t)target,
+                               drow, (size_t)V, overwrite);
         else if (overwrite)
             for (int j = 0; j < V; j++)
                 drow[j] = 0;

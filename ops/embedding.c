@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ops/internal.h"
+#include "ops/vmath.h"
 
 /* Backward gives each thread whole blocks of embedding columns (see below). */
 #define EMBEDDING_COLUMN_BLOCK 32
@@ -77,11 +78,7 @@ void hl_embedding_backward(hl_graph *g, hl_node *n)
     for (int b = 0; b < n_blocks; b++) {
         const int j0 = b * EMBEDDING_COLUMN_BLOCK;
         const int j1 = j0 + EMBEDDING_COLUMN_BLOCK < E ? j0 + EMBEDDING_COLUMN_BLOCK : E;
-        for (size_t t = 0; t < count; t++) {
-            hl_real *row = dw + (size_t)ids[t] * E;
-            const hl_real *src = dy + t * E;
-            for (int j = j0; j < j1; j++)
-                row[j] += src[j];
-        }
+        for (size_t t = 0; t < count; t++)
+            hl_vmath_add(dy + t * E + j0, dw + (size_t)ids[t] * E + j0, (size_t)(j1 - j0));
     }
 }

@@ -74,6 +74,9 @@ typedef struct {
     void (*swiglu)(const hl_real *gate, const hl_real *up, hl_real *y, size_t n);
     void (*swiglu_grad)(const hl_real *gate, const hl_real *up, const hl_real *dy,
                         hl_real *dgate, hl_real *dup, size_t n, bool overwrite);
+    void (*xent_grad)(const hl_real *x, hl_real a, hl_real b, hl_real scale, size_t hot,
+                      hl_real *y, size_t n, bool overwrite);
+    void (*add)(const hl_real *x, hl_real *y, size_t n);
 } hl_vmath_kernels;
 
 /* ---- The rotary row kernel (see ops/rope.c): for i < half,

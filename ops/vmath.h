@@ -1,6 +1,7 @@
 /*
  * vmath.h: vectorised row kernels for the transcendental parts of softmax,
- * cross-entropy, GELU and SwiGLU (internal to ops/).
+ * cross-entropy, GELU and SwiGLU, and the row sum of the embedding's
+ * backward (internal to ops/).
  *
  * The float build evaluates exp and erf with its own polynomials on the
  * vectors of the active kernel set (ops/kernels/vmath.c, one compilation per
@@ -78,6 +79,21 @@ static inline void hl_vmath_swiglu_grad(const hl_real *gate, const hl_real *up,
                                         size_t n, bool overwrite)
 {
     hl_kernels()->vmath.swiglu_grad(gate, up, dy, dgate, dup, n, overwrite);
+}
+
+/* Cross-entropy's gradient on a row of logits: y[i] (+)= scale·(p[i] - (i ==
+ * hot)), p[i] = exp((x[i] - a) - b) as hl_vmath_exp gives it; added to y, or
+ * stored when overwrite. */
+static inline void hl_vmath_xent_grad(const hl_real *x, hl_real a, hl_real b, hl_real scale,
+                                      size_t hot, hl_real *y, size_t n, bool overwrite)
+{
+    hl_kernels()->vmath.xent_grad(x, a, b, scale, hot, y, n, overwrite);
+}
+
+/* y[i] += x[i]. */
+static inline void hl_vmath_add(const hl_real *x, hl_real *y, size_t n)
+{
+    hl_kernels()->vmath.add(x, y, n);
 }
 
 #endif

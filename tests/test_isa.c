@@ -221,7 +221,7 @@ static size_t compute_rows(hl_real *out, size_t cap)
     x[40] = (hl_real)-95;
     size_t used = 0;
     for (size_t n = 0; n <= LEN; n++) {
-        ck_assert(used + 13 * n + 2 <= cap);
+        ck_assert(used + 16 * n + 2 <= cap);
         out[used] = hl_vmath_max(x, n);
         out[used + 1] = (hl_real)hl_vmath_exp_sum(x, 1, out + used + 2, n);
         used += n + 2;
@@ -246,6 +246,17 @@ static size_t compute_rows(hl_real *out, size_t cap)
         memcpy(out + used + n, dy, n * sizeof *dy);
         hl_vmath_swiglu_grad(dy, x, x, out + used, out + used + n, n, false);
         used += 2 * n;
+        /* Cross-entropy's row gradient with the one-hot at each end and
+         * inside, stored and added; the embedding's row sum. */
+        hl_vmath_xent_grad(x, 2, (hl_real)0.5, (hl_real)0.125, n / 3, out + used, n, true);
+        used += n;
+        memcpy(out + used, dy, n * sizeof *dy);
+        hl_vmath_xent_grad(dy, -1, (hl_real)0.25, (hl_real)-3, n ? n - 1 : 0, out + used, n,
+                           false);
+        used += n;
+        memcpy(out + used, x, n * sizeof *x);
+        hl_vmath_add(dy, out + used, n);
+        used += n;
         if (n % 2 == 0) {
             hl_kernels()->rope_row(x, dy, x + n / 2, 1, out + used, n / 2, false);
             memcpy(out + used + n, x, n * sizeof *x);

@@ -26,6 +26,8 @@ const hl_kernel_set HL_SIMD_FN(hl_kernel_set) = {
             .gelu_grad = HL_SIMD_FN(hl_vmath_gelu_grad),
             .swiglu = HL_SIMD_FN(hl_vmath_swiglu),
             .swiglu_grad = HL_SIMD_FN(hl_vmath_swiglu_grad),
+            .xent_grad = HL_SIMD_FN(hl_vmath_xent_grad),
+            .add = HL_SIMD_FN(hl_vmath_add),
         },
     .rope_row = HL_SIMD_FN(hl_rope_row),
     .norm =

@@ -87,6 +87,21 @@ void HL_SIMD_FN(hl_vmath_swiglu_grad)(const hl_real *gate, const hl_real *up, co
     }
 }
 
+void HL_SIMD_FN(hl_vmath_xent_grad)(const hl_real *x, hl_real a, hl_real b, hl_real scale,
+                                    size_t hot, hl_real *y, size_t n, bool overwrite)
+{
+    for (size_t i = 0; i < n; i++) {
+        const hl_real d = scale * (vexp1(x[i] - a - b) - (hl_real)(i == hot));
+        y[i] = overwrite ? d : y[i] + d;
+    }
+}
+
+void HL_SIMD_FN(hl_vmath_add)(const hl_real *x, hl_real *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] += x[i];
+}
+
 #else /* float */
 
 /* ---- exp: e^x = 2^n·e^r with n = round(x/ln 2) and |r| ≤ ln2/2, e^r by its
@@ -322,6 +337,47 @@ void HL_SIMD_FN(hl_vmath_swiglu_grad)(const hl_real *gate, const hl_real *up, co
                     hl_vload_mask(dy + i, m), &dg, &du);
         hl_vstore_mask(dgate + i, overwrite ? dg : hl_vadd(hl_vload_mask(dgate + i, m), dg), m);
         hl_vstore_mask(dup + i, overwrite ? du : hl_vadd(hl_vload_mask(dup + i, m), du), m);
+    }
+}
+
+/* scale·(exp((x - a) - b) - onehot) on the V elements from i, the one-hot 1
+ * at hot: subtracting the other lanes' 0 changes no bit. */
+HL_SIMD_INLINE hl_vec xent_grad(hl_vec x, hl_vec va, hl_vec vb, hl_vec vscale, size_t i,
+                                size_t hot)
+{
+    hl_vec p = vexp(hl_vsub(hl_vsub(x, va), vb));
+    if (hot - i < (size_t)V) { /* wraps past V when hot < i */
+        hl_real one_hot[V] = {0};
+        one_hot[hot - i] = 1;
+        p = hl_vsub(p, hl_vload(one_hot));
+    }
+    return hl_vmul(vscale, p);
+}
+
+void HL_SIMD_FN(hl_vmath_xent_grad)(const hl_real *x, hl_real a, hl_real b, hl_real scale,
+                                    size_t hot, hl_real *y, size_t n, bool overwrite)
+{
+    const hl_vec va = hl_vset1(a), vb = hl_vset1(b), vscale = hl_vset1(scale);
+    size_t i = 0;
+    for (; i + V <= n; i += V) {
+        const hl_vec d = xent_grad(hl_vload(x + i), va, vb, vscale, i, hot);
+        hl_vstore(y + i, overwrite ? d : hl_vadd(hl_vload(y + i), d));
+    }
+    if (i < n) {
+        const hl_vmask m = hl_vmask_first((int)(n - i));
+        const hl_vec d = xent_grad(hl_vload_mask(x + i, m), va, vb, vscale, i, hot);
+        hl_vstore_mask(y + i, overwrite ? d : hl_vadd(hl_vload_mask(y + i, m), d), m);
+    }
+}
+
+void HL_SIMD_FN(hl_vmath_add)(const hl_real *x, hl_real *y, size_t n)
+{
+    size_t i = 0;
+    for (; i + V <= n; i += V)
+        hl_vstore(y + i, hl_vadd(hl_vload(y + i), hl_vload(x + i)));
+    if (i < n) {
+        const hl_vmask m = hl_vmask_first((int)(n - i));
+        hl_vstore_mask(y + i, hl_vadd(hl_vload_mask(y + i, m), hl_vload_mask(x + i, m)), m);
     }
 }
 
