@@ -165,6 +165,35 @@ START_TEST(test_clip_threads)
 }
 END_TEST
 
+/* The norm in its stated order, bit for bit: 256 chunks of n/256 + 1 values
+ * (the last ones short or empty), each summed in element order, the chunks'
+ * sums added in order; counts below, at and past the chunk count, and ones
+ * that run in parallel. */
+START_TEST(test_grad_norm_order)
+{
+    const int counts[] = {1, 7, 255, 256, 257, 2049, 40001, 100003};
+    for (size_t t = 0; t < sizeof counts / sizeof counts[0]; t++) {
+        hl_params *p = hl_params_new();
+        hl_params_add(p, "w", 1, &counts[t]);
+        hl_params_commit(p);
+        hl_real *grad = hl_params_grads(p);
+        const size_t n = hl_params_count(p), chunk = n / 256 + 1;
+        for (size_t i = 0; i < n; i++)
+            grad[i] = (hl_real)(sin(0.37 * (double)i) * (1 + (double)(i % 13)));
+        double total = 0;
+        for (size_t c = 0; c < 256; c++) {
+            double s = 0;
+            for (size_t i = c * chunk; i < (c + 1) * chunk && i < n; i++)
+                s += (double)grad[i] * grad[i];
+            total += s;
+        }
+        ck_assert_msg(hl_grad_norm(p) == sqrt(total), "n = %zu: %.17g, want %.17g", n,
+                      hl_grad_norm(p), sqrt(total));
+        hl_params_free(p);
+    }
+}
+END_TEST
+
 /* The vectorised AdamW kernel of every kernel set against the formula written
  * out here one element at a time, bit for bit, over a count that leaves a
  * partial vector and spans several parallel chunks, clipped or not. */
@@ -332,6 +361,7 @@ Suite *optim_suite(void)
     tcase_add_test(tc, test_sgd_matches_torch);
     tcase_add_test(tc, test_clip_matches_torch);
     tcase_add_test(tc, test_clip_threads);
+    tcase_add_test(tc, test_grad_norm_order);
     tcase_add_test(tc, test_clip_fused_into_step);
     tcase_add_test(tc, test_adamw_kernel_equals_the_formula);
     tcase_add_test(tc, test_schedule);

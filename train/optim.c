@@ -130,23 +130,42 @@ double hl_lr_scale(const hl_lr_schedule *s, int64_t k)
     return s->min_scale + (1 - s->min_scale) * 0.5 * (1 + cos(3.14159265358979323846 * progress));
 }
 
+/* The squared norm in GRAD_NORM_CHUNKS fixed chunks, each summed in element
+ * order, the chunks' sums then added in chunk order: the same bits for any
+ * thread count. GRAD_NORM_LANES chunks advance in lockstep, so their additions
+ * overlap instead of each waiting for the one before (a lone running sum goes
+ * at one element per add latency). */
+#define GRAD_NORM_CHUNKS 256
+#define GRAD_NORM_LANES 8
+
 double hl_grad_norm(const hl_params *params)
 {
     const size_t n = hl_params_count(params);
     const hl_real *grad = hl_params_grads(params);
-    /* Fixed chunks summed in order: the same norm for any thread count. */
-    double partial[256];
-    const size_t chunk = n / 256 + 1;
+    const size_t chunk = n / GRAD_NORM_CHUNKS + 1;
+    double partial[GRAD_NORM_CHUNKS];
 #pragma omp parallel for if (n >= OPTIM_PARALLEL_MIN) schedule(static)
-    for (int c = 0; c < 256; c++) {
-        double s = 0;
-        const size_t end = (size_t)(c + 1) * chunk < n ? (size_t)(c + 1) * chunk : n;
-        for (size_t i = (size_t)c * chunk; i < end; i++)
-            s += (double)grad[i] * grad[i];
-        partial[c] = s;
+    for (int c0 = 0; c0 < GRAD_NORM_CHUNKS; c0 += GRAD_NORM_LANES) {
+        const hl_real *at[GRAD_NORM_LANES];
+        size_t len[GRAD_NORM_LANES], common = chunk;
+        for (int l = 0; l < GRAD_NORM_LANES; l++) {
+            const size_t begin = (size_t)(c0 + l) * chunk < n ? (size_t)(c0 + l) * chunk : n;
+            at[l] = grad + begin;
+            len[l] = n - begin < chunk ? n - begin : chunk;
+            common = len[l] < common ? len[l] : common;
+        }
+        double s[GRAD_NORM_LANES] = {0};
+        for (size_t i = 0; i < common; i++)
+            for (int l = 0; l < GRAD_NORM_LANES; l++)
+                s[l] += (double)at[l][i] * at[l][i];
+        for (int l = 0; l < GRAD_NORM_LANES; l++) {
+            for (size_t i = common; i < len[l]; i++)
+                s[l] += (double)at[l][i] * at[l][i];
+            partial[c0 + l] = s[l];
+        }
     }
     double total = 0;
-    for (int c = 0; c < 256; c++)
+    for (int c = 0; c < GRAD_NORM_CHUNKS; c++)
         total += partial[c];
     return sqrt(total);
 }

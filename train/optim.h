@@ -68,7 +68,9 @@ double hl_lr_scale(const hl_lr_schedule *s, int64_t k);
  * larger, scales every gradient by hl_clip_scale(norm, max_norm), as
  * torch.nn.utils.clip_grad_norm_. */
 double hl_clip_grad_norm(hl_params *params, double max_norm);
-/* The norm alone (the same number, for any thread count). */
+/* The norm alone: the squares summed in double in 256 fixed chunks, each in
+ * element order, and the chunks' sums in chunk order (the same number for
+ * any thread count). */
 double hl_grad_norm(const hl_params *params);
 /* max_norm / (norm + 1e-6) when max_norm > 0 and norm > max_norm, else 1. */
 double hl_clip_scale(double norm, double max_norm);
