@@ -444,15 +444,25 @@ static void dscores_tile(const attn_ctx *c, const attn_grads *gr, int bh, int t0
     }
 }
 
-/* D_t = Σ_d dO_td·O_td for the T rows of head bh. */
+/* D_t = Σ_d dO_td·O_td for the T rows of head bh, each summed in d order.
+ * DELTA_LANES rows advance in lockstep, so their adds overlap instead of each
+ * waiting for the one before. */
+#define DELTA_LANES 8
+
 static void deltas(const attn_ctx *c, const attn_grads *gr, int bh)
 {
-    for (int t = 0; t < c->T; t++) {
-        const size_t at = out_at(c, bh, t);
-        double dot = 0;
+    const size_t first = out_at(c, bh, 0), stride = c->ldo;
+    double *delta = gr->delta + (size_t)bh * c->T;
+    for (int t0 = 0; t0 < c->T; t0 += DELTA_LANES) {
+        const int n = min_int(DELTA_LANES, c->T - t0);
+        double dot[DELTA_LANES] = {0};
         for (int d = 0; d < c->D; d++)
-            dot += (double)gr->d_o[at + d] * (double)gr->o[at + d];
-        gr->delta[(size_t)bh * c->T + t] = dot;
+            for (int l = 0; l < n; l++) {
+                const size_t at = first + (size_t)(t0 + l) * stride + (size_t)d;
+                dot[l] += (double)gr->d_o[at] * (double)gr->o[at];
+            }
+        for (int l = 0; l < n; l++)
+            delta[t0 + l] = dot[l];
     }
 }
 
