@@ -49,8 +49,9 @@ static void print_header(const char *section)
                    ? "MHA  (B,T,E,H) self-attention, training mode (without +weights: no "
                      "trace, the training path: the fused op)"
                : !strcmp(section, "gpt")
-                   ? "GPT  charlm's model (pre-LayerNorm, 4x GELU MLP, 256-byte vocabulary, "
-                     "AdamW); 4x4 d 128: T 64, batch 16;\n6x6 d 384: T 256, batch 8. "
+                   ? "GPT  charlm's model (pre-LayerNorm, 4x GELU MLP, 256-byte vocabulary "
+                     "unless V says, AdamW); modern: rope+rms+swiglu;\n4x4 d 128: T 64, batch "
+                     "16; 6x6 d 384: T 256, batch 8. "
                      "eval: forward + cross-entropy, no gradients; first step: a new model's"
                : "Toy training step (the toy task: B=32, T=32, 2 layers x 4 heads, d 64; AdamW)",
                !strcmp(section, "mha") ? "B,T,E,H" : "model", "variant", "thr", "headlab",
