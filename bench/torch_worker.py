@@ -22,11 +22,11 @@ on stdin; each gets one line on stdout:
                                     forward, CE(scored) + CE(other), backward, AdamW
   gpt L H D T B V MODE MODERN W S R
                                     a GPT as headlab's charlm builds it (with an untied
-                                    biased head) over V tokens: MODE 0 a training step (zero-grad, forward,
-                                    CE, backward, AdamW), 1 a forward under no_grad in
-                                    eval mode, 2 the first step of a new model and
-                                    optimizer (built untimed for each timed call; no
-                                    warm-up); MODERN 1: rotary positions, RMSNorm and a
+                                    biased head) over V tokens: MODE 0 a training step
+                                    (zero-grad, forward, CE, backward, AdamW), 1 a
+                                    forward under no_grad in eval mode, 2 the first
+                                    step of a new model and optimizer (built untimed
+                                    for each timed call; no warm-up); MODERN 1: rotary positions, RMSNorm and a
                                     SwiGLU MLP instead (charlm --pos rope --norm rmsnorm
                                     --mlp swiglu)
   timed commands: a warm-up of at least W calls and S seconds, then R timed runs (of

@@ -247,7 +247,7 @@ static size_t compute_rows(hl_real *out, size_t cap)
         hl_vmath_swiglu_grad(dy, x, x, out + used, out + used + n, n, false);
         used += 2 * n;
         /* Cross-entropy's row gradient with the one-hot at each end and
-         * inside, stored and added; the embedding's row sum. */
+         * inside, stored and added; the embedding's scatter-add row. */
         hl_vmath_xent_grad(x, 2, (hl_real)0.5, (hl_real)0.125, n / 3, out + used, n, true);
         used += n;
         memcpy(out + used, dy, n * sizeof *dy);

@@ -196,6 +196,47 @@ START_TEST(test_vmath_rows)
 }
 END_TEST
 
+/* Cross-entropy's gradient row against hl_vmath_exp and the formula element
+ * by element, bit for bit, with the one-hot at every position of rows of every
+ * length up to three vectors, stored and added, and nothing written past the
+ * row; the embedding's add row likewise. */
+START_TEST(test_vmath_xent_grad_and_add)
+{
+    enum { MAX = 50 };
+    hl_rng rng;
+    hl_rng_seed(&rng, 11);
+    const hl_real a = (hl_real)0.75, b = (hl_real)1.5, scale = (hl_real)0.3;
+    for (size_t n = 1; n <= MAX; n++) {
+        hl_real x[MAX], p[MAX], base[MAX + 1], y[MAX + 1];
+        for (size_t i = 0; i < n; i++) {
+            x[i] = (hl_real)(8 * hl_rng_uniform(&rng) - 4);
+            base[i] = (hl_real)(2 * hl_rng_uniform(&rng) - 1);
+        }
+        hl_vmath_exp(x, a, b, p, n);
+        for (size_t hot = 0; hot < n; hot++)
+            for (int overwrite = 0; overwrite < 2; overwrite++) {
+                memcpy(y, base, n * sizeof *y);
+                y[n] = -7;
+                hl_vmath_xent_grad(x, a, b, scale, hot, y, n, overwrite);
+                for (size_t i = 0; i < n; i++) {
+                    const hl_real d = scale * (p[i] - (hl_real)(i == hot));
+                    const hl_real want = overwrite ? d : base[i] + d;
+                    ck_assert_msg(y[i] == want, "n=%zu hot=%zu overwrite=%d: y[%zu] = %.9g, "
+                                  "want %.9g", n, hot, overwrite, i, (double)y[i],
+                                  (double)want);
+                }
+                ck_assert(y[n] == -7);
+            }
+        memcpy(y, base, n * sizeof *y);
+        y[n] = -7;
+        hl_vmath_add(x, y, n);
+        for (size_t i = 0; i < n; i++)
+            ck_assert(y[i] == base[i] + x[i]);
+        ck_assert(y[n] == -7);
+    }
+}
+END_TEST
+
 Suite *vmath_suite(void)
 {
     Suite *s = suite_create("vmath");
@@ -204,6 +245,7 @@ Suite *vmath_suite(void)
     tcase_add_test(tc, test_vmath_exp);
     tcase_add_test(tc, test_vmath_erf);
     tcase_add_test(tc, test_vmath_rows);
+    tcase_add_test(tc, test_vmath_xent_grad_and_add);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -137,6 +137,7 @@ double hl_lr_scale(const hl_lr_schedule *s, int64_t k)
  * at one element per add latency). */
 #define GRAD_NORM_CHUNKS 256
 #define GRAD_NORM_LANES 8
+_Static_assert(GRAD_NORM_CHUNKS % GRAD_NORM_LANES == 0, "whole groups of chunks");
 
 double hl_grad_norm(const hl_params *params)
 {
