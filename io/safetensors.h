@@ -40,18 +40,22 @@
 #include "core/error.h"
 #include "core/tensor.h"
 
-/* The element types headlab reads and writes (file names "F32", "F64", ...).
- * Other safetensors types (F16, BF16, I8, ...) are rejected as unsupported. */
+/* The element types headlab reads (file names "F32", "F64", ...) and, but
+ * for F16 and BF16 (read only, converted exactly: Hugging Face checkpoints
+ * are often 16-bit), writes. Other safetensors types (I8, F8_E4M3, ...) are
+ * rejected as unsupported. */
 typedef enum hl_dtype {
     HL_DTYPE_F32,
     HL_DTYPE_F64,
     HL_DTYPE_I64,
     HL_DTYPE_I32,
     HL_DTYPE_U8,
-    HL_DTYPE_BOOL
+    HL_DTYPE_BOOL,
+    HL_DTYPE_F16,  /* IEEE half */
+    HL_DTYPE_BF16, /* bfloat16: a float's top 16 bits */
 } hl_dtype;
 
-#define HL_DTYPE_COUNT 6
+#define HL_DTYPE_COUNT 8
 
 /* The file's name of a dtype ("F32"), or "?" for a value outside the enum. */
 const char *hl_dtype_name(hl_dtype dtype);

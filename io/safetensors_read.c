@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,13 +33,14 @@ static const struct {
 } dtypes[] = {
     [HL_DTYPE_F32] = {"F32", 4}, [HL_DTYPE_F64] = {"F64", 8}, [HL_DTYPE_I64] = {"I64", 8},
     [HL_DTYPE_I32] = {"I32", 4}, [HL_DTYPE_U8] = {"U8", 1},   [HL_DTYPE_BOOL] = {"BOOL", 1},
+    [HL_DTYPE_F16] = {"F16", 2}, [HL_DTYPE_BF16] = {"BF16", 2},
 };
 _Static_assert(sizeof dtypes / sizeof dtypes[0] == HL_DTYPE_COUNT, "one row per hl_dtype");
 
 /* Types of the format that headlab does not read, named so the message can
  * say "unsupported" rather than "unknown". */
-static const char *const unsupported_dtypes[] = {"F16", "BF16", "I16", "I8", "U16",
-                                                 "U32", "U64",  "F8_E4M3", "F8_E5M2"};
+static const char *const unsupported_dtypes[] = {"I16", "I8", "U16", "U32",
+                                                 "U64", "F8_E4M3", "F8_E5M2"};
 
 const char *hl_dtype_name(hl_dtype dtype)
 {
@@ -573,6 +575,19 @@ const char *hl_safetensors_metadata(const hl_safetensors *f, const char *key)
 // ----------------------------------------------------------------------------
 // public: conversion to hl_real
 
+/* An IEEE half's value: 1 sign, 5 exponent and 10 fraction bits; exact in a
+ * double (subnormals, infinities and NaN included). */
+static double half_value(uint16_t h)
+{
+    const int exponent = (h >> 10) & 0x1f, fraction = h & 0x3ff;
+    const double sign = h >> 15 ? -1 : 1;
+    if (exponent == 0x1f)
+        return fraction ? NAN : sign * INFINITY;
+    if (exponent == 0)
+        return sign * ldexp(fraction, -24);
+    return sign * ldexp(fraction + 1024, exponent - 25);
+}
+
 static double element(const unsigned char *p, hl_dtype dtype)
 {
     switch (dtype) {
@@ -592,6 +607,13 @@ static double element(const unsigned char *p, hl_dtype dtype)
     case HL_DTYPE_I32: return (int32_t)(uint32_t)load_le(p, 4);
     case HL_DTYPE_U8: return p[0];
     case HL_DTYPE_BOOL: return p[0] != 0;
+    case HL_DTYPE_F16: return half_value((uint16_t)load_le(p, 2));
+    case HL_DTYPE_BF16: { /* the top half of a float's bits */
+        uint32_t bits = (uint32_t)load_le(p, 2) << 16;
+        float x;
+        memcpy(&x, &bits, sizeof x);
+        return x;
+    }
     }
     return 0;
 }

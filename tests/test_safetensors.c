@@ -2,6 +2,7 @@
  * the exact bytes written, atomic saving, and one malformed file per reader
  * rule. */
 #include <dirent.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -559,10 +560,47 @@ START_TEST(test_reject_unknown_dtype)
                "tensor \"w\"", "unknown dtype \"F31\"");
     EXPECT_BAD("{\"w\":{\"dtype\":\"f32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
                "unknown dtype \"f32\"");
-    EXPECT_BAD("{\"w\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4,
-               "tensor \"w\"", "dtype F16 is not supported");
+    EXPECT_BAD("{\"w\":{\"dtype\":\"I8\",\"shape\":[4],\"data_offsets\":[0,4]}}", 4,
+               "tensor \"w\"", "dtype I8 is not supported");
     EXPECT_BAD("{\"w\":{\"dtype\":4,\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
                "dtype is a number, not a string");
+}
+END_TEST
+
+/* F16 and BF16 load exactly: normal, subnormal, signed zero, infinity, NaN. */
+START_TEST(test_half_precision_values)
+{
+    static const char header[] =
+        "{\"h\":{\"dtype\":\"F16\",\"shape\":[7],\"data_offsets\":[0,14]},"
+        "\"b\":{\"dtype\":\"BF16\",\"shape\":[5],\"data_offsets\":[14,24]}}";
+    /* F16: 1, -2.5, 65504 (largest), 2^-24 (smallest subnormal), -0, -inf, NaN;
+     * BF16: 1, -3.140625 (0xc049), 2^-133 (the smallest subnormal), inf, NaN. */
+    static const unsigned char data[] = {0x00, 0x3c, 0x00, 0xc1, 0xff, 0x7b, 0x01, 0x00,
+                                         0x00, 0x80, 0x00, 0xfc, 0x01, 0x7e, 0x80, 0x3f,
+                                         0x49, 0xc0, 0x01, 0x00, 0x80, 0x7f, 0xc1, 0x7f};
+    size_t n = sizeof header - 1, len = 8 + n + sizeof data;
+    unsigned char *bytes = calloc(1, len);
+    ck_assert(bytes);
+    put_le64(bytes, n);
+    memcpy(bytes + 8, header, n);
+    memcpy(bytes + 8 + n, data, sizeof data);
+    hl_error err = {0};
+    hl_safetensors *f = NULL;
+    ck_assert_msg(hl_safetensors_parse(bytes, len, "half", &f, &err) == HL_OK, "%s", err.message);
+    free(bytes);
+    hl_tensor *h = hl_safetensors_load(f, "h", false, &err);
+    hl_tensor *b = hl_safetensors_load(f, "b", false, &err);
+    ck_assert_msg(h && b, "%s", err.message);
+    const double want_h[5] = {1, -2.5, 65504, 0x1p-24, 0};
+    for (int i = 0; i < 5; i++)
+        ck_assert_msg((double)h->data[i] == want_h[i], "F16 %d: %g", i, (double)h->data[i]);
+    ck_assert(signbit(h->data[4]) && isinf(h->data[5]) && h->data[5] < 0 && isnan(h->data[6]));
+    ck_assert((double)b->data[0] == 1 && (double)b->data[1] == -3.140625);
+    ck_assert((double)b->data[2] == 0x1p-133);
+    ck_assert(isinf(b->data[3]) && b->data[3] > 0 && isnan(b->data[4]));
+    hl_tensor_free(h);
+    hl_tensor_free(b);
+    hl_safetensors_free(f);
 }
 END_TEST
 
@@ -820,6 +858,7 @@ Suite *safetensors_suite(void)
     tcase_add_test(rules, test_reject_invalid_json);
     tcase_add_test(rules, test_reject_not_object);
     tcase_add_test(rules, test_reject_unknown_dtype);
+    tcase_add_test(rules, test_half_precision_values);
     tcase_add_test(rules, test_reject_bad_shape);
     tcase_add_test(rules, test_reject_size_mismatch);
     tcase_add_test(rules, test_reject_bad_offsets);
