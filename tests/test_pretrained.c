@@ -252,6 +252,12 @@ START_TEST(test_stored_form)
         ck_assert_str_eq(s, again);
         if (k == 0)
             check_cases(back, "tokenizer_json_cases.json");
+        if (k == 1) { /* the fuzz seed written by tests/make_pretrained_fixtures.py */
+            size_t n;
+            char *seed = (char *)hl_fs_read_file("tests/fuzz/corpus/vocab/pretrained.txt", &n);
+            ck_assert(seed && n == strlen(s) && !memcmp(seed, s, n));
+            free(seed);
+        }
         free(s);
         free(again);
         hl_vocab_free(back);
