@@ -10,7 +10,9 @@
 #   make asan       the suite under AddressSanitizer + UndefinedBehaviorSanitizer (one pass
 #                   per build, 1 thread; the double pass runs the library's suites)
 #   make fuzz       libFuzzer on the file readers, the option parser, the vocabulary parser,
-#                   the patching pairs parser, the CSV reader and the token-file reader
+#                   the pretrained tokenizer readers (tokenizer.json, vocab.json +
+#                   merges.txt), the patching pairs parser, the CSV reader and the
+#                   token-file reader
 #                   (tests/fuzz/), FUZZ_SECONDS per harness
 #   make arm        cross-builds for AArch64 (Debian's gcc-aarch64-linux-gnu, arm64
 #                   libraries by multiarch) and runs the float suite at 1 thread under
@@ -30,7 +32,7 @@
 #          MPI=1 (data-parallel training over Open MPI, compiled by mpicc, in build/mpi).
 
 REAL   ?= float
-PKGS   := libpng libcjson check
+PKGS   := libpng libcjson libpcre2-8 check
 
 ifeq ($(MPI),1)
   CC        := mpicc
@@ -61,7 +63,7 @@ else
   OMPFLAG := -fopenmp
 endif
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   = $(shell pkg-config --libs libpng libcjson 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs libpng libcjson libpcre2-8 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 # -ffp-contract=off: a*b+c is two roundings on every compiler (Clang would
 # fuse it by default); the kernels ask for FMA where they mean it.
@@ -147,7 +149,8 @@ SOVERSION  := 0
 PIC_OBJ    := $(LIB_OBJ:$(BUILD)/obj/%=$(BUILD)/pic/%)
 SHARED     := $(BUILD)/libheadlab.so.$(VERSION)
 INTERNAL_HEADERS := core/internal.h io/internal.h ops/internal.h ops/kernels.h ops/simd.h ops/gemm.h \
-                    ops/tile_gemm.h ops/vmath.h text/vocab_impl.h text/hash.h
+                    ops/tile_gemm.h ops/vmath.h text/vocab_impl.h text/hash.h \
+                    text/pretrained_impl.h
 PUBLIC_HEADERS := headlab.h $(filter-out $(INTERNAL_HEADERS),$(wildcard $(LIB_DIRS:%=%/*.h)))
 PROGRAMS   := $(notdir $(EXAMPLES))
 
@@ -177,7 +180,7 @@ install: $(LIB) $(SHARED) $(EXAMPLES)
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
 	    'Name: headlab' \
 	    'Description: graph-based autodiff for training small transformers and studying attention heads' \
-	    'Version: $(VERSION)' 'Requires.private: libpng libcjson' \
+	    'Version: $(VERSION)' 'Requires.private: libpng libcjson libpcre2-8' \
 	    'Cflags: -I$${includedir}/headlab $(REALFLAG)' \
 	    'Libs: -L$${libdir} -lheadlab' 'Libs.private: $(OMPFLAG) -lm' \
 	    >$(DESTDIR)$(LIBDIR)/pkgconfig/headlab.pc
@@ -258,7 +261,7 @@ endif
 # program cannot start another, so the suites that run the programs are left
 # out; they run natively on x86-64.
 ARM_PKGS := gcc-aarch64-linux-gnu qemu-user libc6:arm64 libgomp1:arm64 libpng-dev:arm64 \
-            libcjson-dev:arm64 check:arm64
+            libcjson-dev:arm64 libpcre2-dev:arm64 check:arm64
 arm:
 	@tools/deps.sh $(ARM_PKGS)
 	@PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig \
@@ -290,7 +293,8 @@ asan: test-deps
 # per harness of tests/fuzz/, each run FUZZ_SECONDS (default 60) from the seed
 # corpus; crashes land in build/fuzz/crashes/<harness>/ (tools/fuzz.sh).
 FUZZ_SECONDS ?= 60
-FUZZ_HARNESSES := safetensors checkpoint gpt cli patch_pairs vocab csv token_file
+FUZZ_HARNESSES := safetensors checkpoint gpt cli patch_pairs vocab csv token_file \
+                  tokenizer_json vocab_merges
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_PROGS := $(FUZZ_HARNESSES:%=build/fuzz/fuzz_%)
 fuzz:

@@ -2,8 +2,9 @@
  * tokenize: text files into the token files charlm --tokens trains from
  * (data/token_file.h, docs/token-files.md).
  *
- *     build/tokenize TEXT... [--vocab-from MODEL | --learn N --tokenizer words|bpe]
- *                    [--val-fraction F] --out DIR
+ *     build/tokenize TEXT... [--vocab-from MODEL | --pretrained DIR |
+ *                    --learn N --tokenizer words|bpe] [--val-fraction F] --out DIR
+ *     build/tokenize --pretrained DIR --print FILE
  *
  * The files are read as one text, in order. Its last F of the bytes
  * (charlm's split: the last size/10 bytes for 0.1) go to DIR/val.tok, the
@@ -11,7 +12,10 @@
  * encoded in parallel chunks (data/tokenize.h), so memory does not grow with
  * the corpus and the files are the same for any thread count. A learnt
  * vocabulary comes from the first LEARN_SAMPLE bytes of the training part
- * (all of it when shorter, which is what charlm --data learns from).
+ * (all of it when shorter, which is what charlm --data learns from). A
+ * pretrained vocabulary is a released model's tokenizer, imported from its
+ * folder (hl_vocab_load_pretrained, docs/tokenizers.md); --print writes the
+ * ids of one file's text to stdout instead of token files.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -31,7 +35,7 @@
 static const char *program = "tokenize";
 
 typedef struct {
-    const char *vocab_from, *tokenizer, *out;
+    const char *vocab_from, *pretrained, *print, *tokenizer, *out;
     int learn, threads;
     double val_fraction;
 } options;
@@ -40,10 +44,16 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: tokenize TEXT... [options] --out DIR\n"
+        "       tokenize --pretrained DIR --print FILE\n"
         "Encodes text files (read as one text, in order) into DIR/train.tok and\n"
         "DIR/val.tok, the token files charlm --tokens DIR trains from.\n"
-        "  --out DIR            where train.tok and val.tok go (required)\n"
+        "  --out DIR            where train.tok and val.tok go (required without --print)\n"
         "  --vocab-from MODEL   the vocabulary of a charlm model or checkpoint\n"
+        "  --pretrained DIR     a released model's tokenizer: DIR/tokenizer.json, or\n"
+        "                       vocab.json + merges.txt, or encoder.json + vocab.bpe\n"
+        "                       (GPT-2, Pythia, Llama 3, Qwen2; docs/tokenizers.md)\n"
+        "  --print FILE         print the token ids of FILE's text on one line instead\n"
+        "                       of writing token files\n"
         "  --learn N            learn a vocabulary of N tokens (N > 256) from the first\n"
         "                       64 MiB of the training part (all of it when shorter)\n"
         "  --tokenizer NAME     bytes (the default without --learn), words (the default\n"
@@ -197,6 +207,12 @@ static uint64_t write_part(stream *s, uint64_t bytes, const hl_vocab *v, const c
 static hl_vocab *make_vocab(const options *o, stream *s, uint64_t n_train)
 {
     hl_error err = {0};
+    if (o->pretrained) {
+        hl_vocab *v = hl_vocab_load_pretrained(o->pretrained, &err);
+        if (!v && err.status != HL_ERR_NOMEM)
+            hl_cli_bad_input(program, "%s", err.message);
+        return v;
+    }
     if (o->vocab_from) {
         hl_gpt_meta meta;
         hl_gpt *m = hl_gpt_load_meta(o->vocab_from, &meta, &err);
@@ -229,6 +245,8 @@ static options parse_options(int argc, char **argv, int first)
     options o = {.val_fraction = 0.1};
     const hl_opt opts[] = {
         HL_OPTION_TEXT("vocab-from", &o.vocab_from),
+        HL_OPTION_TEXT("pretrained", &o.pretrained),
+        HL_OPTION_TEXT("print", &o.print),
         HL_OPTION_TEXT("tokenizer", &o.tokenizer),
         HL_OPTION_TEXT("out", &o.out),
         HL_OPTION_INT("learn", &o.learn, HL_VOCAB_BYTES + 1, HL_VOCAB_MAX),
@@ -245,13 +263,18 @@ static options parse_options(int argc, char **argv, int first)
     case HL_CLI_OK:
         break;
     }
-    if (first == 1)
+    if (o.print && (first > 1 || o.out || o.learn))
+        hl_cli_bad_input(program, "--print FILE encodes that one file: no TEXT files, --out or "
+                         "--learn");
+    if (!o.print && first == 1)
         hl_cli_bad_input(program, "no text files (usage: tokenize TEXT... --out DIR)");
-    if (!o.out)
+    if (!o.print && !o.out)
         hl_cli_bad_input(program, "--out DIR is required (see --help)");
-    if (o.vocab_from && (o.learn || o.tokenizer))
-        hl_cli_bad_input(program, "--vocab-from takes the model's vocabulary: no --learn or "
-                         "--tokenizer");
+    if (o.vocab_from && o.pretrained)
+        hl_cli_bad_input(program, "--vocab-from and --pretrained: one vocabulary, not two");
+    if ((o.vocab_from || o.pretrained) && (o.learn || o.tokenizer))
+        hl_cli_bad_input(program, "--%s takes that vocabulary as it is: no --learn or "
+                         "--tokenizer", o.vocab_from ? "vocab-from" : "pretrained");
     if (!o.tokenizer)
         o.tokenizer = o.learn ? "words" : "bytes";
     if (strcmp(o.tokenizer, "bytes") && strcmp(o.tokenizer, "words") && strcmp(o.tokenizer, "bpe"))
@@ -263,6 +286,30 @@ static options parse_options(int argc, char **argv, int first)
         hl_cli_bad_input(program, "--tokenizer %s needs --learn N, N > %d", o.tokenizer,
                          HL_VOCAB_BYTES);
     return o;
+}
+
+/* --print: the ids of one file's text on one line, separated by spaces. */
+static int print_ids(const options *o)
+{
+    size_t n;
+    unsigned char *text = hl_fs_read_file(o->print, &n);
+    if (!text)
+        hl_cli_bad_input(program, "cannot read %s: %s", o->print, strerror(errno));
+    hl_vocab *v = make_vocab(o, NULL, 0);
+    int32_t *tokens = NULL;
+    size_t n_tokens = 0;
+    hl_error err = {0};
+    if (!v || hl_vocab_encode(v, text, n, &tokens, &n_tokens, &err) != HL_OK) {
+        fprintf(stderr, "%s: %s\n", program, err.message[0] ? err.message : "out of memory");
+        return err.status == HL_ERR_ARG ? 2 : 1;
+    }
+    for (size_t i = 0; i < n_tokens; i++)
+        printf(i ? " %ld" : "%ld", (long)tokens[i]);
+    putchar('\n');
+    free(tokens);
+    free(text);
+    hl_vocab_free(v);
+    return fflush(stdout) == 0 ? 0 : 2;
 }
 
 int main(int argc, char **argv)
@@ -278,6 +325,8 @@ int main(int argc, char **argv)
         }
     options o = parse_options(argc, argv, first);
     hl_cli_set_threads(o.threads);
+    if (o.print)
+        return print_ids(&o);
     stream s;
     stream_open(&s, argv + 1, first - 1);
     /* As charlm: the validation text is the last size*F bytes, rounded down

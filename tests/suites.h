@@ -41,6 +41,7 @@
     X(csv_read)           \
     X(vocab)              \
     X(bpe)                \
+    X(pretrained)         \
     X(token_file)         \
     X(tokenize)           \
     X(window_copy)        \

@@ -229,8 +229,8 @@ static void expect_parse_error(const char *text, const char *message)
 
 START_TEST(test_bad_merges)
 {
-    expect_parse_error("headlab-bpe-2\n32 116", "does not begin with \"headlab-words-1\" or "
-                                                "\"headlab-bpe-1\"");
+    expect_parse_error("headlab-bpe-2\n32 116", "does not begin with \"headlab-words-1\", "
+                                                "\"headlab-bpe-1\" or \"headlab-pretrained-1\"");
     expect_parse_error("headlab-bpe-1x", "does not begin with");
     expect_parse_error("headlab-bpe-1\n32 116\n104", "line 3: \"104\" is not two token ids");
     expect_parse_error("headlab-bpe-1\n32 116\n104 x", "line 3: \"104 x\" is not two");

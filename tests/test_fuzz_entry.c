@@ -21,6 +21,8 @@ static const struct {
     {"vocab", hl_fuzz_vocab},
     {"csv", hl_fuzz_csv},
     {"token_file", hl_fuzz_token_file},
+    {"tokenizer_json", hl_fuzz_tokenizer_json},
+    {"vocab_merges", hl_fuzz_vocab_merges},
 };
 
 static uint8_t *read_all(const char *path, size_t *size)

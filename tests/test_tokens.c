@@ -1,7 +1,8 @@
 /* Tests for the programs on token files: build/tokenize (examples/
  * tokenize.c), charlm --tokens and heads --data with a token file. Bitwise
  * the same model from --tokens as from --data, resumes that are refused, bad
- * files, and a step from a sparse multi-GB file in little memory. */
+ * files, a pretrained tokenizer's files and ids (--pretrained, --print), and a
+ * step from a sparse multi-GB file in little memory. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,6 +236,67 @@ START_TEST(test_bad_token_files)
 }
 END_TEST
 
+/* tokenize --pretrained: token files whose vocabulary reads back without the
+ * folder and whose tokens are the text's; --print gives GPT-2's ids of a
+ * file on one line; the flags' conflicts are refused. */
+START_TEST(test_tokenize_pretrained)
+{
+    make_dir();
+    write_text();
+    char command[1024], out[4096], path[128];
+    snprintf(command, sizeof command, HL_BUILD_DIR "/tokenize %s/text.txt --pretrained "
+             "tests/fixtures/gpt2-tokenizer --out %s/tok", dir, dir);
+    tu_run_ok(command);
+    hl_error err = {0};
+    hl_vocab *v = hl_vocab_load_pretrained("tests/fixtures/gpt2-tokenizer", &err);
+    ck_assert_msg(v, "%s", err.message);
+    snprintf(path, sizeof path, "%s/text.txt", dir);
+    size_t n;
+    unsigned char *text = hl_fs_read_file(path, &n);
+    ck_assert_ptr_nonnull(text);
+    /* Each file holds the tokens of its part: the last n/10 bytes are val's. */
+    const size_t n_val = (size_t)((double)n * 0.1), begin[] = {0, n - n_val}, end[] = {n - n_val, n};
+    static const char *const parts[] = {"train.tok", "val.tok"};
+    for (int i = 0; i < 2; i++) {
+        int32_t *tokens;
+        size_t n_tokens;
+        ck_assert(hl_vocab_encode(v, text + begin[i], end[i] - begin[i], &tokens, &n_tokens,
+                                  &err) == HL_OK);
+        snprintf(path, sizeof path, "%s/tok/%s", dir, parts[i]);
+        hl_token_file *f = hl_token_file_open(path, &err);
+        ck_assert_msg(f, "%s", err.message);
+        ck_assert_str_eq(hl_vocab_kind(hl_token_file_vocab(f)), "pretrained");
+        ck_assert_uint_eq(hl_token_file_header(f)->n_tokens, n_tokens);
+        int32_t *read = malloc(sizeof *read * (n_tokens + 1));
+        ck_assert(hl_token_file_read(f, 0, n_tokens, read, &err) == HL_OK);
+        ck_assert(!memcmp(read, tokens, sizeof *read * n_tokens));
+        free(read);
+        free(tokens);
+        hl_token_file_close(f);
+    }
+    free(text);
+    hl_vocab_free(v);
+    snprintf(path, sizeof path, "%s/hello.txt", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("Hello world\n", f);
+    fclose(f);
+    snprintf(command, sizeof command, HL_BUILD_DIR "/tokenize --pretrained "
+             "tests/fixtures/gpt2-tokenizer/tokenizer.json --print %s", path);
+    ck_assert_int_eq(tu_run(command, out, sizeof out), 0);
+    ck_assert_str_eq(out, "15496 995 198\n");
+    expect_failure(HL_BUILD_DIR "/tokenize --pretrained /nonexistent --print tests/suites.h", 2,
+                   "/nonexistent");
+    expect_failure(HL_BUILD_DIR "/tokenize --pretrained tests/fixtures/gpt2-tokenizer --print "
+                   "tests/suites.h --out /tmp/x", 2, "--print FILE encodes that one file");
+    expect_failure(HL_BUILD_DIR "/tokenize tests/suites.h --out /tmp/x --pretrained d "
+                   "--learn 300", 2, "--pretrained takes that vocabulary as it is");
+    expect_failure(HL_BUILD_DIR "/tokenize tests/suites.h --out /tmp/x --pretrained d "
+                   "--vocab-from m", 2, "one vocabulary, not two");
+    remove_dir();
+}
+END_TEST
+
 /* A header of the bytes vocabulary for n 2-byte tokens (all zero: token 0). */
 static void sparse_token_file(const char *path, uint64_t n)
 {
@@ -307,6 +369,7 @@ Suite *tokens_suite(void)
     tcase_add_test(tc, test_tokenize_same_for_any_thread_count);
     tcase_add_test(tc, test_charlm_tokens_bitwise_and_resume);
     tcase_add_test(tc, test_bad_token_files);
+    tcase_add_test(tc, test_tokenize_pretrained);
     tcase_add_test(tc, test_sparse_multi_gb_file_trains_in_little_memory);
     suite_add_tcase(s, tc);
     return s;

@@ -1,10 +1,30 @@
 /* Encoding with a BPE vocabulary: chunk by chunk, the merge of lowest id
- * first, each distinct chunk once (vocab.h). */
+ * (of a pretrained vocabulary: of lowest rank) first, each distinct chunk once
+ * (vocab.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "text/hash.h"
+#include "text/pretrained_impl.h"
 #include "text/vocab_impl.h"
+
+/* A learnt BPE's merge rank is the token it makes; a pretrained one keeps
+ * ranks and tokens apart (its ids are in any order). */
+static int32_t pair_rank(const hl_vocab *v, int32_t left, int32_t right)
+{
+    return v->pretrained ? hl_pretrained_pair_rank(v->pretrained, left, right)
+                         : hl_bpe_pair_token(v, left, right);
+}
+
+static int32_t rank_token(const hl_vocab *v, int32_t rank)
+{
+    return v->pretrained ? v->pretrained->merge_token[rank] : rank;
+}
+
+static int32_t byte_token(const hl_vocab *v, unsigned char b)
+{
+    return v->pretrained ? v->pretrained->byte_token[b] : b;
+}
 
 /* A chunk already encoded: its bytes in the text and its tokens in the output. */
 typedef struct {
@@ -41,8 +61,8 @@ static bool cache_grow(chunk_cache *c)
 
 /* One chunk's working space, grown to the longest chunk: its tokens as a
  * linked list (a merged-away token is -1) and a min-heap of candidate merges,
- * each (token << 32 | position of its left token), so the lowest id pops
- * first and, of one id, the leftmost. Entries go stale as their tokens merge;
+ * each (rank << 32 | position of its left token), so the lowest rank pops
+ * first and, of one rank, the leftmost. Entries go stale as their tokens merge;
  * they are checked when popped. */
 typedef struct {
     int32_t *tok;
@@ -108,9 +128,9 @@ static void push_pair(const hl_vocab *v, scratch *s, size_t left, size_t len)
     const size_t right = s->next[left];
     if (right >= len)
         return;
-    const int32_t t = hl_bpe_pair_token(v, s->tok[left], s->tok[right]);
-    if (t >= 0)
-        heap_push(s, (uint64_t)t << 32 | left);
+    const int32_t rank = pair_rank(v, s->tok[left], s->tok[right]);
+    if (rank >= 0)
+        heap_push(s, (uint64_t)rank << 32 | left);
 }
 
 /* The tokens of one chunk (len <= s->cap bytes) into out; their count. */
@@ -119,7 +139,7 @@ static size_t encode_chunk(const hl_vocab *v, scratch *s, const unsigned char *c
 {
     s->n_heap = 0;
     for (size_t i = 0; i < len; i++) {
-        s->tok[i] = chunk[i];
+        s->tok[i] = byte_token(v, chunk[i]);
         s->next[i] = i + 1;
         s->prev[i] = i - 1; /* SIZE_MAX for the first: no token before */
     }
@@ -127,13 +147,13 @@ static size_t encode_chunk(const hl_vocab *v, scratch *s, const unsigned char *c
         push_pair(v, s, i, len);
     while (s->n_heap) {
         const uint64_t e = heap_pop(s);
-        const int32_t t = (int32_t)(e >> 32);
+        const int32_t rank = (int32_t)(e >> 32);
         const size_t left = (size_t)(e & 0xffffffffu), right = s->next[left];
         /* Stale: its left token merged away, or either changed since. */
         if (s->tok[left] < 0 || right >= len ||
-            hl_bpe_pair_token(v, s->tok[left], s->tok[right]) != t)
+            pair_rank(v, s->tok[left], s->tok[right]) != rank)
             continue;
-        s->tok[left] = t;
+        s->tok[left] = rank_token(v, rank);
         s->tok[right] = -1;
         s->next[left] = s->next[right];
         if (s->next[left] < len)
@@ -148,25 +168,48 @@ static size_t encode_chunk(const hl_vocab *v, scratch *s, const unsigned char *c
     return k;
 }
 
+static size_t next_chunk(void *ctx, const unsigned char *text, size_t n, size_t i,
+                         int32_t *whole, hl_error *err)
+{
+    (void)ctx;
+    (void)err;
+    *whole = -1;
+    return hl_bpe_next_chunk(text, n, i);
+}
+
 hl_status hl_bpe_encode(const hl_vocab *v, const unsigned char *text, size_t n,
                         int32_t **tokens, size_t *n_tokens, hl_error *err)
+{
+    return hl_bpe_encode_with(v, text, n, next_chunk, NULL, tokens, n_tokens, err);
+}
+
+hl_status hl_bpe_encode_with(const hl_vocab *v, const unsigned char *text, size_t n,
+                             hl_bpe_next_fn next, void *ctx, int32_t **tokens, size_t *n_tokens,
+                             hl_error *err)
 {
     *tokens = NULL;
     *n_tokens = 0;
     int32_t *out = malloc(sizeof *out * (n ? n : 1)); /* a token per byte at most */
     chunk_cache cache = {.slot = calloc(1024, sizeof(cache_entry)), .n_slots = 1024};
     scratch s = {0};
-    bool ok = out && cache.slot, too_long = false;
+    bool ok = out && cache.slot, too_long = false, failed = false;
     size_t k = 0;
     for (size_t i = 0; ok && i < n;) {
-        const size_t end = hl_bpe_next_chunk(text, n, i), len = end - i;
+        int32_t whole;
+        const size_t end = next(ctx, text, n, i, &whole, err), len = end - i;
+        if (end <= i) {
+            failed = true;
+            break;
+        }
         if (len > UINT32_MAX) { /* positions in a chunk are 32 bits in the heap */
             too_long = true;
             break;
         }
-        cache_entry *e = len > 1 ? cache_find(&cache, text + i, len) : NULL;
-        if (len == 1) {
-            out[k++] = text[i];
+        cache_entry *e = len > 1 && whole < 0 ? cache_find(&cache, text + i, len) : NULL;
+        if (whole >= 0) {
+            out[k++] = whole;
+        } else if (len == 1) {
+            out[k++] = byte_token(v, text[i]);
         } else if (e->key) {
             memcpy(out + k, out + e->at, sizeof *out * e->count);
             k += e->count;
@@ -181,8 +224,10 @@ hl_status hl_bpe_encode(const hl_vocab *v, const unsigned char *text, size_t n,
     }
     free(cache.slot);
     scratch_free(&s);
-    if (!ok || too_long) {
+    if (!ok || too_long || failed) {
         free(out);
+        if (failed)
+            return err->status;
         if (too_long)
             return hl_error_set(err, HL_ERR_ARG, "vocab: a chunk of more than %lu bytes",
                                 (unsigned long)UINT32_MAX);

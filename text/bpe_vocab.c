@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text/pretrained_impl.h"
 #include "text/vocab_impl.h"
 
 static size_t pair_hash(int32_t left, int32_t right)
@@ -33,6 +34,8 @@ int32_t hl_bpe_pair_token(const hl_vocab *v, int32_t left, int32_t right)
 
 bool hl_vocab_merge(const hl_vocab *v, int32_t token, int32_t *left, int32_t *right)
 {
+    if (v->pretrained)
+        return hl_pretrained_merge(v, token, left, right);
     if (!v->merge || token < HL_VOCAB_BYTES || token >= v->size)
         return false;
     *left = v->merge[2 * (token - HL_VOCAB_BYTES)];

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "text/hash.h"
+#include "text/pretrained_impl.h"
 #include "text/vocab_impl.h"
 
 /* The slot holding the learnt piece s, or the empty slot where it would go. */
@@ -103,6 +104,7 @@ void hl_vocab_free(hl_vocab *v)
     free(v->slot);
     free(v->merge);
     free(v->pair_slot);
+    hl_pretrained_free(v->pretrained);
     free(v);
 }
 
@@ -110,6 +112,8 @@ int hl_vocab_size(const hl_vocab *v) { return v->size; }
 
 const char *hl_vocab_kind(const hl_vocab *v)
 {
+    if (v->pretrained)
+        return "pretrained";
     if (v->size == HL_VOCAB_BYTES)
         return "bytes";
     return v->merge ? "bpe" : "words";
@@ -159,6 +163,8 @@ size_t hl_vocab_next_word(const unsigned char *text, size_t n, size_t i)
 hl_status hl_vocab_encode(const hl_vocab *v, const unsigned char *text, size_t n,
                           int32_t **tokens, size_t *n_tokens, hl_error *err)
 {
+    if (v->pretrained)
+        return hl_pretrained_encode(v, text, n, tokens, n_tokens, err);
     if (v->merge)
         return hl_bpe_encode(v, text, n, tokens, n_tokens, err);
     *tokens = NULL;

@@ -31,11 +31,26 @@
  * among its adjacent pairs (the leftmost when it occurs twice), as GPT-2 and
  * tiktoken do; each distinct chunk of a text is encoded once.
  *
+ * A pretrained vocabulary (hl_vocab_load_pretrained) is a byte-level BPE
+ * tokenizer of a released model (GPT-2, Pythia, Llama 3, Qwen2), imported
+ * from its files (docs/tokenizers.md): its ids in any order, its pieces as
+ * raw bytes. Encoding first finds its added tokens in the text, literally
+ * (the leftmost occurrence, and there the longest), each one token; the text
+ * between them is cut into pre-tokens by the model's regex (PCRE2, Unicode
+ * classes), where the bytes no match takes (for GPT-2's regex, only bytes
+ * that are not UTF-8) form pre-tokens of their own, never merged with their
+ * neighbours; each pre-token is the token its bytes are whole when the model
+ * ignores merges (Llama 3), else its bytes' tokens merged by rank, the lowest
+ * first and the leftmost of one rank, as Hugging Face's tokenizers and
+ * tiktoken do. No token is added at the start or end (no BOS or EOS).
+ *
  *     hl_vocab *v = hl_vocab_learn(text, n, 4096, &err);       // or hl_vocab_bytes()
  *     int32_t *tokens; size_t n_tokens;
  *     hl_vocab_encode(v, text, n, &tokens, &n_tokens, &err);
  *     char *meta = hl_vocab_format(v);        // stored with the model (model_io.h)
  *     hl_vocab *back = hl_vocab_parse(meta, &err);
+ *
+ *     hl_vocab *gpt2 = hl_vocab_load_pretrained("models/gpt2", &err);
  */
 #ifndef HL_VOCAB_H
 #define HL_VOCAB_H
@@ -74,12 +89,32 @@ hl_vocab *hl_vocab_learn_bpe(const unsigned char *text, size_t n, int size, hl_e
  * token it defines, a pair merged twice, a piece longer than
  * HL_VOCAB_PIECE_MAX bytes, or more than HL_VOCAB_MAX tokens in all. */
 hl_vocab *hl_vocab_from_merges(const int32_t *merges, int n, hl_error *err);
+/* The tokenizer of a model folder: DIR/tokenizer.json (Hugging Face's
+ * tokenizers format) when present, else DIR/vocab.json + DIR/merges.txt,
+ * else DIR/encoder.json + DIR/vocab.bpe (GPT-2's names for the same pair:
+ * pieces -> ids in GPT-2's byte-to-unicode alphabet, and the merges by rank
+ * after an optional "#version" line, with GPT-2's regex); dir may also be the
+ * path of a tokenizer.json. A tokenizer.json must have a BPE model (vocab,
+ * merges as "a b" or ["a", "b"], optional ignore_merges), a null normalizer
+ * and a ByteLevel pre-tokenizer (add_prefix_space false) or a Sequence of a
+ * Split (Regex, Isolated, not inverted) and a ByteLevel without regex; its
+ * added_tokens are matched in the text (lstrip, rstrip and single_word
+ * false). The size is the largest id + 1. HL_ERR_IO when dir cannot be read;
+ * HL_ERR_FORMAT, naming the file and the field, for anything else: a missing
+ * or malformed field, a SentencePiece-style file (a normalizer, byte_fallback,
+ * Metaspace, Unigram or WordPiece), a gap in the ids, a byte without a token,
+ * a merge of or into a piece that is not in the vocabulary, a pair merged
+ * twice, a regex PCRE2 refuses. */
+hl_vocab *hl_vocab_load_pretrained(const char *dir, hl_error *err);
 void hl_vocab_free(hl_vocab *v);
 
-/* "bytes" (256 tokens, whichever way it was made), "words" or "bpe". */
+/* "bytes" (256 tokens, whichever way it was made, but never a pretrained
+ * one), "words", "bpe" or "pretrained". */
 const char *hl_vocab_kind(const hl_vocab *v);
-/* The two tokens a BPE token merges into *left, *right; false for a byte, a
- * token outside the vocabulary, or any token of a "words" vocabulary. */
+/* The two tokens a BPE token merges into *left, *right (for a pretrained
+ * vocabulary, the merge of lowest rank that makes it); false for a byte, a
+ * token no merge makes, a token outside the vocabulary, or any token of a
+ * "words" vocabulary. */
 bool hl_vocab_merge(const hl_vocab *v, int32_t token, int32_t *left, int32_t *right);
 
 /* Tokens in the vocabulary (256 for the bytes alone). */
@@ -101,12 +136,15 @@ size_t hl_bpe_next_chunk(const unsigned char *text, size_t n, size_t i);
  * text[0..p) and text[p..n) gives the tokens of the whole (for the bytes any
  * place; for words and BPE, a lone newline between two non-spaces or a
  * non-space before " " and an ASCII letter; vocab_cut.c), or n when there is
- * none. Lets a text larger than memory be encoded in pieces, in parallel. */
+ * none. Lets a text larger than memory be encoded in pieces, in parallel. A
+ * pretrained vocabulary has the same places, but only where no added token
+ * spans them, and only with GPT-2's, Llama 3's or Qwen2's regex: with any
+ * other, n (encode such a text whole). */
 size_t hl_vocab_cut(const hl_vocab *v, const unsigned char *text, size_t n, size_t from);
 
 /* The tokens of text into a malloc'd array (*tokens, *n_tokens; free it).
  * Never fails for want of a token; HL_ERR_NOMEM only (and HL_ERR_ARG for a
- * BPE chunk of 4 GiB or more). */
+ * BPE chunk of 4 GiB or more, or a pretrained regex that PCRE2 gives up on). */
 hl_status hl_vocab_encode(const hl_vocab *v, const unsigned char *text, size_t n,
                           int32_t **tokens, size_t *n_tokens, hl_error *err);
 /* The text of tokens into a malloc'd, NUL-terminated array (*text, *len
@@ -124,7 +162,13 @@ hl_status hl_vocab_decode(const hl_vocab *v, const int32_t *tokens, size_t n,
  * escape or an empty, one-byte or too long piece; naming both tokens, a piece
  * given twice; for BPE, naming the line, a line that is not two ids, an id
  * not below the token it defines, a piece over HL_VOCAB_PIECE_MAX bytes, and
- * naming both lines, a pair merged twice; more than HL_VOCAB_MAX tokens. */
+ * naming both lines, a pair merged twice; more than HL_VOCAB_MAX tokens.
+ * Pretrained: "headlab-pretrained-1" and the whole tokenizer, so a token or
+ * model file needs no folder to read it back: its regex, whether it ignores
+ * merges, every token's bytes in id order (added tokens marked) and the
+ * merges by rank as id pairs (pretrained_format.c has the layout; about 1 MB
+ * for GPT-2). Its parser refuses, naming the line, a line out of place or
+ * malformed, and whatever hl_vocab_load_pretrained's checks refuse. */
 char *hl_vocab_format(const hl_vocab *v);
 hl_vocab *hl_vocab_parse(const char *s, hl_error *err);
 

@@ -1,5 +1,6 @@
 /* Where a text may be cut so that its parts encode to the tokens of the
  * whole (vocab.h). */
+#include "text/pretrained_impl.h"
 #include "text/vocab.h"
 
 static int is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
@@ -18,16 +19,26 @@ static int is_ascii_letter(unsigned char c)
  *   - a non-space is followed by a space and an ASCII letter: "x| the" (the
  *     space begins the next word or chunk).
  * In both, the piece before p ends at p in the whole text and in the part
- * that ends at p, and the piece after p begins at p in both. */
+ * that ends at p, and the piece after p begins at p in both.
+ *
+ * The same holds for the regexes of GPT-2, Llama 3 and Qwen2 (none looks
+ * behind, and none matches across a space before a letter or across a lone
+ * newline between non-spaces: each alternative that takes a newline or a
+ * space stops before a non-space, or takes the space only at its start), when
+ * no added token spans p. A pretrained vocabulary with any other regex has no
+ * known place: n. */
 size_t hl_vocab_cut(const hl_vocab *v, const unsigned char *text, size_t n, size_t from)
 {
-    if (hl_vocab_size(v) == HL_VOCAB_BYTES)
+    const bool pretrained = v->pretrained != NULL;
+    if (pretrained && !v->pretrained->known_pattern)
+        return n;
+    if (!pretrained && hl_vocab_size(v) == HL_VOCAB_BYTES)
         return from < n ? from : n;
     for (size_t p = from < 2 ? 2 : from; p + 1 < n; p++) {
         const unsigned char before = text[p - 1], at = text[p];
-        if (before == '\n' && !is_space(at) && !is_space(text[p - 2]))
-            return p;
-        if (!is_space(before) && at == ' ' && is_ascii_letter(text[p + 1]))
+        const bool place = (before == '\n' && !is_space(at) && !is_space(text[p - 2])) ||
+                           (!is_space(before) && at == ' ' && is_ascii_letter(text[p + 1]));
+        if (place && (!pretrained || hl_pretrained_cut_ok(v, text, n, p)))
             return p;
     }
     return n;

@@ -1,5 +1,6 @@
 /* A vocabulary as one printable string and back, to store with a model
  * (vocab.h). */
+#include "text/pretrained_impl.h"
 #include "text/vocab_impl.h"
 
 #include <stdio.h>
@@ -10,6 +11,8 @@
 
 char *hl_vocab_format(const hl_vocab *v)
 {
+    if (v->pretrained)
+        return hl_pretrained_format(v);
     if (v->merge)
         return hl_bpe_format(v);
     const int size = hl_vocab_size(v);
@@ -92,13 +95,16 @@ static long unescape_line(const char *line, size_t line_len, int line_no, unsign
 
 hl_vocab *hl_vocab_parse(const char *s, hl_error *err)
 {
+    const size_t pre_len = strlen(HL_PRETRAINED_HEADER);
+    if (strncmp(s, HL_PRETRAINED_HEADER, pre_len) == 0 && (!s[pre_len] || s[pre_len] == '\n'))
+        return hl_pretrained_parse(s, err);
     const size_t bpe_len = strlen(HL_BPE_HEADER);
     if (strncmp(s, HL_BPE_HEADER, bpe_len) == 0 && (!s[bpe_len] || s[bpe_len] == '\n'))
         return hl_bpe_parse(s, err);
     const size_t header_len = strlen(HEADER);
     if (strncmp(s, HEADER, header_len) != 0 || (s[header_len] && s[header_len] != '\n')) {
-        hl_error_set(err, HL_ERR_FORMAT, "vocab: does not begin with \"%s\" or \"%s\"",
-                     HEADER, HL_BPE_HEADER);
+        hl_error_set(err, HL_ERR_FORMAT, "vocab: does not begin with \"%s\", \"%s\" or "
+                     "\"%s\"", HEADER, HL_BPE_HEADER, HL_PRETRAINED_HEADER);
         return NULL;
     }
     size_t n = 0;

@@ -1,6 +1,7 @@
 /*
  * vocab_impl.h: the layout of hl_vocab and the byte-level BPE parts that
- * vocab.c, vocab_format.c and bpe_*.c share; internal to text/.
+ * vocab.c, vocab_format.c, bpe_*.c and pretrained_*.c share; internal to
+ * text/.
  */
 #ifndef HL_TEXT_VOCAB_IMPL_H
 #define HL_TEXT_VOCAB_IMPL_H
@@ -19,6 +20,10 @@ struct hl_vocab {
     int32_t *pair_slot;      /* open-addressing table of the merged tokens by their
                               * pair; -1 empty */
     size_t n_pair_slots;     /* a power of two, at least twice the merges */
+    /* pretrained (hl_vocab_load_pretrained): its merges by rank, pre-tokenizer
+     * and added tokens (pretrained_impl.h); NULL for the others, and then
+     * merge, slot and pair_slot are unused */
+    struct hl_pretrained *pretrained;
 };
 
 #define HL_BPE_HEADER "headlab-bpe-1" /* the stored form's first line */
@@ -36,6 +41,19 @@ hl_vocab *hl_bpe_build(const int32_t *merges, int n, int first_line, hl_error *e
 /* hl_vocab_encode for a BPE vocabulary (bpe_encode.c). */
 hl_status hl_bpe_encode(const hl_vocab *v, const unsigned char *text, size_t n,
                         int32_t **tokens, size_t *n_tokens, hl_error *err);
+
+/* A pre-tokenizer for hl_bpe_encode_with: the end (> i) of the chunk that
+ * starts at text[i] (i < n), with *whole the one token the chunk is as a
+ * whole (an added token, a piece kept whole) or -1 to merge its bytes; 0 on
+ * failure, with the reason in err. */
+typedef size_t (*hl_bpe_next_fn)(void *ctx, const unsigned char *text, size_t n, size_t i,
+                                 int32_t *whole, hl_error *err);
+
+/* hl_bpe_encode with another pre-tokenizer; for a pretrained vocabulary the
+ * merges are applied by rank (pretrained_impl.h). */
+hl_status hl_bpe_encode_with(const hl_vocab *v, const unsigned char *text, size_t n,
+                             hl_bpe_next_fn next, void *ctx, int32_t **tokens, size_t *n_tokens,
+                             hl_error *err);
 
 /* The stored form of a BPE vocabulary and its parser (bpe_format.c): see
  * hl_vocab_format. */

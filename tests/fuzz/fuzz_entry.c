@@ -38,6 +38,15 @@ int hl_fuzz_safetensors(const uint8_t *data, size_t size)
     return 0;
 }
 
+static bool write_file(const char *path, const uint8_t *data, size_t size)
+{
+    FILE *fp = fopen(path, "wb");
+    if (!fp)
+        return false;
+    bool ok = fwrite(data, 1, size, fp) == size;
+    return fclose(fp) == 0 && ok;
+}
+
 /* The bytes in a file of this process's own (the loaders take paths); NULL
  * when it cannot be written. */
 static const char *as_file(const uint8_t *data, size_t size)
@@ -51,12 +60,7 @@ static const char *as_file(const uint8_t *data, size_t size)
             return path[0] = '\0', NULL;
         close(fd);
     }
-    FILE *fp = fopen(path, "wb");
-    if (!fp)
-        return NULL;
-    bool ok = fwrite(data, 1, size, fp) == size;
-    ok = fclose(fp) == 0 && ok;
-    return ok ? path : NULL;
+    return write_file(path, data, size) ? path : NULL;
 }
 
 static hl_gpt_config fixture_config(void)
@@ -146,22 +150,15 @@ int hl_fuzz_gpt(const uint8_t *data, size_t size)
     return 0;
 }
 
-int hl_fuzz_vocab(const uint8_t *data, size_t size)
+/* What every vocabulary that reads must do (aborting when it does not):
+ * write and read back to itself, and decode its encoding of a text with every
+ * byte to that text. */
+static void check_vocab(const hl_vocab *v)
 {
-    char *text = malloc(size + 1);
-    if (!text)
-        return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     hl_error err = {0};
-    hl_vocab *v = hl_vocab_parse(text, &err);
-    free(text);
-    if (!v)
-        return 0;
     char *stored = hl_vocab_format(v);
     hl_vocab *back = stored ? hl_vocab_parse(stored, &err) : NULL;
     char *again = back ? hl_vocab_format(back) : NULL;
-    /* A vocabulary that reads must write and read back to itself. */
     if (stored && (!again || strcmp(stored, again) != 0))
         abort();
     unsigned char sample[2 * 256 + 8];
@@ -180,6 +177,72 @@ int hl_fuzz_vocab(const uint8_t *data, size_t size)
     free(stored);
     free(again);
     hl_vocab_free(back);
+}
+
+int hl_fuzz_vocab(const uint8_t *data, size_t size)
+{
+    char *text = malloc(size + 1);
+    if (!text)
+        return 0;
+    memcpy(text, data, size);
+    text[size] = '\0';
+    hl_error err = {0};
+    hl_vocab *v = hl_vocab_parse(text, &err);
+    free(text);
+    if (v)
+        check_vocab(v);
+    hl_vocab_free(v);
+    return 0;
+}
+
+/* A folder of this process's own for the pair files; NULL when it cannot be
+ * made. */
+static const char *own_dir(void)
+{
+    static char dir[64];
+    if (!dir[0]) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/hl-fuzz-dir-XXXXXX", tmp && strlen(tmp) < 40 ? tmp : "/tmp");
+        if (!mkdtemp(dir))
+            return dir[0] = '\0', NULL;
+    }
+    return dir;
+}
+
+int hl_fuzz_tokenizer_json(const uint8_t *data, size_t size)
+{
+    const char *dir = own_dir();
+    char path[128];
+    if (!dir)
+        return 0;
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    if (!write_file(path, data, size))
+        return 0;
+    hl_error err = {0};
+    hl_vocab *v = hl_vocab_load_pretrained(path, &err);
+    if (v)
+        check_vocab(v);
+    hl_vocab_free(v);
+    return 0;
+}
+
+int hl_fuzz_vocab_merges(const uint8_t *data, size_t size)
+{
+    const char *dir = own_dir();
+    if (!dir)
+        return 0;
+    const uint8_t *nul = memchr(data, 0, size);
+    const size_t split = nul ? (size_t)(nul - data) : size;
+    char vocab[128], merges[128];
+    snprintf(vocab, sizeof vocab, "%s/vocab.json", dir);
+    snprintf(merges, sizeof merges, "%s/merges.txt", dir);
+    if (!write_file(vocab, data, split) ||
+        !write_file(merges, data + split + (nul != NULL), size - split - (nul != NULL)))
+        return 0;
+    hl_error err = {0};
+    hl_vocab *v = hl_vocab_load_pretrained(dir, &err);
+    if (v)
+        check_vocab(v);
     hl_vocab_free(v);
     return 0;
 }

@@ -27,6 +27,13 @@ int hl_fuzz_gpt(const uint8_t *data, size_t size);
  * must give the same string, and encodes and decodes a text with every byte. */
 int hl_fuzz_vocab(const uint8_t *data, size_t size);
 
+/* The bytes as a tokenizer.json (hl_vocab_load_pretrained); one that loads
+ * must do what hl_fuzz_vocab checks of a parsed vocabulary. */
+int hl_fuzz_tokenizer_json(const uint8_t *data, size_t size);
+/* The bytes as vocab.json, a NUL byte, then merges.txt (the bytes after it),
+ * loaded as a folder holding the two; checked as hl_fuzz_tokenizer_json. */
+int hl_fuzz_vocab_merges(const uint8_t *data, size_t size);
+
 /* The bytes as a command line (arguments separated by NUL or newline bytes)
  * for the programs' option parser (cli/cli.c), with a table of
  * every kind of option the programs use. */

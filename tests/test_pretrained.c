@@ -1,0 +1,447 @@
+/* Tests for text/pretrained_*.c: GPT-2's tokenizer from each of its three
+ * forms (tokenizer.json, vocab.json + merges.txt, encoder.json + vocab.bpe)
+ * gives the reference ids of tests/fixtures/gpt2-tokenizer/ (tiktoken's and
+ * Hugging Face tokenizers', made by the real libraries) and decodes back to
+ * the text; a hand-made Llama 3-style tokenizer (Split regex, ignore_merges,
+ * special tokens, ids not bytes-first) gives the ids derived by hand below;
+ * the stored form reads back to the same tokenizer; hl_vocab_cut's places
+ * do not change the tokens; bytes that are not UTF-8 encode and decode; and
+ * each refusal is HL_ERR_FORMAT naming the file and the field. */
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "text/vocab.h"
+
+#include "tests/testutil.h"
+
+#define GPT2_DIR "tests/fixtures/gpt2-tokenizer"
+#define LLAMA3_STYLE "tests/fixtures/pretrained/llama3_style/tokenizer.json"
+
+static hl_vocab *load_ok(const char *path)
+{
+    hl_error err = {0};
+    hl_vocab *v = hl_vocab_load_pretrained(path, &err);
+    ck_assert_msg(v, "%s: %s", path, err.message);
+    ck_assert_str_eq(hl_vocab_kind(v), "pretrained");
+    return v;
+}
+
+/* The tokens of text, checked to decode back to it byte for byte. */
+static int32_t *encode_round_trip(const hl_vocab *v, const char *text, size_t n,
+                                  size_t *n_tokens)
+{
+    hl_error err = {0};
+    int32_t *tokens;
+    unsigned char *back;
+    size_t back_len;
+    ck_assert_msg(hl_vocab_encode(v, (const unsigned char *)text, n, &tokens, n_tokens, &err) ==
+                  HL_OK, "%s", err.message);
+    ck_assert_msg(hl_vocab_decode(v, tokens, *n_tokens, &back, &back_len, &err) == HL_OK, "%s",
+                  err.message);
+    ck_assert_msg(back_len == n && memcmp(back, text, n) == 0, "\"%.40s\" does not decode back",
+                  text);
+    free(back);
+    return tokens;
+}
+
+static cJSON *read_cases(const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, GPT2_DIR "/%s", name);
+    size_t n;
+    unsigned char *text = hl_fs_read_file(path, &n);
+    ck_assert_msg(text, "cannot read %s", path);
+    cJSON *json = cJSON_ParseWithLength((const char *)text, n);
+    free(text);
+    ck_assert_msg(cJSON_IsArray(cJSON_GetObjectItem(json, "cases")), "%s: no cases", path);
+    return json;
+}
+
+/* Every case of a cases file gives exactly its "ids" and decodes back. */
+static void check_cases(const hl_vocab *v, const char *cases_file)
+{
+    cJSON *json = read_cases(cases_file);
+    int count = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(json, "cases")) {
+        const char *text = cJSON_GetObjectItem(c, "text")->valuestring;
+        const cJSON *ids = cJSON_GetObjectItem(c, "ids");
+        size_t n_tokens;
+        int32_t *tokens = encode_round_trip(v, text, strlen(text), &n_tokens);
+        ck_assert_msg(n_tokens == (size_t)cJSON_GetArraySize(ids),
+                      "%s case %d (\"%.30s\"): %zu tokens, expected %d", cases_file, count, text,
+                      n_tokens, cJSON_GetArraySize(ids));
+        size_t i = 0;
+        const cJSON *id;
+        cJSON_ArrayForEach(id, ids) {
+            ck_assert_msg(tokens[i] == id->valueint, "%s case %d (\"%.30s\"): token %zu is %d, "
+                          "expected %d", cases_file, count, text, i, tokens[i], id->valueint);
+            i++;
+        }
+        free(tokens);
+        count++;
+    }
+    ck_assert_int_eq(count, 20);
+    cJSON_Delete(json);
+}
+
+/* A fresh temporary folder; its path in dir (room for 64). */
+static void temp_dir(char *dir)
+{
+    snprintf(dir, 64, "%s/hl-pretrained-XXXXXX", "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+/* dir/name as a link to the fixture file (absolute, as the folder is elsewhere). */
+static void link_fixture(const char *dir, const char *name, const char *fixture)
+{
+    char from[4096], to[256], cwd[2048];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    snprintf(from, sizeof from, "%s/" GPT2_DIR "/%s", cwd, fixture);
+    snprintf(to, sizeof to, "%s/%s", dir, name);
+    ck_assert_int_eq(symlink(from, to), 0);
+}
+
+static void remove_dir(const char *dir)
+{
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf '%s'", dir);
+    tu_run_ok(command);
+}
+
+START_TEST(test_gpt2_tokenizer_json)
+{
+    hl_vocab *v = load_ok(GPT2_DIR "/tokenizer.json");
+    ck_assert_int_eq(hl_vocab_size(v), 50257);
+    check_cases(v, "tokenizer_json_cases.json");
+    hl_vocab_free(v);
+    v = load_ok(GPT2_DIR); /* the folder: tokenizer.json comes first */
+    check_cases(v, "tokenizer_json_cases.json");
+    hl_vocab_free(v);
+}
+END_TEST
+
+/* The pair under both its names: the ids of tiktoken, with <|endoftext|> as
+ * text (no added tokens in these files). */
+START_TEST(test_gpt2_pairs)
+{
+    static const char *const names[][2] = {{"vocab.json", "merges.txt"},
+                                           {"encoder.json", "vocab.bpe"}};
+    for (int i = 0; i < 2; i++) {
+        char dir[64];
+        temp_dir(dir);
+        link_fixture(dir, names[i][0], "encoder.json");
+        link_fixture(dir, names[i][1], "vocab.bpe");
+        hl_vocab *v = load_ok(dir);
+        ck_assert_int_eq(hl_vocab_size(v), 50257);
+        check_cases(v, "cases.json");
+        hl_vocab_free(v);
+        remove_dir(dir);
+    }
+}
+END_TEST
+
+/* Pieces are raw bytes (not GPT-2's alphabet), so every existing caller works. */
+START_TEST(test_pieces_are_bytes)
+{
+    hl_vocab *v = load_ok(GPT2_DIR "/tokenizer.json");
+    size_t len;
+    const unsigned char *p = hl_vocab_piece(v, 220, &len); /* "Ġ" */
+    ck_assert(len == 1 && p[0] == ' ');
+    p = hl_vocab_piece(v, 995, &len); /* "Ġworld" */
+    ck_assert(len == 6 && !memcmp(p, " world", 6));
+    p = hl_vocab_piece(v, 50256, &len);
+    ck_assert(len == 13 && !memcmp(p, "<|endoftext|>", 13));
+    ck_assert_ptr_null(hl_vocab_piece(v, 50257, &len));
+    double *bytes = malloc(sizeof *bytes * 50257);
+    hl_vocab_token_bytes(v, bytes);
+    ck_assert(bytes[995] == 6 && bytes[50256] == 13);
+    free(bytes);
+    /* The merge of lowest rank that makes " world" joins two of its parts. */
+    int32_t left, right;
+    size_t left_len, right_len;
+    ck_assert(hl_vocab_merge(v, 995, &left, &right));
+    const unsigned char *a = hl_vocab_piece(v, left, &left_len);
+    const unsigned char *b = hl_vocab_piece(v, right, &right_len);
+    ck_assert(left_len + right_len == 6 && !memcmp(a, " world", left_len) &&
+              !memcmp(b, " world" + left_len, right_len));
+    ck_assert(!hl_vocab_merge(v, 220, &left, &right));
+    hl_vocab_free(v);
+}
+END_TEST
+
+/* Bytes that are not UTF-8 fall between the regex's matches, into pre-tokens
+ * of their own: every byte string encodes and decodes back. */
+START_TEST(test_invalid_utf8)
+{
+    hl_vocab *v = load_ok(GPT2_DIR "/tokenizer.json");
+    char text[2 * 256 + 16];
+    for (int i = 0; i < 256; i++)
+        text[i] = text[2 * 256 - 1 - i] = (char)i;
+    memcpy(text + 512, "  the\xff\xfe x\xc3", 11);
+    size_t n_tokens;
+    free(encode_round_trip(v, text, 523, &n_tokens));
+    /* A lone bad byte between words: "a", "\xff", " b". */
+    int32_t *tokens = encode_round_trip(v, "a\xff b", 4, &n_tokens);
+    ck_assert_uint_eq(n_tokens, 3);
+    ck_assert_int_eq(tokens[0], 64);  /* "a" */
+    ck_assert_int_eq(tokens[1], 187); /* the byte 0xff ("ÿ" in GPT-2's alphabet) */
+    ck_assert_int_eq(tokens[2], 275); /* " b" */
+    free(tokens);
+    hl_vocab_free(v);
+}
+END_TEST
+
+/* The hand-made Llama 3-style tokenizer (tests/make_pretrained_fixtures.py):
+ * ids 0 and 1 are <|begin_of_text|> and <|eot_id|>; ids 2..7 the merges'
+ * pieces by rank (h+e, l+l, he+ll, " "+w, o+r, " w"+or); 8 "hello" and
+ * 9 " world", which no merge makes; byte b is token 10 + b. The text
+ *
+ *     <|begin_of_text|>hello world<|eot_id|>hellos 1234 worst
+ *
+ * is: the special 0; "hello" and " world", pre-tokens of Llama 3's regex
+ * found whole in the vocabulary (ignore_merges): 8, 9; the special 1;
+ * "hellos", not whole, so merged: h e l l o s -> he (rank 0) -> ll (rank 1)
+ * -> hell (rank 2), then no pair merges: hell o s = 4, 10+'o' = 121,
+ * 10+'s' = 125; " " alone (no alternative takes a space before a digit but
+ * \s+): 10+' ' = 42; "123" and "4" (\p{N}{1,3}), none a piece and none
+ * merging: 59 60 61, 62; " worst": " "+w (rank 3) -> o+r (rank 4) -> " w"+or
+ * (rank 5) = " wor" s t: 7, 125, 126. */
+START_TEST(test_llama3_style)
+{
+    hl_vocab *v = load_ok(LLAMA3_STYLE);
+    ck_assert_int_eq(hl_vocab_size(v), 266);
+    const char *text = "<|begin_of_text|>hello world<|eot_id|>hellos 1234 worst";
+    const int32_t expect[] = {0, 8, 9, 1, 4, 121, 125, 42, 59, 60, 61, 62, 7, 125, 126};
+    size_t n_tokens;
+    int32_t *tokens = encode_round_trip(v, text, strlen(text), &n_tokens);
+    ck_assert_uint_eq(n_tokens, sizeof expect / sizeof expect[0]);
+    for (size_t i = 0; i < n_tokens; i++)
+        ck_assert_msg(tokens[i] == expect[i], "token %zu is %d, expected %d", i, tokens[i],
+                      expect[i]);
+    free(tokens);
+    /* A special token cut short is text: the pre-tokens "<|" and "eot", whose
+     * bytes no merge joins: 10+'<', 10+'|', 10+'e', 10+'o', 10+'t'. */
+    const int32_t cut_short[] = {70, 134, 111, 121, 126};
+    tokens = encode_round_trip(v, "<|eot", 5, &n_tokens);
+    ck_assert_uint_eq(n_tokens, 5);
+    ck_assert(!memcmp(tokens, cut_short, sizeof cut_short));
+    free(tokens);
+    hl_vocab_free(v);
+}
+END_TEST
+
+/* format -> parse gives the same tokenizer (same tokens on every case) and
+ * the same string again. */
+START_TEST(test_stored_form)
+{
+    const char *paths[] = {GPT2_DIR "/tokenizer.json", LLAMA3_STYLE};
+    for (int k = 0; k < 2; k++) {
+        hl_vocab *v = load_ok(paths[k]);
+        char *s = hl_vocab_format(v);
+        ck_assert_ptr_nonnull(s);
+        hl_error err = {0};
+        hl_vocab *back = hl_vocab_parse(s, &err);
+        ck_assert_msg(back, "%s", err.message);
+        ck_assert_str_eq(hl_vocab_kind(back), "pretrained");
+        char *again = hl_vocab_format(back);
+        ck_assert_str_eq(s, again);
+        if (k == 0)
+            check_cases(back, "tokenizer_json_cases.json");
+        if (k == 1) { /* the fuzz seed written by tests/make_pretrained_fixtures.py */
+            size_t n;
+            char *seed = (char *)hl_fs_read_file("tests/fuzz/corpus/vocab/pretrained.txt", &n);
+            ck_assert(seed && n == strlen(s) && !memcmp(seed, s, n));
+            free(seed);
+        }
+        free(s);
+        free(again);
+        hl_vocab_free(back);
+        hl_vocab_free(v);
+    }
+    hl_error err = {0};
+    ck_assert_ptr_null(hl_vocab_parse("headlab-pretrained-1\npattern x\nignore_merges 2", &err));
+    ck_assert(err.status == HL_ERR_FORMAT && strstr(err.message, "line 3"));
+}
+END_TEST
+
+/* Every place hl_vocab_cut finds splits the cases' texts, one after the
+ * other, into parts whose tokens are those of the whole. */
+START_TEST(test_cut)
+{
+    hl_vocab *v = load_ok(GPT2_DIR "/tokenizer.json");
+    cJSON *json = read_cases("tokenizer_json_cases.json");
+    size_t n = 0;
+    char *text = malloc(1 << 20);
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(json, "cases")) {
+        const char *s = cJSON_GetObjectItem(c, "text")->valuestring;
+        memcpy(text + n, s, strlen(s));
+        n += strlen(s);
+    }
+    cJSON_Delete(json);
+    size_t n_whole, cuts = 0;
+    int32_t *whole = encode_round_trip(v, text, n, &n_whole);
+    size_t at = 0, k = 0;
+    while (at < n) {
+        size_t p = hl_vocab_cut(v, (const unsigned char *)text, n, at + 1);
+        cuts += p < n;
+        size_t n_part;
+        int32_t *part = encode_round_trip(v, text + at, p - at, &n_part);
+        ck_assert_msg(k + n_part <= n_whole && !memcmp(part, whole + k, n_part * sizeof *part),
+                      "cutting at %zu changes the tokens", p);
+        k += n_part;
+        free(part);
+        at = p;
+    }
+    ck_assert_uint_eq(k, n_whole);
+    ck_assert_uint_gt(cuts, 20);
+    free(whole);
+    free(text);
+    hl_vocab_free(v);
+}
+END_TEST
+
+/* ---- refusals ---- */
+
+/* A BPE model over "a" and "b" with the given parts, as tokenizer.json text. */
+#define MODEL(vocab, merges) \
+    "\"model\": {\"type\": \"BPE\", \"vocab\": " vocab ", \"merges\": " merges "}"
+#define BYTE_LEVEL "\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}"
+
+/* Writes text as dir/name, loads dir and expects HL_ERR_FORMAT with each
+ * fragment (NULL-terminated) in the message. */
+static void expect_refused(const char *name, const char *text, ...)
+{
+    char dir[64], path[128];
+    temp_dir(dir);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+    hl_error err = {0};
+    hl_vocab *v = hl_vocab_load_pretrained(dir, &err);
+    ck_assert_msg(!v, "%s was accepted: %s", name, text);
+    ck_assert_msg(err.status == HL_ERR_FORMAT, "%s: status %d (%s)", text, err.status,
+                  err.message);
+    ck_assert_msg(strstr(err.message, name), "\"%s\" does not name %s", err.message, name);
+    va_list fragments;
+    va_start(fragments, text);
+    for (const char *s; (s = va_arg(fragments, const char *));)
+        ck_assert_msg(strstr(err.message, s), "\"%s\" lacks \"%s\"", err.message, s);
+    va_end(fragments);
+    remove_dir(dir);
+}
+
+START_TEST(test_refusals)
+{
+    expect_refused("tokenizer.json", "{\"model\": ", "not valid JSON", NULL);
+    expect_refused("tokenizer.json", "[1, 2]", "not a JSON object", NULL);
+    expect_refused("tokenizer.json", "{" BYTE_LEVEL "}", "model is missing", NULL);
+    expect_refused("tokenizer.json", "{\"model\": {\"type\": \"WordLevel\"}}", "model.type",
+                   "WordLevel", NULL);
+    expect_refused("tokenizer.json", "{\"model\": {\"type\": \"Unigram\"}}", "model.type",
+                   "SentencePiece", "--token-ids FILE", NULL);
+    expect_refused("tokenizer.json", "{\"model\": {\"type\": \"WordPiece\"}}", "model.type",
+                   "SentencePiece", NULL);
+    expect_refused("tokenizer.json", "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true}}",
+                   "model.byte_fallback", "SentencePiece", "--token-ids", NULL);
+    expect_refused("tokenizer.json", "{\"normalizer\": {\"type\": \"NFC\"}, " MODEL("{}", "[]") "}",
+                   "normalizer", "SentencePiece", NULL);
+    expect_refused("tokenizer.json", "{\"pre_tokenizer\": {\"type\": \"Metaspace\"}, "
+                   MODEL("{}", "[]") "}", "pre_tokenizer.type", "Metaspace", "SentencePiece",
+                   NULL);
+    expect_refused("tokenizer.json", "{\"pre_tokenizer\": {\"type\": \"Whitespace\"}, "
+                   MODEL("{}", "[]") "}", "pre_tokenizer.type", "Whitespace", NULL);
+    expect_refused("tokenizer.json", "{" MODEL("{}", "[]") "}", "pre_tokenizer.type", NULL);
+    expect_refused("tokenizer.json", "{\"pre_tokenizer\": {\"type\": \"ByteLevel\", "
+                   "\"add_prefix_space\": true}, " MODEL("{}", "[]") "}",
+                   "pre_tokenizer.add_prefix_space", NULL);
+    expect_refused("tokenizer.json", "{\"pre_tokenizer\": {\"type\": \"Sequence\", "
+                   "\"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, "
+                   "\"behavior\": \"Isolated\"}, {\"type\": \"ByteLevel\", \"use_regex\": false}]}, "
+                   MODEL("{}", "[]") "}", "pre_tokenizer.pretokenizers[0].pattern.Regex", NULL);
+    expect_refused("tokenizer.json", "{" BYTE_LEVEL ", \"model\": {\"type\": \"BPE\", "
+                   "\"merges\": []}}", "model.vocab", NULL);
+    expect_refused("tokenizer.json", "{" BYTE_LEVEL ", " MODEL("{\"a\": 0}", "{}") "}",
+                   "model.merges", NULL);
+    expect_refused("tokenizer.json", "{" BYTE_LEVEL ", " MODEL("{\"a\": 0, \"b\": 2}", "[]") "}",
+                   "model.vocab", "no token has id 1", NULL);
+    expect_refused("tokenizer.json", "{" BYTE_LEVEL ", " MODEL("{\"a\": 0, \"b\": \"x\"}", "[]")
+                   "}", "model.vocab", "\"b\" has no id", NULL);
+    expect_refused("tokenizer.json", "{" BYTE_LEVEL ", " MODEL("{\"a\": 0, \"b\": 1}",
+                   "[\"a x\"]") "}", "model.merges[0]", "\"x\"", "not in model.vocab", NULL);
+    expect_refused("tokenizer.json", "{" BYTE_LEVEL ", " MODEL("{\"a\": 0, \"b\": 1}",
+                   "[[\"a\"]]") "}", "model.merges[0]", NULL);
+    expect_refused("tokenizer.json", "{" BYTE_LEVEL ", " MODEL("{\"a\": 0, \"b\": 1}", "[]") "}",
+                   "model.vocab", "no token for the byte 0x00", NULL);
+    expect_refused("tokenizer.json", "{" BYTE_LEVEL ", " MODEL("{\"a\": 0}", "[]") ", "
+                   "\"added_tokens\": [{\"id\": 0, \"content\": \"z\"}]}", "added_tokens[0]",
+                   NULL);
+    expect_refused("tokenizer.json", "{" BYTE_LEVEL ", " MODEL("{\"a\": 0}", "[]") ", "
+                   "\"added_tokens\": [{\"id\": 1, \"content\": \"<s>\", \"lstrip\": true}]}",
+                   "added_tokens[0].lstrip", NULL);
+    expect_refused("vocab.json", "{\"a\": 0}", "merges.txt", "missing", NULL);
+    expect_refused("merges.txt", "a b\n", "vocab.json", "missing", NULL);
+    char dir[64];
+    temp_dir(dir);
+    hl_error err = {0};
+    ck_assert_ptr_null(hl_vocab_load_pretrained(dir, &err));
+    ck_assert_msg(err.status == HL_ERR_FORMAT && strstr(err.message, dir) &&
+                  strstr(err.message, "no tokenizer.json"), "%s", err.message);
+    remove_dir(dir);
+}
+END_TEST
+
+/* A merge of the pair files naming an unknown piece, and one whose result is
+ * no piece, name the file and the line or merge. */
+START_TEST(test_pair_refusals)
+{
+    char dir[64], path[128];
+    temp_dir(dir);
+    link_fixture(dir, "vocab.json", "encoder.json");
+    snprintf(path, sizeof path, "%s/merges.txt", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("#version: 0.2\n\xc4\xa0 t\nh zzzz\n", f);
+    fclose(f);
+    hl_error err = {0};
+    ck_assert_ptr_null(hl_vocab_load_pretrained(dir, &err));
+    ck_assert_msg(err.status == HL_ERR_FORMAT && strstr(err.message, "merges.txt line 3") &&
+                  strstr(err.message, "\"zzzz\" is not a piece"), "%s", err.message);
+    f = fopen(path, "w");
+    fputs("\xc4\xa0 t\n\xc4\xa0t \xc4\xa0t\n", f); /* " t" + " t" is no token */
+    fclose(f);
+    hl_error_clear(&err);
+    ck_assert_ptr_null(hl_vocab_load_pretrained(dir, &err));
+    ck_assert_msg(err.status == HL_ERR_FORMAT && strstr(err.message, "merges.txt: merge 1") &&
+                  strstr(err.message, "which is no token"), "%s", err.message);
+    remove_dir(dir);
+    hl_error_clear(&err);
+    ck_assert_ptr_null(hl_vocab_load_pretrained("/nonexistent/model", &err));
+    ck_assert_int_eq(err.status, HL_ERR_IO);
+}
+END_TEST
+
+Suite *pretrained_suite(void)
+{
+    Suite *s = suite_create("pretrained");
+    TCase *tc = tcase_create("pretrained");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_gpt2_tokenizer_json);
+    tcase_add_test(tc, test_gpt2_pairs);
+    tcase_add_test(tc, test_pieces_are_bytes);
+    tcase_add_test(tc, test_invalid_utf8);
+    tcase_add_test(tc, test_llama3_style);
+    tcase_add_test(tc, test_stored_form);
+    tcase_add_test(tc, test_cut);
+    tcase_add_test(tc, test_refusals);
+    tcase_add_test(tc, test_pair_refusals);
+    suite_add_tcase(s, tc);
+    return s;
+}
