@@ -294,7 +294,7 @@ asan: test-deps
 # corpus; crashes land in build/fuzz/crashes/<harness>/ (tools/fuzz.sh).
 FUZZ_SECONDS ?= 60
 FUZZ_HARNESSES := safetensors checkpoint gpt cli patch_pairs vocab csv token_file \
-                  tokenizer_json vocab_merges
+                  tokenizer_json vocab_merges hf_config hf_index
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_PROGS := $(FUZZ_HARNESSES:%=build/fuzz/fuzz_%)
 fuzz:

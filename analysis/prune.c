@@ -43,30 +43,64 @@ static hl_status check_removal(const hl_gpt *m, const hl_head_set *remove,
     return HL_OK;
 }
 
-/* Copies the kept heads' rows of the in-projection (q, k and v parts) and
- * columns of the out-projection from layer a to layer b. */
-static void copy_kept_heads(const hl_mha *a, hl_mha *b, const bool *removed)
+/* The key/value head query head h of a layer reads. */
+static int kv_head(const hl_mha *a, int h)
 {
-    const int H = a->cfg.num_heads, K = b->cfg.num_heads, D = a->cfg.head_dim;
-    const int E = a->cfg.embed_dim;
+    return a->cfg.kv_of ? a->cfg.kv_of[h] : h / (a->cfg.num_heads / a->cfg.kv_heads);
+}
+
+/* The key/value heads that some kept query head reads, numbered in order
+ * (new[k] = -1 for one no kept head reads); returns how many are kept. */
+static int kept_kv_heads(const hl_mha *a, const bool *removed, int *renumbered)
+{
+    for (int k = 0; k < a->cfg.kv_heads; k++)
+        renumbered[k] = -1;
+    for (int h = 0; h < a->cfg.num_heads; h++)
+        if (!removed[h])
+            renumbered[kv_head(a, h)] = 0;
+    int n = 0;
+    for (int k = 0; k < a->cfg.kv_heads; k++)
+        if (renumbered[k] == 0)
+            renumbered[k] = n++;
+    return n;
+}
+
+/* Copies the kept query heads' rows of the in-projection's q part, the kept
+ * key/value heads' rows of its k and v parts (a key/value head goes when
+ * every query head of its group has gone) and the kept heads' columns of the
+ * out-projection from layer a to layer b; kv_of gets which kept key/value
+ * head each kept query head reads. */
+static void copy_kept_heads(const hl_mha *a, hl_mha *b, const bool *removed, int16_t *kv_of)
+{
+    const int H = a->cfg.num_heads, Hb = b->cfg.num_heads, D = a->cfg.head_dim;
+    const int K = a->cfg.kv_heads, Kb = b->cfg.kv_heads, E = a->cfg.embed_dim;
     const size_t row = (size_t)D * E; /* one head's rows of the in-projection */
+    int renumbered[HL_HEADS_MAX];
+    kept_kv_heads(a, removed, renumbered);
+    /* Head i of part p starts at row part_start[p] + i·D, in a and in b. */
+    const int from[3] = {0, H * D, (H + K) * D}, to[3] = {0, Hb * D, (Hb + Kb) * D};
+    for (int p = 0; p < 3; p++)
+        for (int h = 0, i = 0; h < (p ? K : H); h++) {
+            if (p ? renumbered[h] < 0 : removed[h])
+                continue;
+            memcpy(b->in_proj_weight->data + ((size_t)to[p] + (size_t)i * D) * E,
+                   a->in_proj_weight->data + ((size_t)from[p] + (size_t)h * D) * E,
+                   row * sizeof(hl_real));
+            if (a->in_proj_bias)
+                memcpy(b->in_proj_bias->data + to[p] + (size_t)i * D,
+                       a->in_proj_bias->data + from[p] + (size_t)h * D, D * sizeof(hl_real));
+            i++;
+        }
     for (int h = 0, i = 0; h < H; h++) {
         if (removed[h])
             continue;
-        for (int part = 0; part < 3; part++) {
-            memcpy(b->in_proj_weight->data + (size_t)(part * K + i) * row,
-                   a->in_proj_weight->data + (size_t)(part * H + h) * row, row * sizeof(hl_real));
-            if (a->in_proj_bias)
-                memcpy(b->in_proj_bias->data + (size_t)(part * K + i) * D,
-                       a->in_proj_bias->data + (size_t)(part * H + h) * D, D * sizeof(hl_real));
-        }
         for (int o = 0; o < E; o++)
-            memcpy(b->out_proj_weight->data + (size_t)o * K * D + (size_t)i * D,
+            memcpy(b->out_proj_weight->data + (size_t)o * Hb * D + (size_t)i * D,
                    a->out_proj_weight->data + (size_t)o * H * D + (size_t)h * D,
                    D * sizeof(hl_real));
         if (a->smear)
             b->smear->data[i] = a->smear->data[h];
-        i++;
+        kv_of[i++] = (int16_t)renumbered[kv_head(a, h)];
     }
 }
 
@@ -81,8 +115,13 @@ hl_gpt *hl_prune_heads(const hl_gpt *m, const hl_head_set *remove, hl_head_set *
     if (check_removal(m, remove, pruned, kept, err) != HL_OK)
         return NULL;
     hl_gpt_config cfg = m->cfg;
-    for (int l = 0; l < cfg.n_layers; l++)
+    const bool grouped = cfg.n_kv_heads && cfg.n_kv_heads != cfg.n_heads;
+    for (int l = 0; l < cfg.n_layers; l++) {
+        int renumbered[HL_HEADS_MAX];
         cfg.layer_heads[l] = kept[l];
+        if (grouped)
+            cfg.layer_kv_heads[l] = kept_kv_heads(&m->blocks[l].attn, remove->on[l], renumbered);
+    }
     hl_gpt *out = hl_gpt_new(&cfg, err);
     if (!out)
         return NULL;
@@ -96,7 +135,8 @@ hl_gpt *hl_prune_heads(const hl_gpt *m, const hl_head_set *remove, hl_head_set *
     /* ...then the pruned layers' projections, head by head; the kept heads
      * keep their names. */
     for (int l = 0; l < cfg.n_layers; l++) {
-        copy_kept_heads(&m->blocks[l].attn, &out->blocks[l].attn, remove->on[l]);
+        copy_kept_heads(&m->blocks[l].attn, &out->blocks[l].attn, remove->on[l],
+                        out->kv_of[l]);
         for (int h = 0, i = 0; h < hl_gpt_layer_heads(&m->cfg, l); h++)
             if (!remove->on[l][h])
                 out->head_original[l][i++] = m->head_original[l][h];

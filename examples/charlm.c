@@ -46,13 +46,14 @@
 #define DATA_BYTES_IN_MEMORY 8
 
 typedef struct {
-    const char *data, *tokens, *out, *resume, *prompt;
+    const char *data, *tokens, *out, *resume, *prompt, *init_from;
     const char *schedule, *pos_init, *tokenizer, *pos, *norm, *mlp;
     int steps, batch, ctx, d_model, heads, layers, eval_every, sample, threads, seed, warmup;
-    int vocab, val_windows;
+    int vocab, val_windows, kv_heads, rotary_dims;
     int copy_span;
     double lr, dropout, temperature, clip, emb_std, rope_base, copy_windows;
-    bool no_mlp, no_layernorm, no_report, tie, smear;
+    bool no_mlp, no_layernorm, no_report, tie, smear, parallel, no_bias, no_head_bias;
+    bool ctx_given;
     bool model_given, rope_base_given, mlp_given, norm_given; /* flags the user wrote */
 } options;
 
@@ -75,6 +76,11 @@ static void usage(FILE *f)
         "  --out DIR            where train.csv and checkpoint.safetensors go (out/charlm)\n"
         "  --resume CKPT        continue a run from its checkpoint (the model config comes\n"
         "                       from the checkpoint; --steps is the new total)\n"
+        "  --init-from DIR      fine-tune a pretrained model: a Hugging Face folder (GPT-2,\n"
+        "                       Pythia, Llama; config.json, model.safetensors and its\n"
+        "                       tokenizer) or a headlab model file; its architecture and\n"
+        "                       vocabulary, windows of --ctx tokens if given (at most its\n"
+        "                       positions, else all of them)\n"
         "  --steps N            training steps (2000)      --batch N       sequences (16)\n"
         "  --ctx N              context length (64)        --d-model N     width (128)\n"
         "  --heads N            attention heads (4)        --layers N      blocks (4)\n"
@@ -82,8 +88,18 @@ static void usage(FILE *f)
         "                       --emb-std), rope (rotary, rotate-half, on q and k) or none\n"
         "  --rope-base X        the rotary base (10000)\n"
         "  --norm NAME          layernorm (the default), rmsnorm or none\n"
-        "  --mlp NAME           gelu (4x wide, the default), swiglu (8/3 x wide, rounded up\n"
-        "                       to a multiple of 16) or none (attention only)\n"
+        "  --mlp NAME           gelu (4x wide, the default), gelu_tanh (GELU's tanh\n"
+        "                       approximation, GPT-2's gelu_new), swiglu (8/3 x wide, rounded\n"
+        "                       up to a multiple of 16) or none (attention only)\n"
+        "  --kv-heads N         key/value heads, dividing --heads: grouped-query attention\n"
+        "                       (0: one per head)\n"
+        "  --rotary-dims N      with --pos rope: rotate only the first N (even) dims of each\n"
+        "                       head, as GPT-NeoX (0: all)\n"
+        "  --parallel           parallel residual: attention and MLP both read the block's\n"
+        "                       input (GPT-NeoX)\n"
+        "  --no-bias            the attention and MLP linears without bias (Llama)\n"
+        "  --no-head-bias       the output head without bias (GPT-2, GPT-NeoX, Llama: needed\n"
+        "                       to export the model with heads export)\n"
         "  --no-mlp             the same as --mlp none\n"
         "  --no-layernorm       the same as --norm none\n"
         "  --tie                the output head shares the token embedding's weights\n"
@@ -126,6 +142,12 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_TEXT("tokens", &o.tokens),
         HL_OPTION_TEXT("out", &o.out),
         HL_OPTION_TEXT("resume", &o.resume),
+        HL_OPTION_TEXT("init-from", &o.init_from),
+        HL_OPTION_INT("kv-heads", &o.kv_heads, 0, 256),
+        HL_OPTION_INT("rotary-dims", &o.rotary_dims, 0, 8192),
+        HL_OPTION_FLAG("parallel", &o.parallel),
+        HL_OPTION_FLAG("no-bias", &o.no_bias),
+        HL_OPTION_FLAG("no-head-bias", &o.no_head_bias),
         HL_OPTION_TEXT("prompt", &o.prompt),
         HL_OPTION_TEXT("schedule", &o.schedule),
         HL_OPTION_TEXT("pos-init", &o.pos_init),
@@ -142,7 +164,8 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_INT("val-windows", &o.val_windows, 0, 1 << 20),
         HL_OPTION_INT("steps", &o.steps, 0, 1e8),
         HL_OPTION_INT("batch", &o.batch, 1, 4096),
-        HL_OPTION_INT("ctx", &o.ctx, 2, 4096),
+        {.name = "ctx", .kind = HL_OPT_INT, .value = &o.ctx, .min = 2, .max = 4096,
+         .given = &o.ctx_given},
         HL_OPTION_INT("d-model", &o.d_model, 1, 8192),
         HL_OPTION_INT("heads", &o.heads, 1, 256),
         HL_OPTION_INT("layers", &o.layers, 1, HL_GPT_MAX_LAYERS),
@@ -177,17 +200,30 @@ static options parse_options(int argc, char **argv)
     if (hl_gpt_norm_parse(o.norm) < 0)
         hl_cli_bad_input("charlm", "unknown --norm %s (layernorm, rmsnorm or none)", o.norm);
     if (hl_gpt_mlp_parse(o.mlp) < 0)
-        hl_cli_bad_input("charlm", "unknown --mlp %s (gelu, swiglu or none)", o.mlp);
+        hl_cli_bad_input("charlm", "unknown --mlp %s (gelu, gelu_tanh, swiglu or none)", o.mlp);
     if (o.no_mlp && o.mlp_given && strcmp(o.mlp, "none"))
         hl_cli_bad_input("charlm", "--no-mlp with --mlp %s", o.mlp);
     if (o.no_layernorm && o.norm_given && strcmp(o.norm, "none"))
         hl_cli_bad_input("charlm", "--no-layernorm with --norm %s", o.norm);
     if (o.rope_base_given && strcmp(o.pos, "rope"))
         hl_cli_bad_input("charlm", "--rope-base belongs to --pos rope (--pos is %s)", o.pos);
-    if (o.resume && (o.model_given || o.norm_given || o.mlp_given || o.rope_base_given ||
-                     o.tie || o.smear || o.no_mlp || o.no_layernorm))
-        hl_cli_bad_input("charlm", "--pos, --norm, --mlp, --rope-base, --tie, --smear, --no-mlp "
-                         "and --no-layernorm with --resume: the model comes from the checkpoint");
+    const bool architecture = o.model_given || o.norm_given || o.mlp_given ||
+                              o.rope_base_given || o.tie || o.smear || o.no_mlp ||
+                              o.no_layernorm || o.kv_heads || o.rotary_dims || o.parallel ||
+                              o.no_bias || o.no_head_bias;
+    if ((o.resume || o.init_from) && architecture)
+        hl_cli_bad_input("charlm", "--pos, --norm, --mlp, --rope-base, --tie, --smear, --no-mlp, "
+                         "--no-layernorm, --kv-heads, --rotary-dims, --parallel, --no-bias and "
+                         "--no-head-bias with %s: the model comes from %s",
+                         o.resume ? "--resume" : "--init-from",
+                         o.resume ? "the checkpoint" : "the pretrained model");
+    if (o.resume && o.init_from)
+        hl_cli_bad_input("charlm", "--init-from starts a run; --resume continues one: give one");
+    if (o.init_from && (o.vocab || o.tokenizer))
+        hl_cli_bad_input("charlm", "--vocab or --tokenizer with --init-from: the vocabulary is "
+                         "the pretrained model's");
+    if (o.rotary_dims && strcmp(o.pos, "rope"))
+        hl_cli_bad_input("charlm", "--rotary-dims belongs to --pos rope (--pos is %s)", o.pos);
     if (o.no_mlp)
         o.mlp = "none";
     if (o.no_layernorm)
@@ -784,11 +820,15 @@ static void check_text_fits(const run *r)
 /* A new model for the vocabulary, or the checkpoint's model and vocabulary. */
 static hl_gpt *build_model(const options *o, hl_vocab **vocab, hl_error *err)
 {
-    if (o->resume) {
+    const char *from = o->resume ? o->resume : o->init_from;
+    if (from) {
         hl_gpt_meta meta;
-        hl_gpt *m = hl_gpt_load_meta(o->resume, &meta, err);
+        hl_gpt *m = hl_gpt_load_meta(from, &meta, err);
         if (m && !meta.vocab) {
-            hl_error_set(err, HL_ERR_FORMAT, "%s is not a text model's checkpoint", o->resume);
+            hl_error_set(err, HL_ERR_FORMAT, "%s %s", from,
+                         o->resume ? "is not a text model's checkpoint"
+                                   : "has no tokenizer headlab reads (tokenizer.json, vocab.json "
+                                     "+ merges.txt); give --tokens DIR of its token ids");
             hl_gpt_free(m);
             return NULL;
         }
@@ -802,7 +842,11 @@ static hl_gpt *build_model(const options *o, hl_vocab **vocab, hl_error *err)
                          .norm = (hl_gpt_norm)hl_gpt_norm_parse(o->norm),
                          .pos = (hl_gpt_pos)hl_gpt_pos_parse(o->pos), .rope_base = o->rope_base,
                          .tie_embeddings = o->tie, .smear_keys = o->smear,
-                         .dropout = o->dropout, .emb_std = o->emb_std};
+                         .dropout = o->dropout, .emb_std = o->emb_std,
+                         .n_kv_heads = o->kv_heads, .rotary_dims = o->rotary_dims,
+                         .parallel_residual = o->parallel, .no_qkv_bias = o->no_bias,
+                         .no_out_bias = o->no_bias, .no_mlp_bias = o->no_bias,
+                         .no_head_bias = o->no_head_bias};
     return hl_gpt_new(&cfg, err);
 }
 
@@ -835,7 +879,10 @@ static void start_model(run *r)
     hl_rng_seed(&init_rng, (uint64_t)r->o.seed);
     hl_rng_seed(&r->data_rng, (uint64_t)r->o.seed + 1);
     hl_graph_seed(r->g, (uint64_t)r->o.seed + 2 + (uint64_t)hl_dist_rank()); /* dropout */
-    if (!r->o.resume) {
+    if (r->o.init_from) {
+        if (r->lead)
+            printf("fine-tuning %s\n", r->o.init_from);
+    } else if (!r->o.resume) {
         hl_gpt_init_weights(r->m, &init_rng);
         if (!strcmp(r->o.pos_init, "sinusoidal"))
             hl_gpt_init_positions_sinusoidal(r->m);
@@ -919,19 +966,20 @@ static void setup(run *r, const options *o)
     /* A checkpoint brings its vocabulary; a new run learns one from the text
      * first. */
     void (*load)(run *) = o->tokens ? load_tokens : load_text;
-    if (!o->resume)
+    if (!o->resume && !o->init_from)
         load(r);
     r->m = build_model(o, &r->vocab, &err);
     if (!r->m) {
         fprintf(stderr, "charlm: %s\n", err.message);
         hl_dist_abort(2);
     }
-    if (o->resume) {
+    if (o->resume || o->init_from)
         load(r);
-        if (o->tokens)
-            check_same_tokens(r);
-    }
-    r->T = r->m->cfg.n_ctx;
+    if (o->resume && o->tokens)
+        check_same_tokens(r);
+    /* A pretrained model may train on windows shorter than its positions. */
+    const int n_ctx = r->m->cfg.n_ctx;
+    r->T = (o->init_from || o->resume) && o->ctx_given && o->ctx < n_ctx ? o->ctx : n_ctx;
     check_text_fits(r);
     if (o->copy_windows > 0) {
         r->copy_span = o->copy_span ? o->copy_span : r->T / 4 > 0 ? r->T / 4 : 1;

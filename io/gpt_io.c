@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "io/checkpoint.h"
+#include "io/hf.h"
 #include "io/safetensors.h"
 
 /* The model a file's config describes, with its weights. */
@@ -32,12 +33,24 @@ static hl_gpt *gpt_from_file(const hl_safetensors *f, hl_error *err)
 
 hl_gpt *hl_gpt_load(const char *path, hl_error *err)
 {
+    if (hl_hf_is_folder(path))
+        return hl_hf_load(path, err);
     hl_safetensors *f = NULL;
     if (hl_safetensors_read(path, &f, err) != HL_OK)
         return NULL;
     hl_gpt *m = gpt_from_file(f, err);
     hl_safetensors_free(f);
     return m;
+}
+
+/* Whether v suits a model of config c: one token each way per vocabulary
+ * token, as many as the model has (a pretrained tokenizer: at most). */
+static bool vocab_fits(const hl_vocab *v, const hl_gpt_config *c)
+{
+    const int size = hl_vocab_size(v);
+    if (!strcmp(hl_vocab_kind(v), "pretrained"))
+        return size <= c->vocab_in && size <= c->vocab_out;
+    return size == c->vocab_in && size == c->vocab_out;
 }
 
 /* The vocabulary of a model file (model_io.h), checked against its config. */
@@ -56,7 +69,7 @@ static hl_status load_vocab(const hl_safetensors *f, const hl_gpt_config *c, hl_
     if (!(*out = hl_vocab_parse(text, &local)))
         return hl_error_set(err, local.status, "metadata \"vocab\": %s", local.message);
     const int size = hl_vocab_size(*out);
-    if (size != c->vocab_in || size != c->vocab_out) {
+    if (!vocab_fits(*out, c)) {
         hl_vocab_free(*out);
         *out = NULL;
         return hl_error_set(err, HL_ERR_FORMAT,
@@ -67,9 +80,32 @@ static hl_status load_vocab(const hl_safetensors *f, const hl_gpt_config *c, hl_
     return HL_OK;
 }
 
+/* A Hugging Face folder (io/hf.h): the model, and its tokenizer when the
+ * folder has one that headlab reads. */
+static hl_gpt *load_folder(const char *path, hl_gpt_meta *meta, hl_error *err)
+{
+    hl_gpt *m = hl_hf_load(path, err);
+    if (!m)
+        return NULL;
+    snprintf(meta->task, sizeof meta->task, "pretrained");
+    hl_error local = {0};
+    meta->vocab = hl_vocab_load_pretrained(path, &local);
+    if (meta->vocab && !vocab_fits(meta->vocab, &m->cfg)) {
+        hl_error_set(&local, HL_ERR_FORMAT, "%s: the tokenizer has %d tokens, more than the "
+                     "model's %d", path, hl_vocab_size(meta->vocab), m->cfg.vocab_in);
+        hl_vocab_free(meta->vocab);
+        meta->vocab = NULL;
+    }
+    if (!meta->vocab)
+        snprintf(meta->vocab_note, sizeof meta->vocab_note, "%s", local.message);
+    return m;
+}
+
 hl_gpt *hl_gpt_load_meta(const char *path, hl_gpt_meta *meta, hl_error *err)
 {
     memset(meta, 0, sizeof *meta);
+    if (hl_hf_is_folder(path))
+        return load_folder(path, meta, err);
     hl_safetensors *f = NULL;
     if (hl_safetensors_read(path, &f, err) != HL_OK)
         return NULL; /* the message names the file */
@@ -119,7 +155,7 @@ hl_status hl_gpt_save_meta(const char *path, const hl_gpt *m, const hl_gpt_meta 
     if (n < 0 || (size_t)n >= sizeof config || k < 0 || (size_t)k >= sizeof pruned)
         return hl_error_set(err, HL_ERR_ARG, "save %s: the model config is too long", path);
     const int V = meta->vocab ? hl_vocab_size(meta->vocab) : 0;
-    if (meta->vocab && (V != m->cfg.vocab_in || V != m->cfg.vocab_out))
+    if (meta->vocab && !vocab_fits(meta->vocab, &m->cfg))
         return hl_error_set(err, HL_ERR_ARG, "save %s: a vocabulary of %d tokens for a model "
                             "that reads %d and predicts %d", path, V, m->cfg.vocab_in,
                             m->cfg.vocab_out);

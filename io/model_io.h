@@ -43,12 +43,19 @@ typedef struct hl_gpt_meta {
     hl_head_set pruned; /* original heads removed ("pruned_heads") */
     hl_vocab *vocab;    /* a text model's tokens, or NULL (see below); owned after
                          * hl_gpt_load_meta, borrowed when the caller sets it to save */
+    /* A Hugging Face folder without a tokenizer headlab reads: why (its
+     * message, e.g. a SentencePiece tokenizer refused); "" otherwise. */
+    char vocab_note[HL_ERROR_MESSAGE_MAX];
 } hl_gpt_meta;
 
 /* hl_gpt_load, and the metadata above, checked against the config. The
  * vocabulary is the file's "vocab" (text/vocab.h: a learnt one, its size the
- * model's vocab_in and vocab_out), else the bytes for a model of 256 tokens in
- * and out (a byte-level charlm), else NULL; hl_gpt_meta_clear frees it. */
+ * model's vocab_in and vocab_out; a pretrained one may be smaller, as
+ * checkpoints pad their embeddings), else the bytes for a model of 256 tokens
+ * in and out (a byte-level charlm), else NULL; hl_gpt_meta_clear frees it.
+ * A Hugging Face folder (io/hf.h) loads with the tokenizer its files hold
+ * (hl_vocab_load_pretrained), its task "pretrained"; a folder whose tokenizer
+ * headlab does not read loads without one, the reason in vocab_note. */
 hl_gpt *hl_gpt_load_meta(const char *path, hl_gpt_meta *meta, hl_error *err);
 void hl_gpt_meta_clear(hl_gpt_meta *meta);
 /* The "vocab" metadata string of v (malloc'd), or NULL when v is NULL or the

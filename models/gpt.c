@@ -2,6 +2,7 @@
 #include "models/gpt.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@ static void declare_block(hl_gpt *m, int l, hl_error *err)
     const hl_gpt_config *c = &m->cfg;
     const int d = c->d_model, F = hl_gpt_mlp_width(c);
     const int fc_rows = c->mlp == HL_GPT_MLP_SWIGLU ? 2 * F : F;
+    const int heads = hl_gpt_layer_heads(c, l), kv_heads = hl_gpt_layer_kv_heads(c, l);
     hl_gpt_block *b = &m->blocks[l];
     hl_params *p = m->params;
     char name[HL_NAME_MAX], prefix[HL_NAME_MAX];
@@ -29,11 +31,14 @@ static void declare_block(hl_gpt *m, int l, hl_error *err)
             b->ln1_b = declare(p, NAME("ln1.bias"), 1, &d);
     }
     snprintf(prefix, sizeof prefix, "blocks.%d.attn.", l);
-    hl_mha_config attn = {.embed_dim = d, .num_heads = hl_gpt_layer_heads(c, l),
-                          .head_dim = d / c->n_heads, .bias = true,
-                          .smear_keys = c->smear_keys};
-    if (c->pos == HL_GPT_POS_ROPE)
+    hl_mha_config attn = {.embed_dim = d, .num_heads = heads, .head_dim = d / c->n_heads,
+                          .bias = !c->no_qkv_bias, .no_out_bias = c->no_out_bias,
+                          .smear_keys = c->smear_keys, .kv_heads = kv_heads,
+                          .kv_of = kv_heads < heads ? m->kv_of[l] : NULL};
+    if (c->pos == HL_GPT_POS_ROPE) {
         attn.rotary_base = c->rope_base > 0 ? c->rope_base : HL_GPT_ROPE_BASE;
+        attn.rotary_dims = c->rotary_dims;
+    }
     if (hl_mha_declare(&b->attn, p, prefix, &attn, err) != HL_OK)
         return;
     if (c->mlp) {
@@ -43,9 +48,11 @@ static void declare_block(hl_gpt *m, int l, hl_error *err)
                 b->ln2_b = declare(p, NAME("ln2.bias"), 1, &d);
         }
         b->fc_w = declare(p, NAME("mlp.fc.weight"), 2, (int[]){fc_rows, d});
-        b->fc_b = declare(p, NAME("mlp.fc.bias"), 1, &fc_rows);
+        if (!c->no_mlp_bias)
+            b->fc_b = declare(p, NAME("mlp.fc.bias"), 1, &fc_rows);
         b->proj_w = declare(p, NAME("mlp.proj.weight"), 2, (int[]){d, F});
-        b->proj_b = declare(p, NAME("mlp.proj.bias"), 1, &d);
+        if (!c->no_mlp_bias)
+            b->proj_b = declare(p, NAME("mlp.proj.bias"), 1, &d);
     }
 #undef NAME
 }
@@ -54,8 +61,11 @@ static void declare_block(hl_gpt *m, int l, hl_error *err)
 static uint64_t mlp_width(const hl_gpt_config *cfg)
 {
     const uint64_t d = (uint64_t)cfg->d_model;
+    if (cfg->mlp && cfg->mlp_width > 0)
+        return (uint64_t)cfg->mlp_width;
     switch (cfg->mlp) {
     case HL_GPT_MLP_GELU:
+    case HL_GPT_MLP_GELU_TANH:
         return 4 * d;
     case HL_GPT_MLP_SWIGLU:
         /* Llama's 2/3 of 4d, so that three matrices hold what GELU's two do. */
@@ -82,18 +92,20 @@ static uint64_t parameter_count(const hl_gpt_config *cfg)
     uint64_t n = product(cfg->vocab_in, d, 1);
     if (cfg->pos == HL_GPT_POS_LEARNED)
         n = sum(n, product(cfg->n_ctx, d, 1));
-    n = sum(n, product(cfg->vocab_out, cfg->tie_embeddings ? 1 : d + 1, 1));
+    n = sum(n, product(cfg->vocab_out, (cfg->tie_embeddings ? 0 : d) + !cfg->no_head_bias, 1));
     n = sum(n, norm);
     for (int l = 0; l < cfg->n_layers; l++) {
         const uint64_t heads = (uint64_t)hl_gpt_layer_heads(cfg, l);
         const uint64_t inner = product(heads, head_dim, 1);
-        n = sum(n, sum(product(4, inner, d), 3 * inner + d)); /* in- and out-projections */
+        const uint64_t rows = inner + product(2, hl_gpt_layer_kv_heads(cfg, l), head_dim);
+        n = sum(n, product(rows + inner, d, 1)); /* in- and out-projections */
+        n = sum(n, (cfg->no_qkv_bias ? 0 : rows) + (cfg->no_qkv_bias || cfg->no_out_bias ? 0 : d));
         if (cfg->smear_keys)
             n = sum(n, heads);
         n = sum(n, product(cfg->mlp ? 2 : 1, norm, 1));
         if (cfg->mlp) {
             const uint64_t fc = cfg->mlp == HL_GPT_MLP_SWIGLU ? 2 * F : F;
-            n = sum(n, sum(product(fc + F, d, 1), fc + d));
+            n = sum(n, sum(product(fc + F, d, 1), cfg->no_mlp_bias ? 0 : fc + d));
         }
     }
     return n;
@@ -147,12 +159,27 @@ hl_gpt *hl_gpt_new(const hl_gpt_config *cfg, hl_error *err)
         cfg->n_heads < 1 || cfg->n_layers < 1 || cfg->n_layers > HL_GPT_MAX_LAYERS ||
         !(cfg->dropout >= 0 && cfg->dropout < 1) || !(cfg->emb_std > 0) ||
         (unsigned)cfg->pos >= HL_GPT_POS_KINDS || (unsigned)cfg->norm >= HL_GPT_NORM_KINDS ||
-        (unsigned)cfg->mlp >= HL_GPT_MLP_KINDS || !(cfg->rope_base >= 0)) {
+        (unsigned)cfg->mlp >= HL_GPT_MLP_KINDS || !(cfg->rope_base >= 0) ||
+        cfg->n_kv_heads < 0 || cfg->rotary_dims < 0 || cfg->mlp_width < 0 ||
+        !(cfg->norm_eps >= 0 && cfg->norm_eps < 1)) {
         hl_error_set(err, HL_ERR_ARG,
                      "gpt: bad config (vocab_in, vocab_out, n_ctx, d_model, n_heads >= 1; "
                      "1 <= n_layers <= %d; 0 <= dropout < 1; emb_std > 0; known pos, norm "
-                     "and mlp; rope_base >= 0)",
+                     "and mlp; rope_base >= 0; n_kv_heads, rotary_dims, mlp_width >= 0; "
+                     "0 <= norm_eps < 1)",
                      HL_GPT_MAX_LAYERS);
+        return NULL;
+    }
+    if (cfg->n_kv_heads > cfg->n_heads || (cfg->n_kv_heads && cfg->n_heads % cfg->n_kv_heads)) {
+        hl_error_set(err, HL_ERR_ARG, "gpt: %d key/value heads do not divide %d heads",
+                     cfg->n_kv_heads, cfg->n_heads);
+        return NULL;
+    }
+    if (cfg->rotary_dims && (cfg->pos != HL_GPT_POS_ROPE || cfg->rotary_dims % 2 ||
+                             cfg->n_heads > cfg->d_model ||
+                             cfg->rotary_dims > cfg->d_model / cfg->n_heads)) {
+        hl_error_set(err, HL_ERR_ARG, "gpt: rotary_dims %d needs rope positions and must be "
+                     "even and at most the head width", cfg->rotary_dims);
         return NULL;
     }
     if (cfg->tie_embeddings && cfg->vocab_in != cfg->vocab_out) {
@@ -187,9 +214,15 @@ hl_gpt *hl_gpt_new(const hl_gpt_config *cfg, hl_error *err)
         return NULL;
     }
     m->cfg = *cfg;
+    /* Head h reads key/value head h / group; in a pruned layer a valid
+     * placeholder until the pruning record sets it (hl_gpt_set_pruned). */
+    const int group = cfg->n_kv_heads ? cfg->n_heads / cfg->n_kv_heads : 1;
     for (int l = 0; l < cfg->n_layers; l++)
-        for (int h = 0; h < cfg->n_heads; h++)
+        for (int h = 0; h < cfg->n_heads; h++) {
+            const int kv = h / group, last = hl_gpt_layer_kv_heads(cfg, l) - 1;
             m->head_original[l][h] = (int16_t)h;
+            m->kv_of[l][h] = (int16_t)(kv < last ? kv : last);
+        }
     /* A private record: err may already hold an earlier, unrelated error. */
     hl_error local = {0};
     const int d = cfg->d_model;
@@ -205,7 +238,8 @@ hl_gpt *hl_gpt_new(const hl_gpt_config *cfg, hl_error *err)
     }
     if (!cfg->tie_embeddings)
         m->head_w = declare(m->params, "head.weight", 2, (int[]){cfg->vocab_out, d});
-    m->head_b = declare(m->params, "head.bias", 1, &cfg->vocab_out);
+    if (!cfg->no_head_bias)
+        m->head_b = declare(m->params, "head.bias", 1, &cfg->vocab_out);
     if (!hl_error_failed(&local) && hl_params_commit(m->params) != HL_OK)
         hl_error_set(&local, hl_params_error(m->params)->status, "gpt: %s",
                      hl_params_error(m->params)->message);
@@ -270,10 +304,10 @@ void hl_gpt_init_weights(hl_gpt *m, hl_rng *rng)
         }
     }
     init_layernorm(m->lnf_w, m->lnf_b);
-    if (m->cfg.tie_embeddings) /* the head's bias as an untied head's would be */
-        hl_init_kaiming_uniform(m->head_b, rng, m->cfg.d_model);
-    else
+    if (!m->cfg.tie_embeddings)
         init_linear(m->head_w, m->head_b, rng);
+    else if (m->head_b) /* the head's bias as an untied head's would be */
+        hl_init_kaiming_uniform(m->head_b, rng, m->cfg.d_model);
 }
 
 void hl_gpt_init_positions_sinusoidal(hl_gpt *m)
@@ -285,11 +319,12 @@ void hl_gpt_init_positions_sinusoidal(hl_gpt *m)
 hl_tensor *hl_gpt_normalize(hl_graph *g, const hl_gpt *m, hl_tensor *x, hl_tensor *w,
                             hl_tensor *b)
 {
+    const hl_real eps = (hl_real)hl_gpt_norm_eps(&m->cfg);
     switch (m->cfg.norm) {
     case HL_GPT_NORM_LAYER:
-        return hl_layernorm(g, x, w, b, (hl_real)HL_GPT_LN_EPS);
+        return hl_layernorm(g, x, w, b, eps);
     case HL_GPT_NORM_RMS:
-        return hl_rmsnorm(g, x, w, (hl_real)HL_GPT_LN_EPS);
+        return hl_rmsnorm(g, x, w, eps);
     default:
         return x;
     }
@@ -302,11 +337,12 @@ static hl_tensor *add_normalize(hl_graph *g, const hl_gpt *m, hl_tensor **h, hl_
 {
     if (!branch)
         return hl_gpt_normalize(g, m, *h, w, b);
+    const hl_real eps = (hl_real)hl_gpt_norm_eps(&m->cfg);
     switch (m->cfg.norm) {
     case HL_GPT_NORM_LAYER:
-        return hl_add_layernorm(g, *h, branch, w, b, (hl_real)HL_GPT_LN_EPS, h);
+        return hl_add_layernorm(g, *h, branch, w, b, eps, h);
     case HL_GPT_NORM_RMS:
-        return hl_add_rmsnorm(g, *h, branch, w, (hl_real)HL_GPT_LN_EPS, h);
+        return hl_add_rmsnorm(g, *h, branch, w, eps, h);
     default:
         return *h = hl_add(g, *h, branch);
     }
@@ -315,9 +351,17 @@ static hl_tensor *add_normalize(hl_graph *g, const hl_gpt *m, hl_tensor **h, hl_
 /* The MLP of block b on the normalised x. */
 static hl_tensor *mlp(hl_graph *g, const hl_gpt *m, const hl_gpt_block *b, hl_tensor *x)
 {
-    hl_tensor *hidden = m->cfg.mlp == HL_GPT_MLP_SWIGLU
-                            ? hl_swiglu(g, hl_linear(g, x, b->fc_w, b->fc_b))
-                            : hl_linear_gelu(g, x, b->fc_w, b->fc_b);
+    hl_tensor *hidden;
+    switch (m->cfg.mlp) {
+    case HL_GPT_MLP_SWIGLU:
+        hidden = hl_swiglu(g, hl_linear(g, x, b->fc_w, b->fc_b));
+        break;
+    case HL_GPT_MLP_GELU_TANH:
+        hidden = hl_gelu_tanh(g, hl_linear(g, x, b->fc_w, b->fc_b));
+        break;
+    default:
+        hidden = hl_linear_gelu(g, x, b->fc_w, b->fc_b);
+    }
     return hl_linear(g, hidden, b->proj_w, b->proj_b);
 }
 
@@ -376,7 +420,10 @@ hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, i
                                  .patches = mine, .n_patches = n};
         hl_tensor *y = hl_mha_forward(g, &b->attn, a, a, a, &causal, run ? &layer : NULL);
         branch = p > 0 ? hl_dropout(g, y, p) : y;
-        if (b->fc_w) {
+        if (b->fc_w && m->cfg.parallel_residual) { /* the MLP reads the block's input too */
+            y = mlp(g, m, b, hl_gpt_normalize(g, m, h, b->ln2_w, b->ln2_b));
+            branch = hl_add(g, branch, p > 0 ? hl_dropout(g, y, p) : y);
+        } else if (b->fc_w) {
             y = mlp(g, m, b, add_normalize(g, m, &h, branch, b->ln2_w, b->ln2_b));
             branch = p > 0 ? hl_dropout(g, y, p) : y;
         }
@@ -399,6 +446,18 @@ int hl_gpt_layer_heads(const hl_gpt_config *cfg, int l)
     return cfg->layer_heads[l] ? cfg->layer_heads[l] : cfg->n_heads;
 }
 
+int hl_gpt_layer_kv_heads(const hl_gpt_config *cfg, int l)
+{
+    if (!cfg->n_kv_heads || cfg->n_kv_heads == cfg->n_heads) /* one per query head */
+        return hl_gpt_layer_heads(cfg, l);
+    return cfg->layer_kv_heads[l] ? cfg->layer_kv_heads[l] : cfg->n_kv_heads;
+}
+
+double hl_gpt_norm_eps(const hl_gpt_config *cfg)
+{
+    return cfg->norm_eps > 0 ? cfg->norm_eps : HL_GPT_LN_EPS;
+}
+
 int hl_gpt_total_heads(const hl_gpt_config *cfg)
 {
     int n = 0;
@@ -417,7 +476,7 @@ int hl_gpt_head_index(const hl_gpt_config *cfg, int l, int h)
 
 static const char *const pos_names[] = {"learned", "sinusoidal", "rope", "none"};
 static const char *const norm_names[] = {"none", "layernorm", "rmsnorm"};
-static const char *const mlp_names[] = {"none", "gelu", "swiglu"};
+static const char *const mlp_names[] = {"none", "gelu", "swiglu", "gelu_tanh"};
 _Static_assert(sizeof pos_names / sizeof *pos_names == HL_GPT_POS_KINDS, "a name per pos");
 _Static_assert(sizeof norm_names / sizeof *norm_names == HL_GPT_NORM_KINDS, "a name per norm");
 _Static_assert(sizeof mlp_names / sizeof *mlp_names == HL_GPT_MLP_KINDS, "a name per mlp");
@@ -460,15 +519,81 @@ int hl_gpt_config_format(const hl_gpt_config *c, char *buf, size_t size)
     if (n >= 0 && (size_t)n < size)
         n += snprintf(buf + n, size - (size_t)n, " pos=%s rope_base=%.17g tie=%d smear=%d",
                       hl_gpt_pos_name(c->pos), c->rope_base, c->tie_embeddings, c->smear_keys);
+    /* The options of pretrained architectures, only where they differ from
+     * the defaults, so that a model without them keeps its config string. */
+#define APPEND(...)                                                                     \
+    do {                                                                                \
+        if (n >= 0 && (size_t)n < size)                                                 \
+            n += snprintf(buf + n, size - (size_t)n, __VA_ARGS__);                      \
+    } while (0)
+    if (c->n_kv_heads)
+        APPEND(" kv_heads=%d", c->n_kv_heads);
+    for (int l = 0; l < c->n_layers; l++)
+        if (c->layer_kv_heads[l]) {
+            for (int k = 0; k < c->n_layers; k++)
+                APPEND(k ? ",%d" : " layer_kv_heads=%d", hl_gpt_layer_kv_heads(c, k));
+            break;
+        }
+    if (c->rotary_dims)
+        APPEND(" rotary_dims=%d", c->rotary_dims);
+    if (c->mlp_width)
+        APPEND(" mlp_width=%d", c->mlp_width);
+    if (c->norm_eps > 0)
+        APPEND(" norm_eps=%.17g", c->norm_eps);
+    if (c->parallel_residual)
+        APPEND(" parallel=1");
+    if (c->no_qkv_bias || c->no_out_bias || c->no_mlp_bias || c->no_head_bias)
+        APPEND(" no_bias=%s%s%s%s", c->no_qkv_bias ? "q" : "", c->no_out_bias ? "o" : "",
+               c->no_mlp_bias ? "m" : "", c->no_head_bias ? "h" : "");
+#undef APPEND
     return n;
+}
+
+/* "4,3,..." into n_layers values 1..max; false for anything else. */
+static bool parse_counts(const char *value, int n_layers, int max, int *out)
+{
+    const char *p = value;
+    for (int l = 0; l < n_layers; l++) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || *p == '-' || *p == '+' || v < 1 || v > max || (l + 1 < n_layers ? *end != ',' : *end != 0))
+            return false;
+        out[l] = (int)v;
+        p = end + 1;
+    }
+    return true;
+}
+
+/* A whole number >= 1 into *out; false for anything else. */
+static bool parse_positive(const char *value, int *out)
+{
+    char *end;
+    long v = strtol(value, &end, 10);
+    if (end == value || *end || v < 1 || v > INT_MAX)
+        return false;
+    *out = (int)v;
+    return true;
+}
+
+/* The letters of no_bias= (q, o, m, h, each at most once and in that order). */
+static bool parse_no_bias(const char *value, hl_gpt_config *c)
+{
+    const char *p = value;
+    bool *flags[4] = {&c->no_qkv_bias, &c->no_out_bias, &c->no_mlp_bias, &c->no_head_bias};
+    for (int i = 0; i < 4; i++)
+        if (*p == "qomh"[i]) {
+            *flags[i] = true;
+            p++;
+        }
+    return p != value && !*p;
 }
 
 /* One " key=value" of the options after layer_heads; false for anything else. */
 static bool parse_option(const char **p, hl_gpt_config *c)
 {
-    char key[16], value[32];
+    char key[16], value[1600];
     int used = 0;
-    if (sscanf(*p, " %15[a-z_]=%31s%n", key, value, &used) != 2)
+    if (sscanf(*p, " %15[a-z_]=%1599s%n", key, value, &used) != 2)
         return false;
     char *end;
     if (!strcmp(key, "pos")) {
@@ -480,10 +605,31 @@ static bool parse_option(const char **p, hl_gpt_config *c)
         c->rope_base = strtod(value, &end);
         if (*end || !(c->rope_base >= 0))
             return false;
-    } else if (!strcmp(key, "tie") || !strcmp(key, "smear")) {
+    } else if (!strcmp(key, "tie") || !strcmp(key, "smear") || !strcmp(key, "parallel")) {
         if (strcmp(value, "0") && strcmp(value, "1"))
             return false;
-        *(!strcmp(key, "tie") ? &c->tie_embeddings : &c->smear_keys) = value[0] == '1';
+        *(!strcmp(key, "tie")     ? &c->tie_embeddings
+          : !strcmp(key, "smear") ? &c->smear_keys
+                                  : &c->parallel_residual) = value[0] == '1';
+    } else if (!strcmp(key, "kv_heads")) {
+        if (!parse_positive(value, &c->n_kv_heads))
+            return false;
+    } else if (!strcmp(key, "layer_kv_heads")) {
+        if (!parse_counts(value, c->n_layers, HL_HEADS_MAX, c->layer_kv_heads))
+            return false;
+    } else if (!strcmp(key, "rotary_dims")) {
+        if (!parse_positive(value, &c->rotary_dims))
+            return false;
+    } else if (!strcmp(key, "mlp_width")) {
+        if (!parse_positive(value, &c->mlp_width))
+            return false;
+    } else if (!strcmp(key, "norm_eps")) {
+        c->norm_eps = strtod(value, &end);
+        if (*end || !(c->norm_eps > 0 && c->norm_eps < 1))
+            return false;
+    } else if (!strcmp(key, "no_bias")) {
+        if (!parse_no_bias(value, c))
+            return false;
     } else {
         return false;
     }
@@ -521,9 +667,11 @@ hl_status hl_gpt_config_parse(const char *text, hl_gpt_config *c, hl_error *err)
             p = end + (*end == ',');
         }
     }
-    /* Optional, by name, each once: pos, rope_base, tie, smear (older files
-     * have none: learned positions, untied, no smearing). */
-    const char *seen[4] = {0};
+    /* Optional, by name, each once: pos, rope_base, tie, smear and the
+     * options of pretrained architectures (older files have none: learned
+     * positions, untied, no smearing, ...). */
+    enum { MAX_OPTIONS = 12 };
+    const char *seen[MAX_OPTIONS] = {0};
     int n_seen = 0;
     for (p += strspn(p, " \t\r\n"); *p; p += strspn(p, " \t\r\n")) {
         const char *at = p;
@@ -532,7 +680,7 @@ hl_status hl_gpt_config_parse(const char *text, hl_gpt_config *c, hl_error *err)
             if (!strncmp(seen[i], at, key + 1))
                 return hl_error_set(err, HL_ERR_FORMAT, "gpt: option \"%.*s\" given twice in "
                                     "the model config", (int)key, at);
-        if (n_seen == 4 || !parse_option(&p, c))
+        if (n_seen == MAX_OPTIONS || !parse_option(&p, c))
             return hl_error_set(err, HL_ERR_FORMAT,
                                 "gpt: bad option \"%.40s\" in the model config", at);
         seen[n_seen++] = at;

@@ -14,8 +14,19 @@
  *   mlp    GELU (fc 4d wide) or SwiGLU (fc 2F wide, then silu(first half) ·
  *          second half, F = hl_gpt_mlp_width: 8d/3 rounded up to a multiple of
  *          16, so both have about 8d² weights) or none
+ *          gelu_tanh (GELU's tanh approximation, GPT-2's gelu_new)
  *   tie_embeddings   head.weight is tok_emb.weight (vocab_in = vocab_out)
  *   smear_keys       every head smears its keys (ops.h hl_smear)
+ * and what pretrained architectures need (io/hf.h imports GPT-2, GPT-NeoX
+ * and Llama-family models onto them):
+ *   n_kv_heads       grouped-query attention: fewer key/value heads
+ *   rotary_dims      rope on the first rotary_dims of each head (GPT-NeoX)
+ *   parallel_residual   h = h + attn(norm1(h)) + mlp(norm2(h)) (GPT-NeoX)
+ *   no_*_bias        linears without bias: q/k/v, attention output, MLP, head
+ *   mlp_width, norm_eps   the MLP's width and the norms' epsilon, when not
+ *                    the defaults'
+ * A SwiGLU MLP keeps Llama's separate gate and up projections as the two
+ * halves of mlp.fc.weight: rows 0..F-1 the gate, F..2F-1 the up projection.
  *
  * Parameter names (as a PyTorch module would have them): tok_emb.weight,
  * pos_emb.weight, blocks.<l>.attn.{in_proj_weight,in_proj_bias,out_proj.weight,
@@ -79,6 +90,7 @@ typedef enum hl_gpt_mlp {
     HL_GPT_MLP_NONE,
     HL_GPT_MLP_GELU,
     HL_GPT_MLP_SWIGLU,
+    HL_GPT_MLP_GELU_TANH, /* GELU's tanh approximation (GPT-2's gelu_new), fc 4d wide */
     HL_GPT_MLP_KINDS
 } hl_gpt_mlp;
 
@@ -93,6 +105,7 @@ typedef struct hl_gpt_config {
     int n_heads;      /* heads per layer as built; head width d_model / n_heads */
     int n_layers;
     int layer_heads[HL_GPT_MAX_LAYERS]; /* heads left in layer l after pruning; 0 = n_heads */
+    int layer_kv_heads[HL_GPT_MAX_LAYERS]; /* key/value heads left; 0 = n_kv_heads */
     hl_gpt_mlp mlp;   /* the MLP of every block (true: GELU) */
     hl_gpt_norm norm; /* pre-norm in blocks and a final norm (true: LayerNorm) */
     double dropout;   /* after embeddings, attention and MLP (training only) */
@@ -101,13 +114,19 @@ typedef struct hl_gpt_config {
     double rope_base; /* rotary base with pos rope; 0 means HL_GPT_ROPE_BASE */
     bool tie_embeddings;
     bool smear_keys;
+    int n_kv_heads;   /* key/value heads per layer; 0 means n_heads (else divides it) */
+    int rotary_dims;  /* with pos rope: rotated dims of each head, even; 0 means all */
+    int mlp_width;    /* the MLP's hidden width F; 0 means the default (see below) */
+    double norm_eps;  /* every norm's epsilon; 0 means HL_GPT_LN_EPS */
+    bool parallel_residual; /* attention and MLP both read the block's input */
+    bool no_qkv_bias, no_out_bias, no_mlp_bias, no_head_bias; /* linears without bias */
 } hl_gpt_config;
 
 typedef struct hl_gpt_block {
     hl_tensor *ln1_w, *ln1_b, *ln2_w, *ln2_b;          /* (d) each, or NULL */
     hl_mha attn;
     hl_tensor *fc_w, *fc_b, *proj_w, *proj_b;          /* (W,d) (W) (d,F) (d), or NULL:
-                                                        * GELU W = F = 4d, SwiGLU W = 2F */
+                                                        * GELU W = F, SwiGLU W = 2F */
 } hl_gpt_block;
 
 typedef struct hl_gpt {
@@ -124,6 +143,9 @@ typedef struct hl_gpt {
      * order, so head h of layer l was head_original[l][h] before (h itself
      * in a model never pruned). Heads are named by it (models/head_set.h). */
     int16_t head_original[HL_GPT_MAX_LAYERS][HL_HEADS_MAX];
+    /* Query head h of layer l reads key/value head kv_of[l][h] (h / group
+     * until pruning removes query heads; the attention modules read it). */
+    int16_t kv_of[HL_GPT_MAX_LAYERS][HL_HEADS_MAX];
 } hl_gpt;
 
 /* A model with committed, zeroed parameters; NULL with the reason in err
@@ -140,8 +162,9 @@ void hl_gpt_init_weights(hl_gpt *m, hl_rng *rng);
  * token with. No-op unless pos is learned. */
 void hl_gpt_init_positions_sinusoidal(hl_gpt *m);
 
-/* The MLP's hidden width F (4d for GELU; for SwiGLU 8d/3 rounded up to a
- * multiple of 16), 0 without an MLP; for a config hl_gpt_new accepts. */
+/* The MLP's hidden width F: mlp_width when set, else 4d for GELU and for
+ * SwiGLU 8d/3 rounded up to a multiple of 16; 0 without an MLP; for a config
+ * hl_gpt_new accepts. */
 int hl_gpt_mlp_width(const hl_gpt_config *cfg);
 /* x normalised as the model's norms are (LayerNorm with w, b; RMSNorm with
  * w; x itself when the model has none), e.g. ln_f for the logit lens. */
@@ -177,8 +200,12 @@ typedef struct hl_gpt_run {
 hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, int B, int T,
                           const hl_gpt_run *run);
 
-/* Heads in layer l (n_heads unless pruned). */
+/* Heads in layer l (n_heads unless pruned), and its key/value heads
+ * (n_kv_heads unless pruning took every query head of some). */
 int hl_gpt_layer_heads(const hl_gpt_config *cfg, int l);
+int hl_gpt_layer_kv_heads(const hl_gpt_config *cfg, int l);
+/* The epsilon of the model's norms. */
+double hl_gpt_norm_eps(const hl_gpt_config *cfg);
 /* Heads over every layer, and the flat index of head h of layer l (layer 0's
  * heads first). */
 int hl_gpt_total_heads(const hl_gpt_config *cfg);

@@ -44,9 +44,23 @@ int hl_head_current(const hl_head_set *pruned, int n_heads, int l, int original)
 
 void hl_gpt_set_pruned(hl_gpt *m, const hl_head_set *pruned)
 {
-    for (int l = 0; l < m->cfg.n_layers; l++)
-        for (int h = 0; h < hl_gpt_layer_heads(&m->cfg, l); h++)
-            m->head_original[l][h] = (int16_t)hl_head_original(pruned, m->cfg.n_heads, l, h);
+    const hl_gpt_config *c = &m->cfg;
+    const int group = c->n_kv_heads ? c->n_heads / c->n_kv_heads : 1;
+    for (int l = 0; l < c->n_layers; l++) {
+        /* The key/value heads of the kept query heads, renumbered in order. */
+        int renumbered[HL_HEADS_MAX];
+        for (int k = 0; k < c->n_heads; k++)
+            renumbered[k] = -1;
+        for (int h = 0; h < hl_gpt_layer_heads(c, l); h++) {
+            m->head_original[l][h] = (int16_t)hl_head_original(pruned, c->n_heads, l, h);
+            renumbered[m->head_original[l][h] / group] = 0;
+        }
+        for (int k = 0, n = 0; k < c->n_heads; k++)
+            if (renumbered[k] == 0)
+                renumbered[k] = n++;
+        for (int h = 0; group > 1 && h < hl_gpt_layer_heads(c, l); h++)
+            m->kv_of[l][h] = (int16_t)renumbered[m->head_original[l][h] / group];
+    }
 }
 
 void hl_gpt_pruned_heads(const hl_gpt *m, hl_head_set *pruned)

@@ -39,8 +39,9 @@ int hl_head_original(const hl_head_set *pruned, int n_heads, int l, int current)
  * pruned or is out of range. */
 int hl_head_current(const hl_head_set *pruned, int n_heads, int l, int original);
 
-/* Sets m->head_original from the record of the original heads removed, and
- * back: the record of m. */
+/* Sets m->head_original (and, with grouped-query attention, m->kv_of: a
+ * key/value head stays while a query head of its group does) from the record
+ * of the original heads removed, and back: the record of m. */
 void hl_gpt_set_pruned(hl_gpt *m, const hl_head_set *pruned);
 void hl_gpt_pruned_heads(const hl_gpt *m, hl_head_set *pruned);
 /* The current index in m of the head trained as `original` in layer l; -1

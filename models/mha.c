@@ -37,20 +37,38 @@ hl_status hl_mha_declare(hl_mha *m, hl_params *p, const char *prefix,
     if (cfg->rotary_base > 0 && m->cfg.head_dim % 2)
         return hl_error_set(err, HL_ERR_ARG, "mha: rotary positions need an even head width, "
                             "not %d", m->cfg.head_dim);
-    const int inner = cfg->num_heads * m->cfg.head_dim; /* E, unless heads were pruned */
+    m->cfg.rotary_dims = cfg->rotary_dims ? cfg->rotary_dims : m->cfg.head_dim;
+    if (cfg->rotary_base > 0 &&
+        (m->cfg.rotary_dims < 2 || m->cfg.rotary_dims % 2 || m->cfg.rotary_dims > m->cfg.head_dim))
+        return hl_error_set(err, HL_ERR_ARG, "mha: rotary_dims %d must be even and 2..%d (the "
+                            "head width)", cfg->rotary_dims, m->cfg.head_dim);
+    m->cfg.kv_heads = cfg->kv_heads ? cfg->kv_heads : cfg->num_heads;
+    const int H = cfg->num_heads, K = m->cfg.kv_heads;
+    if (K < 1 || K > H || (!cfg->kv_of && H % K))
+        return hl_error_set(err, HL_ERR_ARG, "mha: %d key/value heads for %d query heads (1 to "
+                            "%d, dividing it unless kv_of maps them)", K, H, H);
+    for (int h = 0; cfg->kv_of && h < H; h++)
+        if (cfg->kv_of[h] < 0 || cfg->kv_of[h] >= K)
+            return hl_error_set(err, HL_ERR_ARG, "mha: query head %d reads key/value head %d "
+                                "of %d", h, cfg->kv_of[h], K);
+    const int inner = H * m->cfg.head_dim; /* E, unless heads were pruned */
+    const int rows = inner + 2 * K * m->cfg.head_dim;
     m->packed = m->cfg.kdim == E && m->cfg.vdim == E;
+    if (!m->packed && K != H)
+        return hl_error_set(err, HL_ERR_ARG, "mha: grouped-query attention needs kdim = vdim = "
+                            "embed_dim");
     prefix = prefix ? prefix : "";
     if (m->packed) {
-        m->in_proj_weight = declare(p, prefix, "in_proj_weight", 2, (int[]){3 * inner, E});
+        m->in_proj_weight = declare(p, prefix, "in_proj_weight", 2, (int[]){rows, E});
     } else {
         m->q_proj_weight = declare(p, prefix, "q_proj_weight", 2, (int[]){inner, E});
         m->k_proj_weight = declare(p, prefix, "k_proj_weight", 2, (int[]){inner, m->cfg.kdim});
         m->v_proj_weight = declare(p, prefix, "v_proj_weight", 2, (int[]){inner, m->cfg.vdim});
     }
     if (cfg->bias)
-        m->in_proj_bias = declare(p, prefix, "in_proj_bias", 1, (int[]){3 * inner});
+        m->in_proj_bias = declare(p, prefix, "in_proj_bias", 1, (int[]){rows});
     m->out_proj_weight = declare(p, prefix, "out_proj.weight", 2, (int[]){E, inner});
-    if (cfg->bias)
+    if (cfg->bias && !cfg->no_out_bias)
         m->out_proj_bias = declare(p, prefix, "out_proj.bias", 1, (int[]){E});
     if (cfg->smear_keys)
         m->smear = declare(p, prefix, "smear", 1, (int[]){cfg->num_heads});
@@ -63,7 +81,7 @@ void hl_mha_init_weights(hl_mha *m, hl_rng *rng)
 {
     const int E = m->cfg.embed_dim, inner = hl_mha_inner_dim(m);
     if (m->packed) {
-        hl_init_xavier_uniform(m->in_proj_weight, rng, E, 3 * inner);
+        hl_init_xavier_uniform(m->in_proj_weight, rng, E, m->in_proj_weight->shape[0]);
     } else {
         hl_init_xavier_uniform(m->q_proj_weight, rng, E, inner);
         hl_init_xavier_uniform(m->k_proj_weight, rng, m->cfg.kdim, inner);
@@ -79,6 +97,37 @@ void hl_mha_init_weights(hl_mha *m, hl_rng *rng)
 }
 
 int hl_mha_inner_dim(const hl_mha *m) { return m->cfg.num_heads * m->cfg.head_dim; }
+
+/* The width of k's (and v's) projection: K·D. */
+static int kv_inner_dim(const hl_mha *m) { return m->cfg.kv_heads * m->cfg.head_dim; }
+
+/* Whether query heads share key/value heads (or read them out of order). */
+static bool grouped(const hl_mha *m)
+{
+    return m->cfg.kv_heads != m->cfg.num_heads || m->cfg.kv_of;
+}
+
+/* k or v (B,K,S,D) handed to every query head (B,H,S,D). */
+static hl_tensor *ungroup(hl_graph *g, const hl_mha *m, hl_tensor *x)
+{
+    if (!grouped(m))
+        return x;
+    const int H = m->cfg.num_heads, group = H / m->cfg.kv_heads;
+    int *src = hl_graph_alloc(g, (size_t)H * sizeof *src);
+    if (!src)
+        return &g->poison;
+    for (int h = 0; h < H; h++)
+        src[h] = m->cfg.kv_of ? m->cfg.kv_of[h] : h / group;
+    return hl_gather_heads(g, x, src, H);
+}
+
+/* x (B,H,T,D) with rotary positions over its first rotary_dims. */
+static hl_tensor *rotate(hl_graph *g, const hl_mha *m, hl_tensor *x)
+{
+    return m->cfg.rotary_dims == m->cfg.head_dim
+               ? hl_rope(g, x, (hl_real)m->cfg.rotary_base)
+               : hl_rope_partial(g, x, (hl_real)m->cfg.rotary_base, m->cfg.rotary_dims);
+}
 
 /* (B,L,E) -> (B,H,L,D) */
 static hl_tensor *split_heads(hl_graph *g, hl_tensor *x, int heads, int head_dim)
@@ -100,27 +149,29 @@ static hl_tensor *bias_part(hl_graph *g, const hl_mha *m, int part)
 {
     if (!m->in_proj_bias)
         return NULL;
-    const int inner = hl_mha_inner_dim(m);
-    return hl_narrow(g, m->in_proj_bias, 0, part * inner, inner);
+    const int inner = hl_mha_inner_dim(m), kv = kv_inner_dim(m);
+    return hl_narrow(g, m->in_proj_bias, 0, part ? inner + (part - 1) * kv : 0,
+                     part ? kv : inner);
 }
 
-/* The q, k, v projections, (B,T,H·D) and (B,S,H·D) each. */
+/* The q, k, v projections, (B,T,H·D) and (B,S,K·D) each. */
 static void project(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_tensor *key,
                     hl_tensor *value, hl_tensor **q, hl_tensor **k, hl_tensor **v)
 {
-    const int inner = hl_mha_inner_dim(m);
+    const int inner = hl_mha_inner_dim(m), kv = kv_inner_dim(m);
     if (m->packed && query == key && key == value) {
-        /* Self-attention: one GEMM over the packed (3·H·D,E) weight, then split. */
+        /* Self-attention: one GEMM over the packed (H·D + 2·K·D,E) weight, then split. */
         hl_tensor *qkv = hl_linear(g, query, m->in_proj_weight, m->in_proj_bias);
         *q = hl_narrow(g, qkv, -1, 0, inner);
-        *k = hl_narrow(g, qkv, -1, inner, inner);
-        *v = hl_narrow(g, qkv, -1, 2 * inner, inner);
+        *k = hl_narrow(g, qkv, -1, inner, kv);
+        *v = hl_narrow(g, qkv, -1, inner + kv, kv);
         return;
     }
     hl_tensor *w[3];
     if (m->packed) {
-        for (int part = 0; part < 3; part++)
-            w[part] = hl_narrow(g, m->in_proj_weight, 0, part * inner, inner);
+        w[0] = hl_narrow(g, m->in_proj_weight, 0, 0, inner);
+        w[1] = hl_narrow(g, m->in_proj_weight, 0, inner, kv);
+        w[2] = hl_narrow(g, m->in_proj_weight, 0, inner + kv, kv);
     } else {
         w[0] = m->q_proj_weight;
         w[1] = m->k_proj_weight;
@@ -282,7 +333,7 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
         *trace = (hl_mha_trace){&g->poison, &g->poison, &g->poison, &g->poison, &g->poison};
     if (!check_inputs(g, m, query, key, value))
         return &g->poison;
-    const int H = m->cfg.num_heads, D = m->cfg.head_dim;
+    const int H = m->cfg.num_heads, K = m->cfg.kv_heads, D = m->cfg.head_dim;
     hl_tensor *qh, *kh, *vh, *q_seen = NULL, *k_seen = NULL;
     if (m->packed && query == key && key == value && !m->smear &&
         !(run && (run->n_patches || run->trace))) {
@@ -290,13 +341,19 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
          * projection and the heads: split and rotate in one op. */
         hl_tensor *qkv = hl_linear(g, query, m->in_proj_weight, m->in_proj_bias);
         const double base = m->cfg.rotary_base > 0 ? m->cfg.rotary_base : 0;
-        qh = hl_qkv_heads(g, qkv, H, (hl_real)base, &kh, &vh);
+        if (K == H && m->cfg.rotary_dims == D)
+            qh = hl_qkv_heads(g, qkv, H, (hl_real)base, &kh, &vh);
+        else
+            qh = hl_qkv_heads_grouped(g, qkv, H, K, (hl_real)base, m->cfg.rotary_dims, &kh,
+                                      &vh);
+        kh = ungroup(g, m, kh);
+        vh = ungroup(g, m, vh);
     } else {
         hl_tensor *q, *k, *v;
         project(g, m, query, key, value, &q, &k, &v);
         qh = split_heads(g, q, H, D);
-        kh = split_heads(g, k, H, D);
-        vh = split_heads(g, v, H, D);
+        kh = ungroup(g, m, split_heads(g, k, K, D));
+        vh = ungroup(g, m, split_heads(g, v, K, D));
         if (run && run->n_patches) {
             qh = hl_act_patch_apply(g, qh, HL_ACT_Q, run->patches, run->n_patches);
             kh = hl_act_patch_apply(g, kh, HL_ACT_K, run->patches, run->n_patches);
@@ -307,8 +364,8 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
         if (m->smear)
             kh = hl_smear(g, kh, m->smear);
         if (m->cfg.rotary_base > 0) {
-            qh = hl_rope(g, qh, (hl_real)m->cfg.rotary_base);
-            kh = hl_rope(g, kh, (hl_real)m->cfg.rotary_base);
+            qh = rotate(g, m, qh);
+            kh = rotate(g, m, kh);
         }
     }
 

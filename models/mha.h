@@ -10,6 +10,11 @@
  * both paths below. Traces and patches of q and k see them before both, as
  * TransformerLens's hook_q and hook_k do (its hook_rot_q/k come after).
  *
+ * With fewer key/value heads than query heads (grouped-query attention), k
+ * and v are projected per key/value head and handed to each query head of
+ * its group (ops.h hl_gather_heads) before either path, so traces and
+ * patches of k and v see one (B,H,S,D) tensor per query head.
+ *
  * Weights use PyTorch's nn.MultiheadAttention state_dict names under a prefix:
  * `<prefix>in_proj_weight (3E,E)` and `<prefix>in_proj_bias (3E)` when kdim =
  * vdim = E, otherwise `q_proj_weight (E,E)`, `k_proj_weight (E,kdim)`,
@@ -61,6 +66,7 @@
 #define HL_MHA_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "core/error.h"
 #include "core/graph.h"
@@ -72,8 +78,17 @@ typedef struct hl_mha_config {
     int num_heads; /* H; must divide E */
     int kdim;      /* width of keys; 0 means E */
     int vdim;      /* width of values; 0 means E */
-    bool bias;     /* in- and out-projection biases */
+    bool bias;     /* in-projection biases, and the out-projection's unless no_out_bias */
+    bool no_out_bias; /* with bias: q, k and v biased, the output not (Qwen2) */
     int head_dim;  /* D; 0 means E / H. Set by pruning, where H·D < E */
+    /* Grouped-query attention: key/value heads, 0 meaning H. Query head h
+     * reads key/value head kv_of[h], or h / (H / kv_heads) when kv_of is NULL
+     * (then kv_heads must divide H). Needs kdim = vdim = E. */
+    int kv_heads;
+    const int16_t *kv_of; /* (H), the caller's, read at every forward; or NULL */
+    /* With rotary_base: the first rotary_dims (even) of each head's D are
+     * rotated, the rest pass unchanged (GPT-NeoX's partial rotary); 0 means D. */
+    int rotary_dims;
     /* > 0: rotary positions (ops.h hl_rope, rotate-half) on q and k, with
      * this base (10000 in RoFormer and Llama); 0: none. D must be even.
      * Queries and keys are both numbered from position 0, as in
@@ -87,7 +102,9 @@ typedef struct hl_mha_config {
 typedef struct hl_mha {
     hl_mha_config cfg;      /* with kdim, vdim and head_dim filled in */
     bool packed;            /* one (3E,E) in-projection */
-    hl_tensor *in_proj_weight, *in_proj_bias;             /* (3HD,E), (3HD) */
+    /* (HD + 2·KD, E), (HD + 2·KD) with K = kv_heads: q of every head, then
+     * k, then v of every key/value head */
+    hl_tensor *in_proj_weight, *in_proj_bias;
     hl_tensor *q_proj_weight, *k_proj_weight, *v_proj_weight; /* unpacked only */
     hl_tensor *out_proj_weight, *out_proj_bias;           /* (E,HD), (E) */
     hl_tensor *smear;                                     /* (H) with smear_keys, else NULL */

@@ -36,6 +36,7 @@
     X(cross_entropy)      \
     X(argmax)             \
     X(safetensors)        \
+    X(hf)                 \
     X(atomic)             \
     X(csv_log)            \
     X(csv_read)           \
@@ -54,6 +55,7 @@
     X(eval)               \
     X(threads)            \
     X(gpt)                \
+    X(gpt_cache)          \
     X(head_set)           \
     X(checkpoint)         \
     X(toy_task)           \

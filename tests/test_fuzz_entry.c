@@ -23,6 +23,8 @@ static const struct {
     {"token_file", hl_fuzz_token_file},
     {"tokenizer_json", hl_fuzz_tokenizer_json},
     {"vocab_merges", hl_fuzz_vocab_merges},
+    {"hf_config", hl_fuzz_hf_config},
+    {"hf_index", hl_fuzz_hf_index},
 };
 
 static uint8_t *read_all(const char *path, size_t *size)

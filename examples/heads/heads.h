@@ -3,7 +3,7 @@
  * model under study with its evaluation set, and the helpers every command
  * uses. One file per command: ablate.c, importance.c, prune.c, curve.c; detect.c
  * holds scores, maps, circuits and report; patch.c patch, paths, attrib and
- * logit-lens.
+ * logit-lens; pretrained.c eval, generate and export.
  */
 #ifndef HEADS_PROGRAM_H
 #define HEADS_PROGRAM_H
@@ -17,12 +17,18 @@
 
 #define FINETUNE_SEED 777 /* fine-tuning data, apart from the evaluation set */
 
+/* The patching commands come last (options.c tests cmd >= CMD_PATCH). */
 typedef enum { CMD_ABLATE, CMD_IMPORTANCE, CMD_PRUNE, CMD_SCORES, CMD_MAPS, CMD_CIRCUITS,
-               CMD_REPORT, CMD_PATCH, CMD_PATHS, CMD_ATTRIB, CMD_LOGIT_LENS, CMD_COUNT } command;
+               CMD_REPORT, CMD_EVAL, CMD_GENERATE, CMD_EXPORT, CMD_PATCH, CMD_PATHS, CMD_ATTRIB,
+               CMD_LOGIT_LENS, CMD_COUNT } command;
 
 typedef struct {
     command cmd;
     const char *model, *data, *finetune_data, *out, *heads, *text;
+    const char *token_ids; /* eval: sequences of ids, one a line */
+    const char *prompt;    /* generate */
+    int tokens, top_k;     /* generate */
+    double temperature;    /* generate */
     /* patch, paths, attrib, logit-lens; pairs: a file of clean/corrupted pairs */
     const char *act, *clean, *corrupt, *positions, *metric, *pairs;
     int seed, sequences, windows, batch, threads, finetune, timing_runs, offset;
@@ -100,5 +106,10 @@ int heads_run_patch(const options *o);
 int heads_run_paths(const options *o);
 int heads_run_attrib(const options *o);
 int heads_run_logit_lens(const options *o);
+/* pretrained.c: a model's loss and logits on ids or a text; text sampled
+ * with a key/value cache; a model as a Hugging Face folder. */
+int heads_run_eval(const options *o);
+int heads_run_generate(const options *o);
+int heads_run_export(const options *o);
 
 #endif

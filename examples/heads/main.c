@@ -45,6 +45,10 @@ static void usage(FILE *f)
         "       heads importance --model FILE [options]\n"
         "       heads prune      --model FILE --heads L.H,... [options]\n"
         "       heads prune      --model FILE --curve [--step-fraction X] [--finetune N]\n"
+        "       heads eval       --model M (--text STR | --token-ids FILE) [--out DIR]\n"
+        "       heads generate   --model M --prompt STR [--tokens N] [--temperature X]\n"
+        "                        [--top-k K] [--seed N]\n"
+        "       heads export     --model M --out DIR\n"
         "       heads patch      --model FILE [TASK] [--act LIST] [--per-position]\n"
         "       heads paths      --model FILE [TASK] [--act q,k,v]\n"
         "       heads attrib     --model FILE [TASK] [--act LIST]\n"
@@ -81,6 +85,17 @@ static void usage(FILE *f)
         "              own detector with each earlier head ablated: composition.csv,\n"
         "              composition_{q,k,v}.png, circuit.png, ablation_effects.csv\n"
         "  report      all of it on one self-contained page: report.html\n"
+        "  eval        the mean next-token loss (nats per token) on --text or on the\n"
+        "              sequences of --token-ids FILE (one a line, decimal ids separated by\n"
+        "              spaces, one length), the ids read, and eval.safetensors: logits\n"
+        "              (B,T,V) float32 and input_ids, to compare with PyTorch\n"
+        "  generate    --tokens N (32) tokens after --prompt, sampled from softmax(logits /\n"
+        "              --temperature X) (1; 0: the most likely) over the --top-k K (0: all)\n"
+        "              most likely, seed --seed N, with a key/value cache; prints the text\n"
+        "              and tokens/s\n"
+        "  export      the model as a Hugging Face folder in --out DIR: config.json and\n"
+        "              model.safetensors (GPT2LMHeadModel, GPTNeoXForCausalLM,\n"
+        "              LlamaForCausalLM or Qwen2ForCausalLM, whichever expresses it)\n"
         "  ablate      loss and accuracy with each head (or the --heads set together)\n"
         "              gated to 0 (zero ablation) and replaced by its mean output (mean\n"
         "              ablation), against the unablated model: a ranked table, ablation.csv\n"
@@ -119,7 +134,13 @@ static void usage(FILE *f)
         "  above; pairs.csv: each pair's own clean and corrupted metric.\n"
         "Options:\n"
         "  --model FILE          model.safetensors or checkpoint.safetensors (toy_heads,\n"
-        "                        charlm, or a model pruned by this program)\n"
+        "                        charlm, or a model pruned by this program), or a Hugging\n"
+        "                        Face folder (config.json and model.safetensors)\n"
+        "  --token-ids FILE      eval: sequences of token ids, one a line\n"
+        "  --prompt STR          generate: the text to continue\n"
+        "  --tokens N            generate: tokens to sample (32)\n"
+        "  --temperature X       generate: logits divided by X (1; 0 takes the most likely)\n"
+        "  --top-k K             generate: sample among the K most likely (0: all)\n"
         "  --out DIR             where the files go (out/heads)\n"
         "  --heads L.H,...       heads by layer and head index, e.g. 1.3,0.2\n"
         "  --text STR            maps, report: the input (charlm: text, in the model's\n"
@@ -171,8 +192,9 @@ static const char *first_given(const hl_opt *opts, const char *const *names)
 static command parse_command(int argc, char **argv)
 {
     static const char *const names[CMD_COUNT] = {"ablate", "importance", "prune", "scores",
-                                                 "maps", "circuits", "report", "patch",
-                                                 "paths", "attrib", "logit-lens"};
+                                                 "maps", "circuits", "report", "eval",
+                                                 "generate", "export", "patch", "paths",
+                                                 "attrib", "logit-lens"};
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
         hl_cli_print_kernels(stdout);
@@ -181,13 +203,14 @@ static command parse_command(int argc, char **argv)
     /* The message and where to read more, not the whole usage. */
     if (argc < 2)
         heads_bad_input("give a command: scores, maps, circuits, report, ablate, importance, "
-                        "prune, patch, paths, attrib or logit-lens (heads --help for the rest)");
+                        "prune, eval, generate, export, patch, paths, attrib or logit-lens (heads "
+                        "--help for the rest)");
     for (int c = 0; c < CMD_COUNT; c++)
         if (!strcmp(argv[1], names[c]))
             return (command)c;
     heads_bad_input("unknown command %s (scores, maps, circuits, report, ablate, importance, "
-                    "prune, patch, paths, attrib or logit-lens; heads --help for the rest)",
-                    argv[1]);
+                    "prune, eval, generate, export, patch, paths, attrib or logit-lens; heads "
+                    "--help for the rest)", argv[1]);
 }
 
 /* The combinations of flags that make no sense; exits 2 on one. */
@@ -227,8 +250,29 @@ static void check_combinations(const options *o, const hl_opt *opts)
         heads_bad_input("logit-lens reads the residual stream and every head: drop --act");
     if (o->curve && o->cmd != CMD_PRUNE && o->cmd != CMD_REPORT)
         heads_bad_input("--curve belongs to the prune and report commands");
+    const bool generating = o->cmd == CMD_GENERATE;
+    static const char *const sampling[] = {"tokens", "top-k", "temperature", NULL};
+    const char *sampling_flag = first_given(opts, sampling);
+    if (!generating && sampling_flag)
+        heads_bad_input("--%s belongs to generate", sampling_flag);
+    if (!generating && o->prompt)
+        heads_bad_input("--prompt belongs to generate");
+    if (generating && !o->prompt)
+        heads_bad_input("generate needs --prompt STR");
+    if (o->cmd == CMD_EVAL || o->cmd == CMD_EXPORT || generating) {
+        if (o->data || o->heads || o->curve || o->offset || (generating && o->text))
+            heads_bad_input("eval, generate and export take --model, --out and (eval) --text "
+                            "or --token-ids, (generate) --prompt and its sampling flags");
+        if (o->cmd == CMD_EVAL && !o->text == !o->token_ids)
+            heads_bad_input("eval needs its input: --text STR or --token-ids FILE");
+        if (o->cmd == CMD_EXPORT && (o->text || o->token_ids))
+            heads_bad_input("export writes the model alone: drop --text and --token-ids");
+        return;
+    }
+    if (o->token_ids)
+        heads_bad_input("--token-ids belongs to eval");
     if ((o->text || o->offset) && o->cmd != CMD_MAPS && o->cmd != CMD_REPORT)
-        heads_bad_input("--text and --offset belong to the maps and report commands");
+        heads_bad_input("--text and --offset belong to the maps, report and eval commands");
     if (o->cmd == CMD_MAPS && !o->text == !o->data)
         heads_bad_input("maps needs the input: --text STR or --data FILE");
     if (o->text && o->data)
@@ -260,8 +304,9 @@ static options parse_options(int argc, char **argv)
 {
     options o = {.cmd = parse_command(argc, argv), .out = "out/heads",
                  .seed = HL_TOY_HELDOUT_SEED, .sequences = HL_TOY_HELDOUT_SEQUENCES,
-                 .windows = 64, .timing_runs = 5, .step_fraction = 0.1, .lr = 1e-3};
-    bool given[32] = {false};
+                 .windows = 64, .timing_runs = 5, .step_fraction = 0.1, .lr = 1e-3,
+                 .tokens = 32, .temperature = 1};
+    bool given[40] = {false};
     hl_opt opts[] = {
         HL_OPTION_TEXT("model", &o.model),
         HL_OPTION_TEXT("data", &o.data),
@@ -269,6 +314,11 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_TEXT("out", &o.out),
         HL_OPTION_TEXT("heads", &o.heads),
         HL_OPTION_TEXT("text", &o.text),
+        HL_OPTION_TEXT("token-ids", &o.token_ids),
+        HL_OPTION_TEXT("prompt", &o.prompt),
+        HL_OPTION_INT("tokens", &o.tokens, 1, 1000000),
+        HL_OPTION_INT("top-k", &o.top_k, 0, 10000000),
+        HL_OPTION_REAL("temperature", &o.temperature, 0, 100),
         HL_OPTION_INT("offset", &o.offset, 0, 2147483647),
         HL_OPTION_INT("seed", &o.seed, 0, 2147483647),
         HL_OPTION_INT("sequences", &o.sequences, 1, 1000000),
@@ -322,6 +372,9 @@ int main(int argc, char **argv)
     case CMD_PATHS: return heads_run_paths(&o);
     case CMD_ATTRIB: return heads_run_attrib(&o);
     case CMD_LOGIT_LENS: return heads_run_logit_lens(&o);
+    case CMD_EVAL: return heads_run_eval(&o);
+    case CMD_GENERATE: return heads_run_generate(&o);
+    case CMD_EXPORT: return heads_run_export(&o);
     default: break;
     }
     study s = heads_open_study(&o);

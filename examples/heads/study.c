@@ -199,9 +199,9 @@ study heads_open_study(const options *o)
                  "repeated" : "%d windows of %d tokens from %s", o->windows,
                  o->repeat ? c->n_ctx / 2 : c->n_ctx + 1, o->data);
     } else {
-        if (!strcmp(s.meta.task, "charlm"))
-            heads_bad_input("%s is a charlm model: give the text to evaluate on with --data FILE",
-                      o->model);
+        if (!strcmp(s.meta.task, "charlm") || !strcmp(s.meta.task, "pretrained"))
+            heads_bad_input("%s is a %s model: give the text to evaluate on with --data FILE",
+                      o->model, s.meta.task);
         if (!is_toy_model(c))
             heads_bad_input("%s does not fit the toy task (it wants vocabulary %d in, %d out and %d "
                       "positions; the model has %d, %d, %d); for a text model give --data FILE",

@@ -12,6 +12,7 @@
 #include "data/token_file.h"
 #include "io/checkpoint.h"
 #include "io/csv_read.h"
+#include "io/hf.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
 #include "models/gpt.h"
@@ -388,5 +389,72 @@ int hl_fuzz_token_file(const uint8_t *data, size_t size)
                     abort();
     }
     hl_token_file_close(f);
+    return 0;
+}
+
+int hl_fuzz_hf_config(const uint8_t *data, size_t size)
+{
+    hl_error err = {0};
+    hl_gpt_config cfg;
+    hl_hf_arch arch;
+    if (hl_hf_config_parse((const char *)data, size, "fuzz", &cfg, &arch, &err) != HL_OK) {
+        if (!err.message[0])
+            abort(); /* a refusal must say why */
+        return 0;
+    }
+    if ((unsigned)arch >= HL_HF_ARCHS)
+        abort();
+    cfg.vocab_in = cfg.vocab_out = cfg.vocab_in < 64 ? cfg.vocab_in : 64; /* stay small */
+    cfg.n_ctx = cfg.n_ctx < 16 ? cfg.n_ctx : 16;
+    if ((uint64_t)cfg.d_model * cfg.d_model * cfg.n_layers > HL_FUZZ_MAX_PARAMS / 16 ||
+        cfg.mlp_width > 4096)
+        return 0;
+    hl_gpt *m = hl_gpt_new(&cfg, &err);
+    if (!m && !err.message[0])
+        abort();
+    hl_gpt_free(m);
+    return 0;
+}
+
+/* A folder of this process's own holding a small config.json, made once. */
+static const char *hf_folder(void)
+{
+    static char dir[64];
+    if (dir[0])
+        return dir;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/hl-fuzz-hf-XXXXXX", tmp && strlen(tmp) < 40 ? tmp : "/tmp");
+    if (!mkdtemp(dir))
+        return dir[0] = '\0', NULL;
+    char path[128];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return NULL;
+    fputs("{\"architectures\":[\"LlamaForCausalLM\"],\"hidden_size\":8,"
+          "\"num_attention_heads\":2,\"num_key_value_heads\":1,\"num_hidden_layers\":1,"
+          "\"intermediate_size\":16,\"vocab_size\":10,\"max_position_embeddings\":8}",
+          f);
+    return fclose(f) == 0 ? dir : NULL;
+}
+
+int hl_fuzz_hf_index(const uint8_t *data, size_t size)
+{
+    const char *dir = hf_folder();
+    if (!dir)
+        return 0;
+    char path[128];
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return 0;
+    const bool ok = fwrite(data, 1, size, f) == size;
+    if (fclose(f) != 0 || !ok)
+        return 0;
+    hl_error err = {0};
+    hl_gpt *m = hl_hf_load(dir, &err);
+    if (!m && !err.message[0])
+        abort();
+    hl_gpt_free(m);
     return 0;
 }

@@ -56,6 +56,14 @@ int hl_fuzz_csv(const uint8_t *data, size_t size);
  * token read must be inside the vocabulary. */
 int hl_fuzz_token_file(const uint8_t *data, size_t size);
 
+/* The bytes as a Hugging Face config.json (io/hf.h); a config that parses is
+ * checked to describe a model hl_gpt_new accepts or refuses with a message. */
+int hl_fuzz_hf_config(const uint8_t *data, size_t size);
+/* The bytes as a model.safetensors.index.json beside a small Llama-style
+ * config.json in a folder of this process's own, loaded with hl_hf_load:
+ * the shards it names are looked for in that folder. */
+int hl_fuzz_hf_index(const uint8_t *data, size_t size);
+
 /* Models a fuzzed config may build: small, so an input cannot make the fuzzer
  * allocate gigabytes (hl_gpt_new's own limit, HL_GPT_MAX_PARAMS, is larger). */
 #define HL_FUZZ_MAX_PARAMS (1 << 20)

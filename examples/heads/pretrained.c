@@ -1,0 +1,251 @@
+/* heads eval, generate and export: a model's next-token loss and logits on
+ * given ids or text (how an import is checked against PyTorch), text sampled
+ * with a key/value cache, and a model as a Hugging Face folder. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "examples/heads/heads.h"
+
+/* The ids of --token-ids FILE: one sequence a line, decimal ids separated by
+ * spaces, every line of one length; exits 2 on anything else. */
+static int32_t *read_id_lines(const char *path, int vocab, int *B, int *T)
+{
+    size_t size;
+    char *text = (char *)hl_fs_read_file(path, &size);
+    if (!text)
+        heads_bad_input("cannot read %s: %s", path, strerror(errno));
+    int32_t *ids = NULL;
+    size_t n = 0, cap = 0;
+    int rows = 0, cols = -1, line = 0;
+    for (char *p = text; p < text + size; line++) {
+        char *end = memchr(p, '\n', (size_t)(text + size - p));
+        if (!end)
+            end = text + size;
+        int count = 0;
+        for (char *q = p; q < end;) {
+            while (q < end && (*q == ' ' || *q == '\t' || *q == '\r'))
+                q++;
+            if (q == end)
+                break;
+            char *stop;
+            errno = 0;
+            long id = strtol(q, &stop, 10);
+            if (stop == q || stop > end || errno || id < 0 || id >= vocab ||
+                (stop < end && *stop != ' ' && *stop != '\t' && *stop != '\r'))
+                heads_bad_input("%s line %d: \"%.20s\" is not a token id of 0..%d", path,
+                                line + 1, q, vocab - 1);
+            if (n == cap && !(ids = realloc(ids, (cap = cap ? 2 * cap : 1024) * sizeof *ids)))
+                heads_bad_input("out of memory reading %s", path);
+            ids[n++] = (int32_t)id;
+            count++;
+            q = stop;
+        }
+        if (count && cols >= 0 && count != cols)
+            heads_bad_input("%s line %d has %d ids; the lines before have %d (one length for "
+                            "every sequence)", path, line + 1, count, cols);
+        if (count) {
+            cols = count;
+            rows++;
+        }
+        p = end + 1;
+    }
+    free(text);
+    if (!rows)
+        heads_bad_input("%s holds no token ids", path);
+    *B = rows;
+    *T = cols;
+    return ids;
+}
+
+/* --text STR in the model's tokenizer, one sequence. */
+static int32_t *encode_text(const study *s, const char *text, int *B, int *T)
+{
+    if (!s->meta.vocab)
+        heads_bad_input("the model has no tokenizer headlab reads%s%s%s: give --token-ids FILE",
+                        s->meta.vocab_note[0] ? " (" : "", s->meta.vocab_note,
+                        s->meta.vocab_note[0] ? ")" : "");
+    int32_t *ids;
+    size_t n;
+    hl_error err = {0};
+    if (hl_vocab_encode(s->meta.vocab, (const unsigned char *)text, strlen(text), &ids, &n,
+                        &err) != HL_OK)
+        heads_fail(&err);
+    if (n < 1)
+        heads_bad_input("--text encodes to no tokens");
+    *B = 1;
+    *T = (int)n;
+    return ids;
+}
+
+static void print_ids(const int32_t *ids, int B, int T)
+{
+    for (int b = 0; b < B; b++) {
+        printf("ids[%d]:", b);
+        for (int t = 0; t < T; t++)
+            printf(" %d", ids[(size_t)b * T + t]);
+        printf("\n");
+    }
+}
+
+/* logits (B,T,V) as float32 and the ids as int64, in DIR/eval.safetensors. */
+static hl_status save_eval(const char *dir, const hl_tensor *logits, const int32_t *ids, int B,
+                           int T, hl_error *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/eval.safetensors", dir);
+    int64_t *wide = malloc((size_t)B * T * sizeof *wide);
+    hl_safetensors_writer *w = hl_safetensors_writer_new();
+    hl_status st = wide && w ? HL_OK : hl_error_set(err, HL_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; st == HL_OK && i < (size_t)B * T; i++)
+        wide[i] = ids[i];
+    if (st == HL_OK)
+        st = hl_safetensors_writer_add(w, "logits", logits, HL_DTYPE_F32, err);
+    if (st == HL_OK)
+        st = hl_safetensors_writer_add_raw(w, "input_ids", HL_DTYPE_I64, 2,
+                                           (const int64_t[]){B, T}, wide, err);
+    if (st == HL_OK)
+        st = hl_safetensors_writer_save(w, path, err);
+    hl_safetensors_writer_free(w);
+    free(wide);
+    return st;
+}
+
+int heads_run_eval(const options *o)
+{
+    study s = {0};
+    hl_error err = {0};
+    if (!(s.m = hl_gpt_load_meta(o->model, &s.meta, &err)))
+        heads_bad_input("%s", err.message);
+    int B, T;
+    int32_t *ids = o->token_ids ? read_id_lines(o->token_ids, s.m->cfg.vocab_in, &B, &T)
+                                : encode_text(&s, o->text, &B, &T);
+    if (T > s.m->cfg.n_ctx)
+        heads_bad_input("%d tokens a sequence; the model reads at most %d", T, s.m->cfg.n_ctx);
+    heads_make_out_dir(o);
+    int32_t *targets = malloc((size_t)B * T * sizeof *targets);
+    if (!targets)
+        heads_bad_input("out of memory");
+    for (size_t i = 0; i < (size_t)B * T; i++) /* position t predicts t + 1 */
+        targets[i] = (i + 1) % (size_t)T ? ids[i + 1] : -1;
+    hl_graph *g = hl_graph_new(0);
+    hl_graph_set_grad_enabled(g, false);
+    hl_tensor *logits = hl_gpt_forward(g, s.m, ids, B, T, NULL);
+    hl_tensor *loss = hl_cross_entropy(g, logits, targets, -1);
+    if (hl_graph_failed(g))
+        heads_fail(&g->error);
+    print_ids(ids, B, T);
+    printf("loss %.6f nats/token over %d predictions (%d sequence%s of %d tokens)\n",
+           (double)loss->data[0], B * (T - 1), B, B == 1 ? "" : "s", T);
+    int rc = 0;
+    if (save_eval(o->out, logits, ids, B, T, &err) != HL_OK) {
+        fprintf(stderr, "heads: %s\n", err.message);
+        rc = 1;
+    } else {
+        printf("wrote %s/eval.safetensors (logits (%d,%d,%d) float32, input_ids)\n", o->out, B,
+               T, s.m->cfg.vocab_out);
+    }
+    hl_graph_free(g);
+    free(targets);
+    free(ids);
+    hl_gpt_meta_clear(&s.meta);
+    hl_gpt_free(s.m);
+    return rc;
+}
+
+int heads_run_export(const options *o)
+{
+    hl_error err = {0};
+    hl_gpt_meta meta;
+    hl_gpt *m = hl_gpt_load_meta(o->model, &meta, &err);
+    if (!m)
+        heads_bad_input("%s", err.message);
+    char why[300];
+    if (hl_hf_arch_for(&m->cfg, why, sizeof why) == HL_HF_ARCHS)
+        heads_bad_input("%s: no Hugging Face architecture expresses this model: %s", o->model,
+                        why);
+    int rc = 0;
+    if (hl_hf_export(m, o->out, &err) != HL_OK) {
+        fprintf(stderr, "heads: %s\n", err.message);
+        rc = 1;
+    } else {
+        printf("wrote %s/config.json (%s) and %s/model.safetensors\n", o->out,
+               hl_hf_arch_name(hl_hf_arch_for(&m->cfg, why, sizeof why)), o->out);
+    }
+    hl_gpt_meta_clear(&meta);
+    hl_gpt_free(m);
+    return rc;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The text of tokens (printable as it is), or the ids without a vocabulary. */
+static void print_tokens(const hl_vocab *v, const int32_t *ids, size_t n)
+{
+    unsigned char *text;
+    size_t len;
+    hl_error err = {0};
+    if (v && hl_vocab_decode(v, ids, n, &text, &len, &err) == HL_OK) {
+        fwrite(text, 1, len, stdout);
+        free(text);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        printf("%s%d", i ? " " : "", ids[i]);
+}
+
+int heads_run_generate(const options *o)
+{
+    hl_error err = {0};
+    hl_gpt_meta meta;
+    hl_gpt *m = hl_gpt_load_meta(o->model, &meta, &err);
+    if (!m)
+        heads_bad_input("%s", err.message);
+    if (!meta.vocab)
+        heads_bad_input("%s has no vocabulary to read --prompt with%s%s%s", o->model,
+                        meta.vocab_note[0] ? " (" : "", meta.vocab_note,
+                        meta.vocab_note[0] ? ")" : "");
+    int32_t *ids;
+    size_t n;
+    if (hl_vocab_encode(meta.vocab, (const unsigned char *)o->prompt, strlen(o->prompt), &ids,
+                        &n, &err) != HL_OK)
+        heads_fail(&err);
+    if (n < 1)
+        heads_bad_input("--prompt encodes to no tokens");
+    if (n + (size_t)o->tokens > (size_t)m->cfg.n_ctx)
+        heads_bad_input("%zu prompt tokens and --tokens %d pass the model's %d positions", n,
+                        o->tokens, m->cfg.n_ctx);
+    int32_t *all = realloc(ids, (n + (size_t)o->tokens) * sizeof *all);
+    hl_gpt_cache *cache = all ? hl_gpt_cache_new(m, &err) : NULL;
+    if (!cache)
+        heads_fail(&err);
+    hl_rng rng;
+    hl_rng_seed(&rng, (uint64_t)o->seed);
+    const hl_real *logits;
+    const double start = now();
+    if (hl_gpt_cache_feed(cache, all, (int)n, &logits, &err) != HL_OK)
+        heads_fail(&err);
+    const double prompt_done = now();
+    for (int i = 0; i < o->tokens; i++) {
+        all[n + i] = hl_gpt_sample(logits, m->cfg.vocab_out, o->temperature, o->top_k, &rng);
+        if (i + 1 < o->tokens && hl_gpt_cache_feed(cache, &all[n + i], 1, &logits, &err) != HL_OK)
+            heads_fail(&err);
+    }
+    const double end = now();
+    print_tokens(meta.vocab, all, n + (size_t)o->tokens);
+    printf("\n--\nprompt: %zu tokens in %.3f s; generated %d tokens in %.3f s: %.1f tokens/s "
+           "(key/value cache, temperature %g, top-k %d, seed %d)\n", n, prompt_done - start,
+           o->tokens, end - prompt_done, o->tokens / (end - prompt_done), o->temperature,
+           o->top_k, o->seed);
+    hl_gpt_cache_free(cache);
+    free(all);
+    hl_gpt_meta_clear(&meta);
+    hl_gpt_free(m);
+    return 0;
+}

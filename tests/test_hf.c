@@ -1,0 +1,490 @@
+/* Tests for io/hf_*.c: Hugging Face model folders. Three tiny models saved by
+ * transformers 5.17 (tests/fixtures/hf/, made by the script of their README)
+ * load and give transformers' own logits, attention probabilities, hidden
+ * states, loss and every parameter's gradient, on both attention paths; bad
+ * configs, tensors and folders are refused naming the file and the field. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/hf.h"
+#include "io/hf_names.h"
+#include "io/model_io.h"
+#include "io/safetensors.h"
+#include "ops/ops.h"
+#include "tests/testutil.h"
+
+#define HF "tests/fixtures/hf/"
+/* The issue's parity bounds: activations 1e-4 absolute, the loss 1e-5,
+ * gradients 1e-4 of their tensor's largest value. */
+#define ACT_TOL 1e-4
+#define LOSS_TOL 1e-5
+#define GRAD_TOL 1e-4
+
+static hl_tensor *expected(const hl_safetensors *f, const char *name)
+{
+    hl_error err = {0};
+    hl_tensor *t = hl_safetensors_load(f, name, false, &err);
+    ck_assert_msg(t, "%s", err.message);
+    return t;
+}
+
+static void expect_close(const hl_safetensors *f, const char *name, const hl_real *got,
+                         size_t n, double tol)
+{
+    hl_tensor *want = expected(f, name);
+    ck_assert_uint_eq(want->numel, n);
+    tu_assert_close(name, got, want->data, n, tol);
+    hl_tensor_free(want);
+}
+
+/* The largest |x| of n values. */
+static double largest(const hl_real *x, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++)
+        m = fmax(m, fabs((double)x[i]));
+    return m;
+}
+
+/* Every parameter's gradient in the checkpoint's names and layout against
+ * transformers' grad.<name>. */
+static void expect_grads(const hl_gpt *m, hl_hf_arch arch, const hl_safetensors *f)
+{
+    const char *prefix = arch == HL_HF_GPT2 ? "transformer." : "";
+    for (size_t i = 0; i < hl_params_n_tensors(m->params); i++) {
+        const hl_tensor *p = hl_params_tensor(m->params, i);
+        hl_hf_source src;
+        ck_assert_msg(hl_hf_source_of(arch, prefix, m, p, &src), "%s", p->name);
+        const int rows = p->shape[0], cols = p->rank == 2 ? p->shape[1] : 1;
+        hl_real *theirs = malloc(p->numel * sizeof *theirs);
+        ck_assert(theirs);
+        hl_hf_to_theirs(&src, p->grad, theirs, rows, cols, m->cfg.n_heads,
+                        m->cfg.d_model / m->cfg.n_heads);
+        size_t at = 0;
+        for (int k = 0; k < src.n_parts; k++) {
+            char name[HL_NAME_MAX + 48];
+            /* transformers 5 saves GPT-NeoX's head as embed_out.weight but
+             * names the parameter lm_head.weight. */
+            const bool neox_head = !strcmp(src.name[k], "embed_out.weight");
+            snprintf(name, sizeof name, "grad.%s", neox_head ? "lm_head.weight" : src.name[k]);
+            hl_tensor *want = expected(f, name);
+            const double tol = GRAD_TOL * largest(want->data, want->numel);
+            tu_assert_close(name, theirs + at, want->data, want->numel, tol);
+            at += want->numel;
+            hl_tensor_free(want);
+        }
+        ck_assert_uint_eq(at, p->numel);
+        free(theirs);
+    }
+}
+
+/* The fixture's ids, (B,T), as int32. */
+static int32_t *fixture_ids(const hl_safetensors *f, int *B, int *T)
+{
+    const hl_safetensors_entry_info *e = hl_safetensors_find(f, "input_ids");
+    ck_assert(e && e->dtype == HL_DTYPE_I64 && e->rank == 2);
+    *B = (int)e->shape[0];
+    *T = (int)e->shape[1];
+    hl_tensor *t = expected(f, "input_ids");
+    int32_t *ids = malloc(t->numel * sizeof *ids);
+    ck_assert(ids);
+    for (size_t i = 0; i < t->numel; i++)
+        ids[i] = (int32_t)t->data[i];
+    hl_tensor_free(t);
+    return ids;
+}
+
+/* One model of tests/fixtures/hf/ against transformers: traced (composed
+ * attention: probabilities and hidden states too) or not (the fused op). */
+static void expect_model(const char *name, hl_hf_arch arch, bool traced)
+{
+    char dir[128], path[160];
+    snprintf(dir, sizeof dir, HF "%s", name);
+    snprintf(path, sizeof path, "%s/expected.safetensors", dir);
+    hl_error err = {0};
+    hl_gpt *m = hl_gpt_load(dir, &err);
+    ck_assert_msg(m, "%s", err.message);
+    hl_safetensors *f = NULL;
+    ck_assert_msg(hl_safetensors_read(path, &f, &err) == HL_OK, "%s", err.message);
+    int B, T;
+    int32_t *ids = fixture_ids(f, &B, &T);
+    int32_t *targets = malloc((size_t)B * T * sizeof *targets);
+    ck_assert(targets);
+    for (int i = 0; i < B * T; i++) /* position t predicts t + 1; the last predicts nothing */
+        targets[i] = (i + 1) % T ? ids[i + 1] : -1;
+
+    const int L = m->cfg.n_layers;
+    hl_mha_trace trace[HL_GPT_MAX_LAYERS];
+    hl_tensor *resid[HL_GPT_MAX_LAYERS + 1];
+    hl_gpt_run run = {.trace = trace, .resid = resid};
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *logits = hl_gpt_forward(g, m, ids, B, T, traced ? &run : NULL);
+    hl_tensor *loss = hl_cross_entropy(g, logits, targets, -1);
+    ck_assert_msg(hl_graph_backward(g, loss) == HL_OK, "%s", hl_graph_message(g));
+    expect_close(f, "logits", logits->data, logits->numel, ACT_TOL);
+    expect_close(f, "loss", loss->data, 1, LOSS_TOL);
+    expect_grads(m, arch, f);
+    for (int l = 0; traced && l <= L; l++) {
+        char key[32];
+        snprintf(key, sizeof key, "hidden_states.%d", l);
+        hl_tensor *h = l < L ? resid[l] : hl_gpt_normalize(g, m, resid[L], m->lnf_w, m->lnf_b);
+        expect_close(f, key, h->data, h->numel, ACT_TOL);
+        if (l < L) {
+            snprintf(key, sizeof key, "attentions.%d", l);
+            expect_close(f, key, trace[l].attn->data, trace[l].attn->numel, ACT_TOL);
+        }
+    }
+    hl_graph_free(g);
+    free(targets);
+    free(ids);
+    hl_safetensors_free(f);
+    hl_gpt_free(m);
+}
+
+START_TEST(test_gpt2_matches_transformers)
+{
+    expect_model("gpt2_tiny", HL_HF_GPT2, true);
+    expect_model("gpt2_tiny", HL_HF_GPT2, false);
+}
+END_TEST
+
+START_TEST(test_pythia_matches_transformers)
+{
+    expect_model("pythia_tiny", HL_HF_GPT_NEOX, true);
+    expect_model("pythia_tiny", HL_HF_GPT_NEOX, false);
+}
+END_TEST
+
+START_TEST(test_llama_matches_transformers)
+{
+    expect_model("llama_tiny", HL_HF_LLAMA, true);
+    expect_model("llama_tiny", HL_HF_LLAMA, false);
+}
+END_TEST
+
+/* Each architecture's options land where the GPT expresses them. */
+START_TEST(test_configs_map_onto_options)
+{
+    hl_error err = {0};
+    hl_gpt *m = hl_gpt_load(HF "gpt2_tiny", &err);
+    ck_assert_msg(m, "%s", err.message);
+    ck_assert(m->cfg.mlp == HL_GPT_MLP_GELU_TANH && m->cfg.tie_embeddings &&
+              m->cfg.no_head_bias && !m->head_b && m->cfg.pos == HL_GPT_POS_LEARNED);
+    hl_gpt_free(m);
+    ck_assert(m = hl_gpt_load(HF "pythia_tiny", &err));
+    ck_assert(m->cfg.parallel_residual && m->cfg.rotary_dims == 4 && !m->cfg.tie_embeddings &&
+              m->cfg.mlp == HL_GPT_MLP_GELU && m->cfg.mlp_width == 256);
+    hl_gpt_free(m);
+    ck_assert(m = hl_gpt_load(HF "llama_tiny", &err));
+    ck_assert(m->cfg.n_kv_heads == 2 && m->cfg.norm == HL_GPT_NORM_RMS && m->cfg.no_qkv_bias &&
+              m->cfg.no_out_bias && m->cfg.no_mlp_bias && m->cfg.mlp_width == 176);
+    ck_assert_int_eq(m->blocks[0].attn.in_proj_weight->shape[0], 64 + 2 * 2 * 16);
+    hl_gpt_free(m);
+}
+END_TEST
+
+/* A config.json's text, parsed; the status, with the message in err. */
+static hl_status parse(const char *json, hl_gpt_config *cfg, hl_error *err)
+{
+    hl_hf_arch arch;
+    memset(err, 0, sizeof *err);
+    return hl_hf_config_parse(json, strlen(json), "x/config.json", cfg, &arch, err);
+}
+
+static void expect_refused(const char *json, const char *part)
+{
+    hl_gpt_config cfg;
+    hl_error err;
+    ck_assert_msg(parse(json, &cfg, &err) == HL_ERR_FORMAT, "accepted %s", json);
+    ck_assert_msg(strstr(err.message, "x/config.json") && strstr(err.message, part),
+                  "\"%s\" lacks \"%s\"", err.message, part);
+}
+
+#define LLAMA_BASE "\"hidden_size\":64,\"num_attention_heads\":4,\"num_hidden_layers\":2," \
+                   "\"intermediate_size\":176,\"vocab_size\":512"
+
+START_TEST(test_config_styles_and_refusals)
+{
+    hl_gpt_config cfg;
+    hl_error err;
+    /* The older style: rotary_pct and rotary_emb_base at the top. */
+    ck_assert_msg(parse("{\"architectures\":[\"GPTNeoXForCausalLM\"],\"hidden_size\":64,"
+                        "\"num_attention_heads\":4,\"num_hidden_layers\":2,"
+                        "\"intermediate_size\":256,\"vocab_size\":50,\"rotary_pct\":0.5,"
+                        "\"rotary_emb_base\":500}",
+                        &cfg, &err) == HL_OK, "%s", err.message);
+    ck_assert(cfg.rotary_dims == 8 && cfg.rope_base == 500 && cfg.parallel_residual);
+    /* Qwen2: q, k, v biased, the output not; a top-level rope_theta. */
+    ck_assert_msg(parse("{\"architectures\":[\"Qwen2ForCausalLM\"]," LLAMA_BASE
+                        ",\"num_key_value_heads\":1,\"rope_theta\":1000000.0}",
+                        &cfg, &err) == HL_OK, "%s", err.message);
+    ck_assert(!cfg.no_qkv_bias && cfg.no_out_bias && cfg.n_kv_heads == 1 &&
+              cfg.rope_base == 1e6);
+    expect_refused("{\"architectures\":[\"BertModel\"]}", "architecture \"BertModel\"");
+    expect_refused("{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE
+                   ",\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":8}}",
+                   "rope type \"llama3\"");
+    expect_refused("{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE
+                   ",\"hidden_act\":\"gelu\"}", "\"hidden_act\"");
+    expect_refused("{\"architectures\":[\"LlamaForCausalLM\"],\"hidden_size\":64}",
+                   "\"num_attention_heads\" is missing");
+    expect_refused("{\"architectures\":[\"GPT2LMHeadModel\"],\"n_embd\":-3}", "\"n_embd\"");
+    expect_refused("{\"architectures\":[\"GPT2LMHeadModel\"],"
+                   "\"activation_function\":\"relu\"}", "\"activation_function\"");
+    expect_refused("{\"architectures\":[\"GPT2LMHeadModel\"],"
+                   "\"scale_attn_by_inverse_layer_idx\":true}",
+                   "scale_attn_by_inverse_layer_idx");
+    expect_refused("{\"architectures\":[\"Qwen2ForCausalLM\"]," LLAMA_BASE
+                   ",\"use_sliding_window\":true}", "use_sliding_window");
+    expect_refused("[1,2]", "not a JSON object");
+    expect_refused("{\"architectures\":", "not a JSON object");
+}
+END_TEST
+
+/* A copy of a fixture folder in a fresh temporary directory, to break. */
+static void copy_folder(const char *from, char *to, size_t size)
+{
+    char cmd[512];
+    snprintf(to, size, "/tmp/hl_hf_XXXXXX");
+    ck_assert(mkdtemp(to));
+    snprintf(cmd, sizeof cmd, "cp %s/config.json %s/model.safetensors %s/", from, from, to);
+    tu_run_ok(cmd);
+}
+
+static void expect_load_error(const char *dir, const char *part)
+{
+    hl_error err = {0};
+    hl_gpt *m = hl_gpt_load(dir, &err);
+    ck_assert_msg(!m && err.status != HL_OK, "loaded %s", dir);
+    ck_assert_msg(strstr(err.message, part), "\"%s\" lacks \"%s\"", err.message, part);
+}
+
+static void remove_folder(const char *dir)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    tu_run_ok(cmd);
+}
+
+/* Writes the model's tensors, with one renamed, dropped, added or reshaped. */
+static void rewrite_weights(const char *dir, const char *drop, const char *add_name,
+                            const char *reshape)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    hl_error err = {0};
+    hl_safetensors *f = NULL;
+    ck_assert(hl_safetensors_read(path, &f, &err) == HL_OK);
+    hl_safetensors_writer *w = hl_safetensors_writer_new();
+    for (size_t i = 0; i < hl_safetensors_count(f); i++) {
+        const hl_safetensors_entry_info *e = hl_safetensors_entry(f, i);
+        if (drop && !strcmp(e->name, drop))
+            continue;
+        hl_tensor *t = hl_safetensors_load(f, e->name, false, &err);
+        ck_assert(t);
+        if (reshape && !strcmp(e->name, reshape)) /* one row fewer */
+            t->shape[0]--, t->numel -= t->numel / (size_t)(t->shape[0] + 1);
+        ck_assert(hl_safetensors_writer_add(w, e->name, t, HL_DTYPE_F32, &err) == HL_OK);
+        hl_tensor_free(t);
+    }
+    if (add_name) {
+        hl_tensor *t = hl_tensor_new("x", 1, (int[]){3}, false);
+        ck_assert(hl_safetensors_writer_add(w, add_name, t, HL_DTYPE_F32, &err) == HL_OK);
+        hl_tensor_free(t);
+    }
+    ck_assert_msg(hl_safetensors_writer_save(w, path, &err) == HL_OK, "%s", err.message);
+    hl_safetensors_writer_free(w);
+    hl_safetensors_free(f);
+}
+
+START_TEST(test_bad_folders)
+{
+    char dir[64], path[128];
+    copy_folder(HF "llama_tiny", dir, sizeof dir);
+    rewrite_weights(dir, "model.layers.1.self_attn.k_proj.weight", NULL, NULL);
+    expect_load_error(dir, "tensor \"model.layers.1.self_attn.k_proj.weight\" is missing");
+    remove_folder(dir);
+
+    copy_folder(HF "llama_tiny", dir, sizeof dir);
+    rewrite_weights(dir, NULL, "model.layers.0.extra.weight", NULL);
+    expect_load_error(dir, "tensor \"model.layers.0.extra.weight\" has no place");
+    remove_folder(dir);
+
+    copy_folder(HF "pythia_tiny", dir, sizeof dir);
+    rewrite_weights(dir, NULL, NULL, "gpt_neox.layers.0.mlp.dense_h_to_4h.weight");
+    expect_load_error(dir, "\"gpt_neox.layers.0.mlp.dense_h_to_4h.weight\" has shape (255,64)");
+    remove_folder(dir);
+
+    copy_folder(HF "gpt2_tiny", dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    ck_assert(unlink(path) == 0);
+    expect_load_error(dir, "no model.safetensors");
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    FILE *index = fopen(path, "w");
+    ck_assert(index);
+    fputs("{\"weight_map\":{\"transformer.wte.weight\":\"model-00001-of-00002.safetensors\"}}",
+          index);
+    fclose(index);
+    expect_load_error(dir, "model-00001-of-00002.safetensors");
+    remove_folder(dir);
+
+    expect_load_error("/nonexistent/folder", "/nonexistent/folder");
+}
+END_TEST
+
+/* A model split over shards that an index names loads as the single file does. */
+START_TEST(test_sharded_weights)
+{
+    char dir[64], path[160];
+    copy_folder(HF "llama_tiny", dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    hl_error err = {0};
+    hl_safetensors *f = NULL;
+    ck_assert(hl_safetensors_read(path, &f, &err) == HL_OK);
+    hl_safetensors_writer *shard[2] = {hl_safetensors_writer_new(), hl_safetensors_writer_new()};
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    FILE *index = fopen(path, "w");
+    ck_assert(index);
+    fputs("{\"metadata\":{},\"weight_map\":{", index);
+    for (size_t i = 0; i < hl_safetensors_count(f); i++) {
+        const hl_safetensors_entry_info *e = hl_safetensors_entry(f, i);
+        hl_tensor *t = hl_safetensors_load(f, e->name, false, &err);
+        ck_assert(t && hl_safetensors_writer_add(shard[i % 2], e->name, t, HL_DTYPE_F32, &err) ==
+                           HL_OK);
+        fprintf(index, "%s\"%s\":\"model-0000%zu-of-00002.safetensors\"", i ? "," : "",
+                e->name, i % 2 + 1);
+        hl_tensor_free(t);
+    }
+    fputs("}}", index);
+    fclose(index);
+    for (int s = 0; s < 2; s++) {
+        snprintf(path, sizeof path, "%s/model-0000%d-of-00002.safetensors", dir, s + 1);
+        ck_assert(hl_safetensors_writer_save(shard[s], path, &err) == HL_OK);
+        hl_safetensors_writer_free(shard[s]);
+    }
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    ck_assert(unlink(path) == 0);
+    hl_gpt *sharded = hl_gpt_load(dir, &err);
+    ck_assert_msg(sharded, "%s", err.message);
+    hl_gpt *whole = hl_gpt_load(HF "llama_tiny", &err);
+    ck_assert(whole);
+    for (size_t i = 0; i < hl_params_n_tensors(whole->params); i++) {
+        const hl_tensor *a = hl_params_tensor(whole->params, i);
+        const hl_tensor *b = hl_params_find(sharded->params, a->name);
+        ck_assert(b && !memcmp(a->data, b->data, a->numel * sizeof *a->data));
+    }
+    hl_gpt_free(whole);
+    hl_gpt_free(sharded);
+    hl_safetensors_free(f);
+    remove_folder(dir);
+}
+END_TEST
+
+/* The logits of m on a fixed batch, in a malloc'd array. */
+static hl_real *logits_of(const hl_gpt *m, size_t *n)
+{
+    int32_t ids[2 * 9];
+    for (int i = 0; i < 2 * 9; i++)
+        ids[i] = (int32_t)((i * 37 + 11) % m->cfg.vocab_in);
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *logits = hl_gpt_forward(g, m, ids, 2, 9, NULL);
+    ck_assert_msg(!hl_graph_failed(g), "%s", hl_graph_message(g));
+    hl_real *copy = malloc(logits->numel * sizeof *copy);
+    ck_assert(copy);
+    memcpy(copy, logits->data, logits->numel * sizeof *copy);
+    *n = logits->numel;
+    hl_graph_free(g);
+    return copy;
+}
+
+/* Each fixture exported and imported again gives bitwise the same weights
+ * and logits, and the same architecture. */
+START_TEST(test_export_reimports_bitwise)
+{
+    const char *const names[] = {"gpt2_tiny", "pythia_tiny", "llama_tiny"};
+    for (int i = 0; i < 3; i++) {
+        char from[128], to[64];
+        snprintf(from, sizeof from, HF "%s", names[i]);
+        hl_error err = {0};
+        hl_gpt *m = hl_gpt_load(from, &err);
+        ck_assert_msg(m, "%s", err.message);
+        snprintf(to, sizeof to, "/tmp/hl_export_XXXXXX");
+        ck_assert(mkdtemp(to));
+        ck_assert_msg(hl_hf_export(m, to, &err) == HL_OK, "%s", err.message);
+        hl_gpt *back = hl_gpt_load(to, &err);
+        ck_assert_msg(back, "%s: %s", names[i], err.message);
+        ck_assert_uint_eq(hl_params_n_tensors(back->params), hl_params_n_tensors(m->params));
+        size_t n, n_back;
+        hl_real *a = logits_of(m, &n), *b = logits_of(back, &n_back);
+        ck_assert_uint_eq(n, n_back);
+        ck_assert_msg(!memcmp(a, b, n * sizeof *a), "%s: logits differ after export", names[i]);
+        char why[300];
+        ck_assert_int_eq(hl_hf_arch_for(&back->cfg, why, sizeof why),
+                         hl_hf_arch_for(&m->cfg, why, sizeof why));
+        free(a);
+        free(b);
+        hl_gpt_free(back);
+        hl_gpt_free(m);
+        remove_folder(to);
+    }
+}
+END_TEST
+
+/* Models no architecture expresses are refused, naming the difference. */
+START_TEST(test_export_refusals)
+{
+    hl_gpt_config cfg = {.vocab_in = 11, .vocab_out = 11, .n_ctx = 8, .d_model = 8,
+                         .n_heads = 2, .n_layers = 1, .mlp = HL_GPT_MLP_GELU,
+                         .norm = HL_GPT_NORM_LAYER, .emb_std = 0.02};
+    char why[300];
+    ck_assert_int_eq(hl_hf_arch_for(&cfg, why, sizeof why), HL_HF_ARCHS);
+    ck_assert_msg(strstr(why, "head bias"), "%s", why);
+    cfg.no_head_bias = true;
+    ck_assert_int_eq(hl_hf_arch_for(&cfg, why, sizeof why), HL_HF_GPT2);
+    cfg.smear_keys = true;
+    ck_assert_int_eq(hl_hf_arch_for(&cfg, why, sizeof why), HL_HF_ARCHS);
+    ck_assert_msg(strstr(why, "smeared keys"), "%s", why);
+    cfg.smear_keys = false;
+    cfg.pos = HL_GPT_POS_ROPE;
+    cfg.mlp = HL_GPT_MLP_SWIGLU;
+    ck_assert_int_eq(hl_hf_arch_for(&cfg, why, sizeof why), HL_HF_ARCHS);
+    ck_assert_msg(strstr(why, "GPT-NeoX has a GELU MLP"), "%s", why);
+    cfg.norm = HL_GPT_NORM_RMS;
+    cfg.no_qkv_bias = cfg.no_out_bias = cfg.no_mlp_bias = true;
+    ck_assert_int_eq(hl_hf_arch_for(&cfg, why, sizeof why), HL_HF_LLAMA);
+    cfg.no_qkv_bias = false;
+    ck_assert_int_eq(hl_hf_arch_for(&cfg, why, sizeof why), HL_HF_QWEN2);
+    cfg.pos = HL_GPT_POS_SINUSOIDAL;
+    ck_assert_int_eq(hl_hf_arch_for(&cfg, why, sizeof why), HL_HF_ARCHS);
+    ck_assert_msg(strstr(why, "sinusoidal positions"), "%s", why);
+}
+END_TEST
+
+Suite *hf_suite(void)
+{
+    Suite *s = suite_create("hf");
+    TCase *parity = tcase_create("parity");
+    tcase_set_timeout(parity, 0);
+    tcase_add_test(parity, test_gpt2_matches_transformers);
+    tcase_add_test(parity, test_pythia_matches_transformers);
+    tcase_add_test(parity, test_llama_matches_transformers);
+    tcase_add_test(parity, test_configs_map_onto_options);
+    suite_add_tcase(s, parity);
+    TCase *bad = tcase_create("bad input");
+    tcase_set_timeout(bad, 0);
+    tcase_add_test(bad, test_config_styles_and_refusals);
+    tcase_add_test(bad, test_bad_folders);
+    tcase_add_test(bad, test_sharded_weights);
+    suite_add_tcase(s, bad);
+    TCase *export = tcase_create("export");
+    tcase_set_timeout(export, 0);
+    tcase_add_test(export, test_export_reimports_bitwise);
+    tcase_add_test(export, test_export_refusals);
+    suite_add_tcase(s, export);
+    return s;
+}
