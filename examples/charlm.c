@@ -1017,7 +1017,9 @@ static void setup(run *r, const options *o)
                "tokens, %.3f bytes per token; %zu parameters; batch %d over %d rank(s)\n  %s\n",
                o->data ? o->data : o->tokens, r->size, hl_vocab_size(r->vocab),
                !strcmp(hl_vocab_kind(r->vocab), "words") ? "bytes and learnt words"
-               : !strcmp(hl_vocab_kind(r->vocab), "bpe") ? "byte-level BPE" : "bytes",
+               : !strcmp(hl_vocab_kind(r->vocab), "bpe") ? "byte-level BPE"
+               : !strcmp(hl_vocab_kind(r->vocab), "pretrained") ? "a pretrained tokenizer's"
+                                                                 : "bytes",
                r->train.size, r->val.size, bytes_per_token(r), hl_params_n_values(r->m->params),
                r->B, hl_dist_size(), r->config);
     if (r->lead && r->copy_span)
