@@ -136,32 +136,21 @@ hl_real *hl_op_grad_first(hl_graph *g, hl_tensor *t, bool *overwrite);
 /* Copies n int32 values into the arena (NULL on error). */
 int32_t *hl_op_save_ints(hl_graph *g, const int32_t *values, size_t n);
 
-/* The backward kernels, one per op (see ops/op_table.c). */
-void hl_linear_backward(hl_graph *g, hl_node *n);
-void hl_linear_gelu_backward(hl_graph *g, hl_node *n);
-void hl_matmul_backward(hl_graph *g, hl_node *n);
-void hl_reshape_backward(hl_graph *g, hl_node *n);
-void hl_permute_backward(hl_graph *g, hl_node *n);
-void hl_narrow_backward(hl_graph *g, hl_node *n);
-void hl_scale_backward(hl_graph *g, hl_node *n);
-void hl_add_backward(hl_graph *g, hl_node *n);
-void hl_mul_backward(hl_graph *g, hl_node *n);
-void hl_sum_backward(hl_graph *g, hl_node *n);
-void hl_mean_backward(hl_graph *g, hl_node *n);
-void hl_softmax_backward(hl_graph *g, hl_node *n);
-void hl_mask_backward(hl_graph *g, hl_node *n);
-void hl_attention_backward(hl_graph *g, hl_node *n);
-void hl_embedding_backward(hl_graph *g, hl_node *n);
-void hl_layernorm_backward(hl_graph *g, hl_node *n);
-void hl_rmsnorm_backward(hl_graph *g, hl_node *n);
-void hl_add_layernorm_backward(hl_graph *g, hl_node *n);
-void hl_add_rmsnorm_backward(hl_graph *g, hl_node *n);
-void hl_gelu_backward(hl_graph *g, hl_node *n);
-void hl_swiglu_backward(hl_graph *g, hl_node *n);
-void hl_rope_backward(hl_graph *g, hl_node *n);
-void hl_qkv_heads_backward(hl_graph *g, hl_node *n);
-void hl_smear_backward(hl_graph *g, hl_node *n);
-void hl_dropout_backward(hl_graph *g, hl_node *n);
-void hl_cross_entropy_backward(hl_graph *g, hl_node *n);
+/* The backward kernels, declared from the list in core/op_list.h: one per
+ * entry whose backward is not NULL (ops sharing a kernel declare it again,
+ * which C allows). To tell the token NULL from a function name, the name is
+ * pasted onto HL_OP_PROBE_ (before NULL could expand): HL_OP_PROBE_NULL
+ * expands to an extra argument that moves 1 into HL_OP_SECOND's place, any
+ * other paste is an unknown name that leaves 0 there. */
+#define HL_OP_PROBE_NULL ~, 1
+#define HL_OP_SECOND_(a, b, ...) b
+#define HL_OP_SECOND(...) HL_OP_SECOND_(__VA_ARGS__)
+#define HL_OP_CAT_(a, b) a##b
+#define HL_OP_CAT(a, b) HL_OP_CAT_(a, b)
+#define HL_OP_DECLARE_0(f) void f(hl_graph *g, hl_node *n);
+#define HL_OP_DECLARE_1(f)
+#define HL_OP_DECLARE_BACKWARD(e, name, n_inputs, backward, flags) \
+    HL_OP_CAT(HL_OP_DECLARE_, HL_OP_SECOND(HL_OP_PROBE_##backward, 0, ~))(backward)
+HL_OP_LIST(HL_OP_DECLARE_BACKWARD)
 
 #endif

@@ -12,6 +12,7 @@
     X(gradcheck)          \
     X(gradcheck_tool)     \
     X(op_common)          \
+    X(op_table)           \
     X(shape)              \
     X(elementwise)        \
     X(reduce)             \
