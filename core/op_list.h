@@ -44,6 +44,7 @@
     X(ADD_LAYERNORM, add_layernorm, 4, hl_add_layernorm_backward, 0)                     \
     X(ADD_RMSNORM, add_rmsnorm, 3, hl_add_rmsnorm_backward, 0)                           \
     X(GELU, gelu, 1, hl_gelu_backward, 0)                                                \
+    X(GELU_TANH, gelu_tanh, 1, hl_gelu_tanh_backward, 0)                                 \
     X(SWIGLU, swiglu, 1, hl_swiglu_backward, 0)                                          \
     X(ROPE, rope, 1, hl_rope_backward, 0)                                                \
     X(SMEAR, smear, 2, hl_smear_backward, 0)                                             \

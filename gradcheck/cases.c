@@ -181,6 +181,12 @@ static hl_tensor *build_gelu(hl_graph *g, hl_tensor *const *in, void *ctx)
     return hl_gelu(g, in[0]);
 }
 
+static hl_tensor *build_gelu_tanh(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    return hl_gelu_tanh(g, in[0]);
+}
+
 static hl_tensor *build_swiglu(hl_graph *g, hl_tensor *const *in, void *ctx)
 {
     (void)ctx;
@@ -492,6 +498,8 @@ static const case_entry cases[] = {
      .in = {IN_RANGE("a", 2, -2, 2, 3, 17), IN_RANGE("b", 2, -2, 2, 3, 17),
             IN_RANGE("gamma", 1, 0.5, 1.5, 17)}},
     {.name = "gelu", .fn = build_gelu, .n_inputs = 1, .in = {IN_RANGE("x", 3, -3, 3, 3, 1, 17)}},
+    {.name = "gelu_tanh", .fn = build_gelu_tanh, .n_inputs = 1,
+     .in = {IN_RANGE("x", 3, -3, 3, 3, 1, 17)}},
     {.name = "swiglu", .fn = build_swiglu, .n_inputs = 1,
      .in = {IN_RANGE("x", 3, -3, 3, 3, 1, 34)}},
     {.name = "rope", .fn = build_rope, .n_inputs = 1, .in = {IN("x", 4, 2, 3, 7, 6)}},

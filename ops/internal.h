@@ -70,10 +70,13 @@ hl_tensor *hl_op_fail_as(hl_graph *g, const char *name, hl_status status, const 
  * it; y may be x. The fused attention shares it for its whole rows. */
 void hl_softmax_row(const hl_real *x, hl_real *y, int n);
 
-/* dx (+)= dy·GELU'(x) over count values (ops/gelu.c), as hl_gelu's backward
- * takes it: overwrite stores, otherwise adds. */
-void hl_gelu_grad_rows(const hl_real *x, const hl_real *dy, hl_real *dx, size_t count,
-                       bool overwrite);
+/* The two forms of GELU: exact (hl_gelu) and tanh (hl_gelu_tanh). */
+typedef enum { HL_GELU_EXACT, HL_GELU_TANH } hl_gelu_form;
+
+/* dx (+)= dy·GELU'(x) over count values (ops/gelu.c), as hl_gelu's or
+ * hl_gelu_tanh's backward takes it: overwrite stores, otherwise adds. */
+void hl_gelu_grad_rows(hl_gelu_form form, const hl_real *x, const hl_real *dy, hl_real *dx,
+                       size_t count, bool overwrite);
 
 /* cos θ and sin θ of hl_rope for every position t < T and pair i < D/2,
  * θ = t·base^(-2i/D), computed in double and then rounded: (T, D/2) each. */

@@ -142,6 +142,10 @@ hl_tensor *hl_add_rmsnorm(hl_graph *g, hl_tensor *a, hl_tensor *b, hl_tensor *ga
                           hl_tensor **sum);
 /* The exact GELU, x·Φ(x), as torch.nn.GELU() by default. */
 hl_tensor *hl_gelu(hl_graph *g, hl_tensor *x);
+/* GELU's tanh approximation, GPT-2's gelu_new and PyTorch's
+ * gelu(x, approximate='tanh'): 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))),
+ * computed as x·σ(2u) (the same value; no cancellation for negative x). */
+hl_tensor *hl_gelu_tanh(hl_graph *g, hl_tensor *x);
 /* SwiGLU's gate (Shazeer 2020): x (...,2F) -> (...,F), silu(x[..., :F]) ·
  * x[..., F:], silu(a) = a·σ(a). With x = linear(h, [W1; W3]) this is Llama's
  * silu(W1·h) ⊙ (W3·h). */
