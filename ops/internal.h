@@ -78,14 +78,22 @@ typedef enum { HL_GELU_EXACT, HL_GELU_TANH } hl_gelu_form;
 void hl_gelu_grad_rows(hl_gelu_form form, const hl_real *x, const hl_real *dy, hl_real *dx,
                        size_t count, bool overwrite);
 
-/* cos θ and sin θ of hl_rope for every position t < T and pair i < D/2,
- * θ = t·base^(-2i/D), computed in double and then rounded: (T, D/2) each. */
+/* cos θ and sin θ of hl_rope_partial for every position t < T and pair i <
+ * rot/2, θ = t·base^(-2i/rot), computed in double and then rounded: (T,
+ * rot/2) each. The first rot values of each row are rotated (hl_rope: all). */
 typedef struct {
     hl_real *cosines, *sines;
+    int rot;
 } hl_rope_table;
 
 /* Fills tab in the arena (ops/rope.c); false when out of memory. */
-bool hl_rope_table_make(hl_graph *g, int T, int D, double base, hl_rope_table *tab);
+bool hl_rope_table_make(hl_graph *g, int T, int rot, double base, hl_rope_table *tab);
+
+/* One row of D values at position t: its first tab->rot rotated by the
+ * angles times sign (-1: back, for backward), the rest as they are, into
+ * dst, or added to it when accumulate (ops/rope.c). */
+void hl_rope_apply_row(const hl_rope_table *tab, size_t t, const hl_real *src, hl_real sign,
+                       hl_real *dst, int D, bool accumulate);
 
 /* ---- the residual add of the fused add + norm ops (ops/residual.c) ---- */
 

@@ -157,6 +157,12 @@ hl_tensor *hl_swiglu(hl_graph *g, hl_tensor *x);
  *     y[i + D/2] = x[i + D/2]·cos θ + x[i]·sin θ
  * The angles and their sines and cosines are computed in double, then rounded. */
 hl_tensor *hl_rope(hl_graph *g, hl_tensor *x, hl_real base);
+/* Partial rotary, as GPT-NeoX and Pythia (rotary_pct < 1): hl_rope over the
+ * first rot_dims values of each row of D (rot_dims even, 2..D), with the
+ * angles of a rot_dims-wide row, θ = t·base^(-2i/rot_dims) for i <
+ * rot_dims/2; the other D - rot_dims values pass unchanged. hl_rope is the
+ * case rot_dims = D, with the same bits. */
+hl_tensor *hl_rope_partial(hl_graph *g, hl_tensor *x, hl_real base, int rot_dims);
 /* Self-attention's packed projection qkv (B,T,3E), as hl_linear over PyTorch's
  * in_proj_weight gives it, split into heads: returns q and sets *k and *v,
  * each (B,H,T,D) with D = E/H, the node's three outputs. With rope_base > 0, q
@@ -166,6 +172,16 @@ hl_tensor *hl_rope(hl_graph *g, hl_tensor *x, hl_real base);
  * tensor too. */
 hl_tensor *hl_qkv_heads(hl_graph *g, hl_tensor *qkv, int heads, hl_real rope_base,
                         hl_tensor **k, hl_tensor **v);
+/* The general form, for grouped-query attention (Llama 2/3's
+ * num_key_value_heads) and partial rotary (Pythia's rotary_pct): qkv (B,T,(H
+ * + 2·Hkv)·D) laid out [q of H heads | k of Hkv | v of Hkv], as hl_linear
+ * over the concatenated q, k and v projections gives it; q (B,H,T,D), *k and
+ * *v (B,Hkv,T,D). With rope_base > 0, q and k come out rotated as by
+ * hl_rope_partial(·, rope_base, rot_dims) over the first rot_dims values of
+ * each head (rot_dims 0: all D). hl_qkv_heads is the case kv_heads = heads,
+ * rot_dims = 0, with the same bits. */
+hl_tensor *hl_qkv_heads_grouped(hl_graph *g, hl_tensor *qkv, int heads, int kv_heads,
+                                hl_real rope_base, int rot_dims, hl_tensor **k, hl_tensor **v);
 /* Smeared keys (Olsson et al. 2022): k (B,H,S,D) and alpha (H) ->
  *     k'[s] = σ(alpha_h)·k[s] + (1 - σ(alpha_h))·k[s-1]   for s >= 1,
  * k'[0] = k[0]: each key mixes in its predecessor by a learned weight per head. */

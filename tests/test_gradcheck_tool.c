@@ -147,9 +147,11 @@ static int case_op(const char *name)
 START_TEST(test_cases_names)
 {
     /* The cases that are not named after an op: other forms of one (matmul's
-     * transpose flags) and the modules built of ops. */
-    static const char *const more[] = {"matmul_ta", "matmul_tb", "matmul_tab",
-                                       "mha_self_causal", "mha_cross_padding", "gpt"};
+     * transpose flags; partial rotary and grouped heads, recorded as rope and
+     * qkv_heads) and the modules built of ops. */
+    static const char *const more[] = {"matmul_ta",         "matmul_tb",       "matmul_tab",
+                                       "rope_partial",      "qkv_heads_grouped",
+                                       "mha_self_causal",   "mha_cross_padding", "gpt"};
     const int n_more = (int)(sizeof more / sizeof more[0]);
     const int n = hl_gradcheck_case_count();
     bool checked[HL_OP_COUNT] = {false};
