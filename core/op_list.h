@@ -26,6 +26,7 @@
     X(RESHAPE, reshape, 1, hl_reshape_backward, 0)                                       \
     X(PERMUTE, permute, 1, hl_permute_backward, 0)                                       \
     X(QKV_HEADS, qkv_heads, 1, hl_qkv_heads_backward, 0)                                 \
+    X(GATHER_HEADS, gather_heads, 1, hl_gather_heads_backward, 0)                        \
     X(NARROW, narrow, 1, hl_narrow_backward, 0)                                          \
     X(SCALE, scale, 1, hl_scale_backward, 0)                                             \
     X(ADD, add, 2, hl_add_backward, 0)                                                   \

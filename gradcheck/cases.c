@@ -185,6 +185,14 @@ static hl_tensor *build_qkv_heads_grouped(hl_graph *g, hl_tensor *const *in, voi
     return hl_add(g, q, kv); /* k and v broadcast over the query heads */
 }
 
+/* 5 heads from 3, repeated out of order, head 1 read twice. */
+static hl_tensor *build_gather_heads(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    static const int src[] = {2, 1, 0, 1, 2};
+    return hl_gather_heads(g, in[0], src, 5);
+}
+
 static hl_tensor *build_gelu(hl_graph *g, hl_tensor *const *in, void *ctx)
 {
     (void)ctx;
@@ -525,6 +533,8 @@ static const case_entry cases[] = {
     {.name = "qkv_heads", .fn = build_qkv_heads, .n_inputs = 1, .in = {IN("qkv", 3, 2, 5, 12)}},
     {.name = "qkv_heads_grouped", .fn = build_qkv_heads_grouped, .n_inputs = 1,
      .in = {IN("qkv", 3, 2, 5, 30)}},
+    {.name = "gather_heads", .fn = build_gather_heads, .n_inputs = 1,
+     .in = {IN("x", 4, 2, 3, 5, 3)}},
     {.name = "smear", .fn = build_smear, .n_inputs = 2,
      .in = {IN("k", 4, 2, 3, 5, 3), IN_RANGE("alpha", 1, -1.5, 1.5, 3)}},
     {.name = "dropout", .fn = build_dropout, .n_inputs = 1, .in = {IN("x", 3, 3, 1, 17)},

@@ -117,7 +117,7 @@ hl_tensor *hl_attention_merged(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tenso
 
 /* ---- transformer ops (ops/embedding.c, ops/layernorm.c, ops/rmsnorm.c,
  *      ops/residual.c, ops/gelu.c, ops/swiglu.c, ops/rope.c, ops/qkv_heads.c,
- *      ops/smear.c, ops/dropout.c, ops/cross_entropy.c) ---- */
+ *      ops/gather_heads.c, ops/smear.c, ops/dropout.c, ops/cross_entropy.c) ---- */
 
 /* weight (V,E) gathered at ids (shape given by rank/shape) -> (shape...,E). */
 hl_tensor *hl_embedding(hl_graph *g, hl_tensor *weight, const int32_t *ids, int rank,
@@ -179,9 +179,17 @@ hl_tensor *hl_qkv_heads(hl_graph *g, hl_tensor *qkv, int heads, hl_real rope_bas
  * *v (B,Hkv,T,D). With rope_base > 0, q and k come out rotated as by
  * hl_rope_partial(·, rope_base, rot_dims) over the first rot_dims values of
  * each head (rot_dims 0: all D). hl_qkv_heads is the case kv_heads = heads,
- * rot_dims = 0, with the same bits. */
+ * rot_dims = 0, with the same bits. hl_gather_heads repeats k and v per query
+ * head for the attention. */
 hl_tensor *hl_qkv_heads_grouped(hl_graph *g, hl_tensor *qkv, int heads, int kv_heads,
                                 hl_real rope_base, int rot_dims, hl_tensor **k, hl_tensor **v);
+/* x (B,Hkv,S,D) -> (B,heads,S,D) with out[:,h] = x[:, src[h]], each 0 <=
+ * src[h] < Hkv; src is copied into the arena. Grouped-query attention's
+ * repeat of each key/value head for its query heads (Llama's repeat_kv is
+ * src[h] = h / (heads / Hkv)), feeding hl_attention or the composed ops.
+ * Backward adds each output head's gradient into its source head, in h
+ * order. */
+hl_tensor *hl_gather_heads(hl_graph *g, hl_tensor *x, const int *src, int heads);
 /* Smeared keys (Olsson et al. 2022): k (B,H,S,D) and alpha (H) ->
  *     k'[s] = σ(alpha_h)·k[s] + (1 - σ(alpha_h))·k[s-1]   for s >= 1,
  * k'[0] = k[0]: each key mixes in its predecessor by a learned weight per head. */

@@ -31,6 +31,7 @@
     X(swiglu)             \
     X(rope)               \
     X(qkv_heads)          \
+    X(gather_heads)       \
     X(smear)              \
     X(dropout)            \
     X(embedding)          \
