@@ -175,10 +175,34 @@ static hl_tensor *build_qkv_heads(hl_graph *g, hl_tensor *const *in, void *ctx)
     return hl_add(g, hl_add(g, q, hl_scale(g, k, (hl_real)0.5)), hl_scale(g, v, (hl_real)0.25));
 }
 
+/* 3 query heads on 1 key/value head of width 6, 4 of it rotated. */
+static hl_tensor *build_qkv_heads_grouped(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    hl_tensor *k, *v;
+    hl_tensor *q = hl_qkv_heads_grouped(g, in[0], 3, 1, (hl_real)100, 4, &k, &v);
+    hl_tensor *kv = hl_add(g, hl_scale(g, k, (hl_real)0.5), hl_scale(g, v, (hl_real)0.25));
+    return hl_add(g, q, kv); /* k and v broadcast over the query heads */
+}
+
+/* 5 heads from 3, repeated out of order, head 1 read twice. */
+static hl_tensor *build_gather_heads(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    static const int src[] = {2, 1, 0, 1, 2};
+    return hl_gather_heads(g, in[0], src, 5);
+}
+
 static hl_tensor *build_gelu(hl_graph *g, hl_tensor *const *in, void *ctx)
 {
     (void)ctx;
     return hl_gelu(g, in[0]);
+}
+
+static hl_tensor *build_gelu_tanh(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    return hl_gelu_tanh(g, in[0]);
 }
 
 static hl_tensor *build_swiglu(hl_graph *g, hl_tensor *const *in, void *ctx)
@@ -192,6 +216,13 @@ static hl_tensor *build_rope(hl_graph *g, hl_tensor *const *in, void *ctx)
 {
     (void)ctx;
     return hl_rope(g, in[0], 100);
+}
+
+/* 4 of each row of 7 rotated, 3 passed through. */
+static hl_tensor *build_rope_partial(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    return hl_rope_partial(g, in[0], 100, 4);
 }
 
 static hl_tensor *build_smear(hl_graph *g, hl_tensor *const *in, void *ctx)
@@ -492,10 +523,18 @@ static const case_entry cases[] = {
      .in = {IN_RANGE("a", 2, -2, 2, 3, 17), IN_RANGE("b", 2, -2, 2, 3, 17),
             IN_RANGE("gamma", 1, 0.5, 1.5, 17)}},
     {.name = "gelu", .fn = build_gelu, .n_inputs = 1, .in = {IN_RANGE("x", 3, -3, 3, 3, 1, 17)}},
+    {.name = "gelu_tanh", .fn = build_gelu_tanh, .n_inputs = 1,
+     .in = {IN_RANGE("x", 3, -3, 3, 3, 1, 17)}},
     {.name = "swiglu", .fn = build_swiglu, .n_inputs = 1,
      .in = {IN_RANGE("x", 3, -3, 3, 3, 1, 34)}},
     {.name = "rope", .fn = build_rope, .n_inputs = 1, .in = {IN("x", 4, 2, 3, 7, 6)}},
+    {.name = "rope_partial", .fn = build_rope_partial, .n_inputs = 1,
+     .in = {IN("x", 4, 2, 3, 5, 7)}},
     {.name = "qkv_heads", .fn = build_qkv_heads, .n_inputs = 1, .in = {IN("qkv", 3, 2, 5, 12)}},
+    {.name = "qkv_heads_grouped", .fn = build_qkv_heads_grouped, .n_inputs = 1,
+     .in = {IN("qkv", 3, 2, 5, 30)}},
+    {.name = "gather_heads", .fn = build_gather_heads, .n_inputs = 1,
+     .in = {IN("x", 4, 2, 3, 5, 3)}},
     {.name = "smear", .fn = build_smear, .n_inputs = 2,
      .in = {IN("k", 4, 2, 3, 5, 3), IN_RANGE("alpha", 1, -1.5, 1.5, 3)}},
     {.name = "dropout", .fn = build_dropout, .n_inputs = 1, .in = {IN("x", 3, 3, 1, 17)},

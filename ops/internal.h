@@ -70,19 +70,30 @@ hl_tensor *hl_op_fail_as(hl_graph *g, const char *name, hl_status status, const 
  * it; y may be x. The fused attention shares it for its whole rows. */
 void hl_softmax_row(const hl_real *x, hl_real *y, int n);
 
-/* dx (+)= dy·GELU'(x) over count values (ops/gelu.c), as hl_gelu's backward
- * takes it: overwrite stores, otherwise adds. */
-void hl_gelu_grad_rows(const hl_real *x, const hl_real *dy, hl_real *dx, size_t count,
-                       bool overwrite);
+/* The two forms of GELU: exact (hl_gelu) and tanh (hl_gelu_tanh). */
+typedef enum { HL_GELU_EXACT, HL_GELU_TANH } hl_gelu_form;
 
-/* cos θ and sin θ of hl_rope for every position t < T and pair i < D/2,
- * θ = t·base^(-2i/D), computed in double and then rounded: (T, D/2) each. */
+/* dx (+)= dy·GELU'(x) over count values (ops/gelu.c), as hl_gelu's or
+ * hl_gelu_tanh's backward takes it: overwrite stores, otherwise adds. */
+void hl_gelu_grad_rows(hl_gelu_form form, const hl_real *x, const hl_real *dy, hl_real *dx,
+                       size_t count, bool overwrite);
+
+/* cos θ and sin θ of hl_rope_partial for every position t < T and pair i <
+ * rot/2, θ = t·base^(-2i/rot), computed in double and then rounded: (T,
+ * rot/2) each. The first rot values of each row are rotated (hl_rope: all). */
 typedef struct {
     hl_real *cosines, *sines;
+    int rot;
 } hl_rope_table;
 
 /* Fills tab in the arena (ops/rope.c); false when out of memory. */
-bool hl_rope_table_make(hl_graph *g, int T, int D, double base, hl_rope_table *tab);
+bool hl_rope_table_make(hl_graph *g, int T, int rot, double base, hl_rope_table *tab);
+
+/* One row of D values at position t: its first tab->rot rotated by the
+ * angles times sign (-1: back, for backward), the rest as they are, into
+ * dst, or added to it when accumulate (ops/rope.c). */
+void hl_rope_apply_row(const hl_rope_table *tab, size_t t, const hl_real *src, hl_real sign,
+                       hl_real *dst, int D, bool accumulate);
 
 /* ---- the residual add of the fused add + norm ops (ops/residual.c) ---- */
 
@@ -136,32 +147,21 @@ hl_real *hl_op_grad_first(hl_graph *g, hl_tensor *t, bool *overwrite);
 /* Copies n int32 values into the arena (NULL on error). */
 int32_t *hl_op_save_ints(hl_graph *g, const int32_t *values, size_t n);
 
-/* The backward kernels, one per op (see ops/op_table.c). */
-void hl_linear_backward(hl_graph *g, hl_node *n);
-void hl_linear_gelu_backward(hl_graph *g, hl_node *n);
-void hl_matmul_backward(hl_graph *g, hl_node *n);
-void hl_reshape_backward(hl_graph *g, hl_node *n);
-void hl_permute_backward(hl_graph *g, hl_node *n);
-void hl_narrow_backward(hl_graph *g, hl_node *n);
-void hl_scale_backward(hl_graph *g, hl_node *n);
-void hl_add_backward(hl_graph *g, hl_node *n);
-void hl_mul_backward(hl_graph *g, hl_node *n);
-void hl_sum_backward(hl_graph *g, hl_node *n);
-void hl_mean_backward(hl_graph *g, hl_node *n);
-void hl_softmax_backward(hl_graph *g, hl_node *n);
-void hl_mask_backward(hl_graph *g, hl_node *n);
-void hl_attention_backward(hl_graph *g, hl_node *n);
-void hl_embedding_backward(hl_graph *g, hl_node *n);
-void hl_layernorm_backward(hl_graph *g, hl_node *n);
-void hl_rmsnorm_backward(hl_graph *g, hl_node *n);
-void hl_add_layernorm_backward(hl_graph *g, hl_node *n);
-void hl_add_rmsnorm_backward(hl_graph *g, hl_node *n);
-void hl_gelu_backward(hl_graph *g, hl_node *n);
-void hl_swiglu_backward(hl_graph *g, hl_node *n);
-void hl_rope_backward(hl_graph *g, hl_node *n);
-void hl_qkv_heads_backward(hl_graph *g, hl_node *n);
-void hl_smear_backward(hl_graph *g, hl_node *n);
-void hl_dropout_backward(hl_graph *g, hl_node *n);
-void hl_cross_entropy_backward(hl_graph *g, hl_node *n);
+/* The backward kernels, declared from the list in core/op_list.h: one per
+ * entry whose backward is not NULL (ops sharing a kernel declare it again,
+ * which C allows). To tell the token NULL from a function name, the name is
+ * pasted onto HL_OP_PROBE_ (before NULL could expand): HL_OP_PROBE_NULL
+ * expands to an extra argument that moves 1 into HL_OP_SECOND's place, any
+ * other paste is an unknown name that leaves 0 there. */
+#define HL_OP_PROBE_NULL ~, 1
+#define HL_OP_SECOND_(a, b, ...) b
+#define HL_OP_SECOND(...) HL_OP_SECOND_(__VA_ARGS__)
+#define HL_OP_CAT_(a, b) a##b
+#define HL_OP_CAT(a, b) HL_OP_CAT_(a, b)
+#define HL_OP_DECLARE_0(f) void f(hl_graph *g, hl_node *n);
+#define HL_OP_DECLARE_1(f)
+#define HL_OP_DECLARE_BACKWARD(e, name, n_inputs, backward, flags) \
+    HL_OP_CAT(HL_OP_DECLARE_, HL_OP_SECOND(HL_OP_PROBE_##backward, 0, ~))(backward)
+HL_OP_LIST(HL_OP_DECLARE_BACKWARD)
 
 #endif

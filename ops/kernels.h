@@ -71,6 +71,9 @@ typedef struct {
     void (*gelu)(const hl_real *x, hl_real *y, size_t n);
     void (*gelu_grad)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
                       bool overwrite);
+    void (*gelu_tanh)(const hl_real *x, hl_real *y, size_t n);
+    void (*gelu_tanh_grad)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
+                           bool overwrite);
     void (*swiglu)(const hl_real *gate, const hl_real *up, hl_real *y, size_t n);
     void (*swiglu_grad)(const hl_real *gate, const hl_real *up, const hl_real *dy,
                         hl_real *dgate, hl_real *dup, size_t n, bool overwrite);

@@ -116,7 +116,7 @@ void hl_linear_gelu_backward(hl_graph *g, hl_node *n)
     hl_real *dpre = hl_graph_grad_alloc(g, n->out, false);
     if (!dpre)
         return;
-    hl_gelu_grad_rows(n->saved, n->out->grad, dpre, n->out->numel, true);
+    hl_gelu_grad_rows(HL_GELU_EXACT, n->saved, n->out->grad, dpre, n->out->numel, true);
     linear_grads(g, n, dpre);
     hl_graph_grad_release(g, n->out, dpre);
 }

@@ -117,7 +117,7 @@ hl_tensor *hl_attention_merged(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tenso
 
 /* ---- transformer ops (ops/embedding.c, ops/layernorm.c, ops/rmsnorm.c,
  *      ops/residual.c, ops/gelu.c, ops/swiglu.c, ops/rope.c, ops/qkv_heads.c,
- *      ops/smear.c, ops/dropout.c, ops/cross_entropy.c) ---- */
+ *      ops/gather_heads.c, ops/smear.c, ops/dropout.c, ops/cross_entropy.c) ---- */
 
 /* weight (V,E) gathered at ids (shape given by rank/shape) -> (shape...,E). */
 hl_tensor *hl_embedding(hl_graph *g, hl_tensor *weight, const int32_t *ids, int rank,
@@ -142,6 +142,10 @@ hl_tensor *hl_add_rmsnorm(hl_graph *g, hl_tensor *a, hl_tensor *b, hl_tensor *ga
                           hl_tensor **sum);
 /* The exact GELU, x·Φ(x), as torch.nn.GELU() by default. */
 hl_tensor *hl_gelu(hl_graph *g, hl_tensor *x);
+/* GELU's tanh approximation, GPT-2's gelu_new and PyTorch's
+ * gelu(x, approximate='tanh'): 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))),
+ * computed as x·σ(2u) (the same value; no cancellation for negative x). */
+hl_tensor *hl_gelu_tanh(hl_graph *g, hl_tensor *x);
 /* SwiGLU's gate (Shazeer 2020): x (...,2F) -> (...,F), silu(x[..., :F]) ·
  * x[..., F:], silu(a) = a·σ(a). With x = linear(h, [W1; W3]) this is Llama's
  * silu(W1·h) ⊙ (W3·h). */
@@ -153,6 +157,12 @@ hl_tensor *hl_swiglu(hl_graph *g, hl_tensor *x);
  *     y[i + D/2] = x[i + D/2]·cos θ + x[i]·sin θ
  * The angles and their sines and cosines are computed in double, then rounded. */
 hl_tensor *hl_rope(hl_graph *g, hl_tensor *x, hl_real base);
+/* Partial rotary, as GPT-NeoX and Pythia (rotary_pct < 1): hl_rope over the
+ * first rot_dims values of each row of D (rot_dims even, 2..D), with the
+ * angles of a rot_dims-wide row, θ = t·base^(-2i/rot_dims) for i <
+ * rot_dims/2; the other D - rot_dims values pass unchanged. hl_rope is the
+ * case rot_dims = D, with the same bits. */
+hl_tensor *hl_rope_partial(hl_graph *g, hl_tensor *x, hl_real base, int rot_dims);
 /* Self-attention's packed projection qkv (B,T,3E), as hl_linear over PyTorch's
  * in_proj_weight gives it, split into heads: returns q and sets *k and *v,
  * each (B,H,T,D) with D = E/H, the node's three outputs. With rope_base > 0, q
@@ -162,6 +172,24 @@ hl_tensor *hl_rope(hl_graph *g, hl_tensor *x, hl_real base);
  * tensor too. */
 hl_tensor *hl_qkv_heads(hl_graph *g, hl_tensor *qkv, int heads, hl_real rope_base,
                         hl_tensor **k, hl_tensor **v);
+/* The general form, for grouped-query attention (Llama 2/3's
+ * num_key_value_heads) and partial rotary (Pythia's rotary_pct): qkv (B,T,(H
+ * + 2·Hkv)·D) laid out [q of H heads | k of Hkv | v of Hkv], as hl_linear
+ * over the concatenated q, k and v projections gives it; q (B,H,T,D), *k and
+ * *v (B,Hkv,T,D). With rope_base > 0, q and k come out rotated as by
+ * hl_rope_partial(·, rope_base, rot_dims) over the first rot_dims values of
+ * each head (rot_dims 0: all D). hl_qkv_heads is the case kv_heads = heads,
+ * rot_dims = 0, with the same bits. hl_gather_heads repeats k and v per query
+ * head for the attention. */
+hl_tensor *hl_qkv_heads_grouped(hl_graph *g, hl_tensor *qkv, int heads, int kv_heads,
+                                hl_real rope_base, int rot_dims, hl_tensor **k, hl_tensor **v);
+/* x (B,Hkv,S,D) -> (B,heads,S,D) with out[:,h] = x[:, src[h]], each 0 <=
+ * src[h] < Hkv; src is copied into the arena. Grouped-query attention's
+ * repeat of each key/value head for its query heads (Llama's repeat_kv is
+ * src[h] = h / (heads / Hkv)), feeding hl_attention or the composed ops.
+ * Backward adds each output head's gradient into its source head, in h
+ * order. */
+hl_tensor *hl_gather_heads(hl_graph *g, hl_tensor *x, const int *src, int heads);
 /* Smeared keys (Olsson et al. 2022): k (B,H,S,D) and alpha (H) ->
  *     k'[s] = σ(alpha_h)·k[s] + (1 - σ(alpha_h))·k[s-1]   for s >= 1,
  * k'[0] = k[0]: each key mixes in its predecessor by a learned weight per head. */

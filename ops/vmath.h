@@ -1,7 +1,7 @@
 /*
  * vmath.h: vectorised row kernels for the transcendental parts of softmax,
- * cross-entropy, GELU and SwiGLU, and the scatter-add row of the
- * embedding's backward (internal to ops/).
+ * cross-entropy, GELU (exact and tanh) and SwiGLU, and the scatter-add row of
+ * the embedding's backward (internal to ops/).
  *
  * The float build evaluates exp and erf with its own polynomials on the
  * vectors of the active kernel set (ops/kernels/vmath.c, one compilation per
@@ -63,6 +63,24 @@ static inline void hl_vmath_gelu_grad(const hl_real *x, const hl_real *dy, hl_re
                                       size_t n, bool overwrite)
 {
     hl_kernels()->vmath.gelu_grad(x, dy, dx, n, overwrite);
+}
+
+/* GELU's tanh approximation (GPT-2's gelu_new, PyTorch's
+ * gelu(approximate='tanh')), y[i] = 0.5·x·(1 + tanh(u)), u = √(2/π)·(x +
+ * 0.044715·x³), computed as x·σ(2u) = x/(1 + e^(-2u)): the same value without
+ * tanh's cancellation in 1 + tanh(u) for negative x; 2u rounds as twice
+ * PyTorch's u. */
+static inline void hl_vmath_gelu_tanh(const hl_real *x, hl_real *y, size_t n)
+{
+    hl_kernels()->vmath.gelu_tanh(x, y, n);
+}
+
+/* dx[i] (+)= dy[i]·(σ(2u) + x·σ(2u)·(1 - σ(2u))·2u'), 2u' = 2√(2/π)·(1 +
+ * 3·0.044715·x²): added to dx, or stored when overwrite. */
+static inline void hl_vmath_gelu_tanh_grad(const hl_real *x, const hl_real *dy, hl_real *dx,
+                                           size_t n, bool overwrite)
+{
+    hl_kernels()->vmath.gelu_tanh_grad(x, dy, dx, n, overwrite);
 }
 
 /* SwiGLU's gate: y[i] = silu(gate[i])·up[i] = gate·σ(gate)·up, σ the logistic

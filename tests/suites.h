@@ -12,6 +12,7 @@
     X(gradcheck)          \
     X(gradcheck_tool)     \
     X(op_common)          \
+    X(op_table)           \
     X(shape)              \
     X(elementwise)        \
     X(reduce)             \
@@ -30,6 +31,7 @@
     X(swiglu)             \
     X(rope)               \
     X(qkv_heads)          \
+    X(gather_heads)       \
     X(smear)              \
     X(dropout)            \
     X(embedding)          \

@@ -221,7 +221,7 @@ static size_t compute_rows(hl_real *out, size_t cap)
     x[40] = (hl_real)-95;
     size_t used = 0;
     for (size_t n = 0; n <= LEN; n++) {
-        ck_assert(used + 16 * n + 2 <= cap);
+        ck_assert(used + 19 * n + 2 <= cap);
         out[used] = hl_vmath_max(x, n);
         out[used + 1] = (hl_real)hl_vmath_exp_sum(x, 1, out + used + 2, n);
         used += n + 2;
@@ -235,6 +235,13 @@ static size_t compute_rows(hl_real *out, size_t cap)
         used += n;
         memcpy(out + used, dy, n * sizeof *dy);
         hl_vmath_gelu_grad(x, dy, out + used, n, false);
+        used += n;
+        hl_vmath_gelu_tanh(x, out + used, n);
+        used += n;
+        hl_vmath_gelu_tanh_grad(x, dy, out + used, n, true);
+        used += n;
+        memcpy(out + used, dy, n * sizeof *dy);
+        hl_vmath_gelu_tanh_grad(x, dy, out + used, n, false);
         used += n;
         /* SwiGLU with x as the gate and dy as up; rotary with x's rows as
          * cosines and dy's as sines (any values: the bits are the point). */

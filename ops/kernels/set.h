@@ -22,6 +22,9 @@ void HL_SIMD_FN(hl_vmath_erf)(const hl_real *x, hl_real *y, size_t n);
 void HL_SIMD_FN(hl_vmath_gelu)(const hl_real *x, hl_real *y, size_t n);
 void HL_SIMD_FN(hl_vmath_gelu_grad)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
                                     bool overwrite);
+void HL_SIMD_FN(hl_vmath_gelu_tanh)(const hl_real *x, hl_real *y, size_t n);
+void HL_SIMD_FN(hl_vmath_gelu_tanh_grad)(const hl_real *x, const hl_real *dy, hl_real *dx,
+                                         size_t n, bool overwrite);
 void HL_SIMD_FN(hl_vmath_swiglu)(const hl_real *gate, const hl_real *up, hl_real *y, size_t n);
 void HL_SIMD_FN(hl_vmath_swiglu_grad)(const hl_real *gate, const hl_real *up, const hl_real *dy,
                                       hl_real *dgate, hl_real *dup, size_t n, bool overwrite);

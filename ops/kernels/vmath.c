@@ -1,5 +1,5 @@
-/* Vectorised exp, erf and GELU row kernels (see ops/vmath.h), compiled once
- * per kernel set on ops/simd.h. */
+/* Vectorised exp, erf, GELU (exact and tanh) and SwiGLU row kernels (see
+ * ops/vmath.h), compiled once per kernel set on ops/simd.h. */
 #include <math.h>
 
 #include "ops/kernels/set.h"
@@ -65,6 +65,40 @@ void HL_SIMD_FN(hl_vmath_gelu_grad)(const hl_real *x, const hl_real *dy, hl_real
     for (size_t i = 0; i < n; i++) {
         const hl_real pdf = GELU_INV_SQRT_2PI * exp(-0.5 * x[i] * x[i]);
         const hl_real d = dy[i] * (normal_cdf(x[i]) + x[i] * pdf);
+        dx[i] = overwrite ? d : dx[i] + d;
+    }
+}
+
+/* GELU's tanh form as x·σ(2u) (see ops/vmath.h), 2u = 2√(2/π)·(x + κ·x³). */
+#define GELU_TANH_2BETA 1.59576912160573071176 /* 2·√(2/π) */
+#define GELU_TANH_KAPPA 0.044715
+/* Past this |x| σ(2u) is exactly 0 or 1 (e^(-2u) overflows or vanishes
+ * beside 1) and so the slope's second term is 0; x is clamped to it there,
+ * where x·x could overflow and make it 0·inf. */
+#define GELU_TANH_FLAT 30.0
+
+static hl_real gelu_tanh_2u(hl_real x)
+{
+    return GELU_TANH_2BETA * (x + GELU_TANH_KAPPA * (x * x * x));
+}
+
+void HL_SIMD_FN(hl_vmath_gelu_tanh)(const hl_real *x, hl_real *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = x[i] / (1 + exp(-gelu_tanh_2u(x[i])));
+}
+
+void HL_SIMD_FN(hl_vmath_gelu_tanh_grad)(const hl_real *x, const hl_real *dy, hl_real *dx,
+                                         size_t n, bool overwrite)
+{
+    for (size_t i = 0; i < n; i++) {
+        const hl_real s = 1 / (1 + exp(-gelu_tanh_2u(x[i])));
+        /* Comparisons keep NaN, where fmin and fmax would drop it. */
+        const hl_real xc = x[i] < -GELU_TANH_FLAT  ? -GELU_TANH_FLAT
+                           : x[i] > GELU_TANH_FLAT ? GELU_TANH_FLAT
+                                                   : x[i];
+        const hl_real du = GELU_TANH_2BETA * (1 + 3 * GELU_TANH_KAPPA * (xc * xc));
+        const hl_real d = dy[i] * (s + xc * (s * (1 - s)) * du);
         dx[i] = overwrite ? d : dx[i] + d;
     }
 }
@@ -337,6 +371,63 @@ void HL_SIMD_FN(hl_vmath_swiglu_grad)(const hl_real *gate, const hl_real *up, co
                     hl_vload_mask(dy + i, m), &dg, &du);
         hl_vstore_mask(dgate + i, overwrite ? dg : hl_vadd(hl_vload_mask(dgate + i, m), dg), m);
         hl_vstore_mask(dup + i, overwrite ? du : hl_vadd(hl_vload_mask(dup + i, m), du), m);
+    }
+}
+
+/* GELU's tanh form as x·σ(2u) (see ops/vmath.h): 2u = 2√(2/π)·(x + κ·x³),
+ * x³ as x·x·x and each step rounded, as PyTorch rounds u (times 2, exact). */
+#define GELU_TANH_2BETA 1.59576912160573071176f /* 2·√(2/π) */
+#define GELU_TANH_KAPPA 0.044715f
+/* Past this |x| σ(2u) is exactly 0 or 1 (e^(-2u) overflows or vanishes
+ * beside 1) and so the slope's second term is 0; x is clamped to it there,
+ * where x·x could overflow and make it 0·inf (the clamp keeps NaN, as the
+ * exp's does). */
+#define GELU_TANH_FLAT 30.0f
+
+HL_SIMD_INLINE hl_vec gelu_tanh_2u(hl_vec x)
+{
+    const hl_vec cube = hl_vmul(hl_vmul(x, x), x);
+    return hl_vmul(hl_vset1(GELU_TANH_2BETA),
+                   hl_vadd(x, hl_vmul(hl_vset1(GELU_TANH_KAPPA), cube)));
+}
+
+/* x/(1 + e^(-2u)): e^(-2u) overflows to inf for x below about -9.5, and the
+ * quotient is then -0 (NaN at -inf, as PyTorch's -inf·0). */
+HL_SIMD_INLINE hl_vec gelu_tanh(hl_vec x)
+{
+    return hl_vdiv(x, hl_vadd(hl_vset1(1), vexp(hl_vsub(hl_vzero(), gelu_tanh_2u(x)))));
+}
+
+/* σ(2u) + x·σ(2u)·(1 - σ(2u))·2u', 2u' = 2√(2/π)·(1 + 3κ·x²). */
+HL_SIMD_INLINE hl_vec gelu_tanh_slope(hl_vec x)
+{
+    const hl_vec one = hl_vset1(1), s = sigmoid(gelu_tanh_2u(x));
+    const hl_vec xc =
+        hl_vmin(hl_vset1(GELU_TANH_FLAT), hl_vmax(hl_vset1(-GELU_TANH_FLAT), x));
+    const hl_vec du = hl_vmul(hl_vset1(GELU_TANH_2BETA),
+                              hl_vadd(one, hl_vmul(hl_vset1(3 * GELU_TANH_KAPPA),
+                                                   hl_vmul(xc, xc))));
+    return hl_vadd(s, hl_vmul(hl_vmul(xc, hl_vmul(s, hl_vsub(one, s))), du));
+}
+
+void HL_SIMD_FN(hl_vmath_gelu_tanh)(const hl_real *x, hl_real *y, size_t n)
+{
+    ROW_MAP(x, y, n, gelu_tanh);
+}
+
+void HL_SIMD_FN(hl_vmath_gelu_tanh_grad)(const hl_real *x, const hl_real *dy, hl_real *dx,
+                                         size_t n, bool overwrite)
+{
+    size_t i = 0;
+    for (; i + V <= n; i += V) {
+        const hl_vec d = hl_vmul(hl_vload(dy + i), gelu_tanh_slope(hl_vload(x + i)));
+        hl_vstore(dx + i, overwrite ? d : hl_vadd(hl_vload(dx + i), d));
+    }
+    if (i < n) {
+        const hl_vmask m = hl_vmask_first((int)(n - i));
+        const hl_vec d =
+            hl_vmul(hl_vload_mask(dy + i, m), gelu_tanh_slope(hl_vload_mask(x + i, m)));
+        hl_vstore_mask(dx + i, overwrite ? d : hl_vadd(hl_vload_mask(dx + i, m), d), m);
     }
 }
 
