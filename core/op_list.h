@@ -22,6 +22,7 @@
 #define HL_OP_LIST(X)                                                                    \
     X(LINEAR, linear, 3, hl_linear_backward, 0)                                          \
     X(LINEAR_GELU, linear_gelu, 3, hl_linear_gelu_backward, 0)                           \
+    X(LINEAR_GELU_TANH, linear_gelu_tanh, 3, hl_linear_gelu_tanh_backward, 0)            \
     X(MATMUL, matmul, 2, hl_matmul_backward, 0)                                          \
     X(RESHAPE, reshape, 1, hl_reshape_backward, 0)                                       \
     X(PERMUTE, permute, 1, hl_permute_backward, 0)                                       \

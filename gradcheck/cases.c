@@ -46,6 +46,12 @@ static hl_tensor *build_linear_gelu(hl_graph *g, hl_tensor *const *in, void *ctx
     return hl_linear_gelu(g, in[0], in[1], in[2]);
 }
 
+static hl_tensor *build_linear_gelu_tanh(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    return hl_linear_gelu_tanh(g, in[0], in[1], in[2]);
+}
+
 static hl_tensor *build_matmul(hl_graph *g, hl_tensor *const *in, void *ctx)
 {
     return hl_matmul(g, in[0], in[1], ((case_data *)ctx)->flags);
@@ -478,6 +484,8 @@ static const case_entry cases[] = {
     {.name = "linear", .fn = build_linear, .n_inputs = 3,
      .in = {IN("x", 3, 3, 1, 17), IN("w", 2, 5, 17), IN("b", 1, 5)}},
     {.name = "linear_gelu", .fn = build_linear_gelu, .n_inputs = 3,
+     .in = {IN("x", 3, 3, 1, 17), IN("w", 2, 5, 17), IN("b", 1, 5)}},
+    {.name = "linear_gelu_tanh", .fn = build_linear_gelu_tanh, .n_inputs = 3,
      .in = {IN("x", 3, 3, 1, 17), IN("w", 2, 5, 17), IN("b", 1, 5)}},
     {.name = "matmul", .fn = build_matmul, .n_inputs = 2,
      .in = {IN("a", 3, 2, 3, 17), IN("b", 3, 2, 17, 5)}},

@@ -11,7 +11,6 @@
 #endif
 
 #include "ops/kernels.h"
-#include "ops/vmath.h"
 
 /* The Goto/BLIS loop nest: for each nc-wide column panel of C and each
  * kc-deep slice of K, op(B)'s (kc,nc) block is packed into nr-wide slivers;
@@ -45,7 +44,8 @@ typedef struct {
     int mr, nr;              /* kern's tile */
     bool direct_a, direct_b; /* whole slivers read in place, not packed */
     const hl_real *bias;     /* the row C starts from (beta unused), or NULL */
-    hl_real *gelu;           /* GELU(C) goes here (row stride ldc), or NULL */
+    hl_gemm_act_fn *act;     /* the GELU taken of C, when gelu is not NULL */
+    hl_real *gelu;           /* act(C) goes here (row stride ldc), or NULL */
 } gemm_shape;
 
 /* Packing buffers of one thread and the block sizes they hold. */
@@ -136,9 +136,9 @@ static void tile(const gemm_shape *s, int kc, hl_gemm_micro_fn *fn, const hl_rea
 
 /* The epilogue, on an mb×nb block of C at (i0, j0) while it is in L2:
  * with first (K's first slice still to come) every row starts from the bias,
- * with last (its last slice done) GELU(C) is written to s->gelu. The same
- * arithmetic as a bias fill before the product and hl_gelu after it, without
- * their passes over memory. */
+ * with last (its last slice done) act(C), a GELU, is written to s->gelu. The
+ * same arithmetic as a bias fill before the product and hl_gelu (or
+ * hl_gelu_tanh) after it, without their passes over memory. */
 static void epilogue(const gemm_shape *s, hl_real *C, int i0, int j0, int mb, int nb, bool first,
                      bool last)
 {
@@ -149,7 +149,7 @@ static void epilogue(const gemm_shape *s, hl_real *C, int i0, int j0, int mb, in
         if (first && s->bias)
             memcpy(row, s->bias + j0, (size_t)nb * sizeof *row);
         if (last && s->gelu)
-            hl_vmath_gelu(row, s->gelu + (size_t)i * s->ldc + j0, (size_t)nb);
+            s->act(row, s->gelu + (size_t)i * s->ldc + j0, (size_t)nb);
     }
 }
 
@@ -212,7 +212,7 @@ static void scale_block(const gemm_shape *s, hl_real *C, int m0, int m1, int n0,
         for (int j = n0; j < n1; j++)
             row[j] = s->bias ? s->bias[j] : s->beta == 0 ? 0 : s->beta * row[j];
         if (s->gelu)
-            hl_vmath_gelu(row + n0, s->gelu + (size_t)i * s->ldc + n0, (size_t)(n1 - n0));
+            s->act(row + n0, s->gelu + (size_t)i * s->ldc + n0, (size_t)(n1 - n0));
     }
 }
 
@@ -245,7 +245,7 @@ static bool work_alloc(gemm_work *w, const gemm_shape *s, int mb, int nb)
 static void gemm_run(bool trans_a, bool trans_b, int M, int N, int K, hl_real alpha,
                      const hl_real *A, int lda, const hl_real *B, int ldb, hl_real beta,
                      hl_real *C, int ldc, int batch, size_t stride_a, size_t stride_b,
-                     size_t stride_c, const hl_real *bias, hl_real *gelu)
+                     size_t stride_c, const hl_real *bias, hl_gemm_act_fn *act, hl_real *gelu)
 {
     if (M <= 0 || N <= 0 || K < 0 || batch <= 0)
         return;
@@ -282,6 +282,7 @@ static void gemm_run(bool trans_a, bool trans_b, int M, int N, int K, hl_real al
                           .direct_a = direct_a,
                           .direct_b = direct_b,
                           .bias = bias,
+                          .act = act,
                           .gelu = gelu};
     const bool scale_only = K == 0 || alpha == 0;
 
@@ -339,19 +340,20 @@ void hl_gemm_batched(bool trans_a, bool trans_b, int M, int N, int K, hl_real al
                      size_t stride_c)
 {
     gemm_run(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, batch, stride_a,
-             stride_b, stride_c, NULL, NULL);
+             stride_b, stride_c, NULL, NULL, NULL);
 }
 
 void hl_gemm(bool trans_a, bool trans_b, int M, int N, int K, hl_real alpha, const hl_real *A,
              int lda, const hl_real *B, int ldb, hl_real beta, hl_real *C, int ldc)
 {
     gemm_run(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, 1, 0, 0, 0, NULL,
-             NULL);
+             NULL, NULL);
 }
 
 void hl_gemm_bias_gelu(bool trans_a, bool trans_b, int M, int N, int K, const hl_real *A,
                        int lda, const hl_real *B, int ldb, const hl_real *bias, hl_real *C,
-                       hl_real *gelu, int ldc)
+                       hl_gemm_act_fn *act, hl_real *gelu, int ldc)
 {
-    gemm_run(trans_a, trans_b, M, N, K, 1, A, lda, B, ldb, 0, C, ldc, 1, 0, 0, 0, bias, gelu);
+    gemm_run(trans_a, trans_b, M, N, K, 1, A, lda, B, ldb, 0, C, ldc, 1, 0, 0, 0, bias, act,
+             gelu);
 }

@@ -34,13 +34,17 @@ void hl_gemm_batched(bool trans_a, bool trans_b, int M, int N, int K, hl_real al
                      hl_real *C, int ldc, int batch, size_t stride_a, size_t stride_b,
                      size_t stride_c);
 
+/* A row kernel y[i] = f(x[i]) for i < n: the kernel set's GELU of either
+ * form (hl_vmath_kernels.gelu, .gelu_tanh). */
+typedef void hl_gemm_act_fn(const hl_real *x, hl_real *y, size_t n);
+
 /* C (M,N) = bias + op(A)·op(B), bias one value per column (NULL: C is
  * overwritten, as beta 0), and when gelu is not NULL also gelu (M,N, row
- * stride ldc) = GELU(C). Each tile starts from the bias and has its GELU taken
+ * stride ldc) = act(C). Each tile starts from the bias and has act taken
  * while it is in cache, with the same bits as filling C with the bias, hl_gemm
- * with beta 1, then hl_gelu over C. */
+ * with beta 1, then act over C's rows (hl_gelu or hl_gelu_tanh). */
 void hl_gemm_bias_gelu(bool trans_a, bool trans_b, int M, int N, int K, const hl_real *A,
                        int lda, const hl_real *B, int ldb, const hl_real *bias, hl_real *C,
-                       hl_real *gelu, int ldc);
+                       hl_gemm_act_fn *act, hl_real *gelu, int ldc);
 
 #endif

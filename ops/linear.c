@@ -1,13 +1,15 @@
 /* linear: x (...,K) · w (N,K)ᵀ + b (N) -> (...,N), on top of hl_gemm; and
- * linear_gelu, the same followed by GELU in the product's epilogue. */
+ * linear_gelu and linear_gelu_tanh, the same followed by a GELU in the
+ * product's epilogue. */
 #include "ops/gemm.h"
 #include "ops/internal.h"
+#include "ops/kernels.h"
 
 /* Columns summed per block in db: a thread's block of columns is read row by
  * row, contiguously, and each column is still summed in row order. */
 #define BIAS_BLOCK 64
 
-/* The output of op (linear or linear_gelu) for x, w and b after checking
+/* The output of op (linear or one with a GELU) for x, w and b after checking
  * their shapes, or the poisoned tensor. */
 static hl_tensor *linear_output(hl_graph *g, hl_op op, hl_tensor *x, hl_tensor *w, hl_tensor *b)
 {
@@ -33,15 +35,15 @@ static hl_tensor *linear_output(hl_graph *g, hl_op op, hl_tensor *x, hl_tensor *
     return hl_graph_failed(g) ? &g->poison : out;
 }
 
-/* y (rows,N) = x·wᵀ + b, and gelu = GELU(y) when not NULL: the bias is where
+/* y (rows,N) = x·wᵀ + b, and gelu = act(y) when not NULL: the bias is where
  * each tile of the product starts, the GELU taken as it ends. */
 static void linear_forward(const hl_tensor *x, const hl_tensor *w, const hl_tensor *b,
-                           hl_real *y, hl_real *gelu)
+                           hl_real *y, hl_gemm_act_fn *act, hl_real *gelu)
 {
     const int N = w->shape[0], K = w->shape[1];
     const int rows = (int)(x->numel / (size_t)K);
     hl_gemm_bias_gelu(false, true, rows, N, K, x->data, K, w->data, K, b ? b->data : NULL, y,
-                      gelu, N);
+                      act, gelu, N);
 }
 
 hl_tensor *hl_linear(hl_graph *g, hl_tensor *x, hl_tensor *w, hl_tensor *b)
@@ -49,25 +51,37 @@ hl_tensor *hl_linear(hl_graph *g, hl_tensor *x, hl_tensor *w, hl_tensor *b)
     hl_tensor *out = linear_output(g, HL_OP_LINEAR, x, w, b);
     if (hl_graph_failed(g))
         return &g->poison;
-    linear_forward(x, w, b, out->data, NULL);
+    linear_forward(x, w, b, out->data, NULL, NULL);
     hl_op_record(g, HL_OP_LINEAR, out, 3, (hl_tensor *[]){x, w, b});
     return hl_graph_failed(g) ? &g->poison : out;
 }
 
-hl_tensor *hl_linear_gelu(hl_graph *g, hl_tensor *x, hl_tensor *w, hl_tensor *b)
+/* op (LINEAR_GELU or LINEAR_GELU_TANH) with its GELU's row kernel. */
+static hl_tensor *linear_gelu(hl_graph *g, hl_op op, hl_tensor *x, hl_tensor *w, hl_tensor *b)
 {
-    hl_tensor *out = linear_output(g, HL_OP_LINEAR_GELU, x, w, b);
+    hl_tensor *out = linear_output(g, op, x, w, b);
     if (hl_graph_failed(g))
         return &g->poison;
     /* The pre-activation, which backward needs for GELU's slope. */
     hl_real *pre = hl_graph_alloc(g, out->numel * sizeof(hl_real));
     if (!pre)
         return &g->poison;
-    linear_forward(x, w, b, pre, out->data);
-    hl_node *n = hl_op_record(g, HL_OP_LINEAR_GELU, out, 3, (hl_tensor *[]){x, w, b});
+    const hl_vmath_kernels *vm = &hl_kernels()->vmath;
+    linear_forward(x, w, b, pre, op == HL_OP_LINEAR_GELU ? vm->gelu : vm->gelu_tanh, out->data);
+    hl_node *n = hl_op_record(g, op, out, 3, (hl_tensor *[]){x, w, b});
     if (n)
         n->saved = pre;
     return hl_graph_failed(g) ? &g->poison : out;
+}
+
+hl_tensor *hl_linear_gelu(hl_graph *g, hl_tensor *x, hl_tensor *w, hl_tensor *b)
+{
+    return linear_gelu(g, HL_OP_LINEAR_GELU, x, w, b);
+}
+
+hl_tensor *hl_linear_gelu_tanh(hl_graph *g, hl_tensor *x, hl_tensor *w, hl_tensor *b)
+{
+    return linear_gelu(g, HL_OP_LINEAR_GELU_TANH, x, w, b);
 }
 
 /* db[j] += Σ_r dy[r][j], each column summed in row order, in double. */
@@ -110,13 +124,23 @@ static void linear_grads(hl_graph *g, const hl_node *n, const hl_real *dy)
 void hl_linear_backward(hl_graph *g, hl_node *n) { linear_grads(g, n, n->out->grad); }
 
 /* GELU's backward into a buffer of the output's size, then linear's: the
- * arithmetic of hl_gelu's backward followed by hl_linear's. */
-void hl_linear_gelu_backward(hl_graph *g, hl_node *n)
+ * arithmetic of hl_gelu's (hl_gelu_tanh's) backward followed by hl_linear's. */
+static void linear_gelu_backward(hl_graph *g, hl_node *n, hl_gelu_form form)
 {
     hl_real *dpre = hl_graph_grad_alloc(g, n->out, false);
     if (!dpre)
         return;
-    hl_gelu_grad_rows(HL_GELU_EXACT, n->saved, n->out->grad, dpre, n->out->numel, true);
+    hl_gelu_grad_rows(form, n->saved, n->out->grad, dpre, n->out->numel, true);
     linear_grads(g, n, dpre);
     hl_graph_grad_release(g, n->out, dpre);
+}
+
+void hl_linear_gelu_backward(hl_graph *g, hl_node *n)
+{
+    linear_gelu_backward(g, n, HL_GELU_EXACT);
+}
+
+void hl_linear_gelu_tanh_backward(hl_graph *g, hl_node *n)
+{
+    linear_gelu_backward(g, n, HL_GELU_TANH);
 }

@@ -32,6 +32,9 @@ hl_tensor *hl_linear(hl_graph *g, hl_tensor *x, hl_tensor *w, hl_tensor *b);
  * GELU are taken inside the product's tiles (no passes of their own over the
  * (...,N) output), and backward keeps the pre-activation as hl_gelu does. */
 hl_tensor *hl_linear_gelu(hl_graph *g, hl_tensor *x, hl_tensor *w, hl_tensor *b);
+/* The same with GELU's tanh form: hl_gelu_tanh(hl_linear(x, w, b)) as one
+ * op, with the same bits (GPT-2's MLP). */
+hl_tensor *hl_linear_gelu_tanh(hl_graph *g, hl_tensor *x, hl_tensor *w, hl_tensor *b);
 /* a (...,M,K) · b (...,K,N) -> (...,M,N), batched over equal leading dims; b may
  * also be rank 2 and shared by every batch. flags: HL_TRANS_A reads a as
  * (...,K,M), HL_TRANS_B reads b as (...,N,K); no transpose is materialised. */

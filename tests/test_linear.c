@@ -33,17 +33,21 @@ static hl_tensor *build_linear_chain(hl_graph *g, hl_tensor *const *in, void *ct
     return hl_linear(g, hl_linear(g, in[0], in[1], in[2]), in[0], in[2]);
 }
 
+/* ctx NULL: the exact GELU; otherwise its tanh form. */
 static hl_tensor *build_gelu_of_linear(hl_graph *g, hl_tensor *const *in, void *ctx)
 {
-    (void)ctx;
-    return hl_gelu(g, hl_linear(g, in[0], in[1], in[2]));
+    hl_tensor *y = hl_linear(g, in[0], in[1], in[2]);
+    return ctx ? hl_gelu_tanh(g, y) : hl_gelu(g, y);
 }
 
 static hl_tensor *build_linear_gelu(hl_graph *g, hl_tensor *const *in, void *ctx)
 {
-    (void)ctx;
-    return hl_linear_gelu(g, in[0], in[1], in[2]);
+    return ctx ? hl_linear_gelu_tanh(g, in[0], in[1], in[2])
+               : hl_linear_gelu(g, in[0], in[1], in[2]);
 }
+
+/* The ctx that picks the tanh form. */
+static bool tanh_form = true;
 
 /* y (rows,N) = x (rows,K) · wᵀ + b, in double. */
 static void check_forward(const hl_tensor *x, const hl_tensor *w, const hl_tensor *b,
@@ -159,7 +163,9 @@ START_TEST(test_linear_gelu_equals_composed)
         bool bias;
     } shapes[] = {{1, 1, 1, true},     {7, 5, 17, true},   {13, 33, 300, true},
                   {20, 70, 600, false}, {64, 512, 128, true}, {256, 96, 1100, true}};
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    for (size_t f = 0; f < 2 * sizeof shapes / sizeof shapes[0]; f++) {
+        const size_t i = f / 2;
+        void *form = f % 2 ? &tanh_form : NULL;
         const int R = shapes[i].rows, N = shapes[i].N, K = shapes[i].K;
         hl_tensor *x = tu_random("x", 2, (int[]){R, K}, true, 40 + (int)i, -2, 2);
         hl_tensor *w = tu_random("w", 2, (int[]){N, K}, true, 50 + (int)i, -0.2, 0.2);
@@ -167,13 +173,13 @@ START_TEST(test_linear_gelu_equals_composed)
         hl_tensor *in[] = {x, w, b};
         const int n_in = shapes[i].bias ? 3 : 2;
         size_t n_composed, n_fused;
-        hl_real *composed = tu_forward_backward(build_gelu_of_linear, NULL, in, n_in, &n_composed);
-        hl_real *fused = tu_forward_backward(build_linear_gelu, NULL, in, n_in, &n_fused);
+        hl_real *composed = tu_forward_backward(build_gelu_of_linear, form, in, n_in, &n_composed);
+        hl_real *fused = tu_forward_backward(build_linear_gelu, form, in, n_in, &n_fused);
         ck_assert_uint_eq(n_fused, n_composed);
         for (size_t j = 0; j < n_fused; j++)
             ck_assert_msg(memcmp(&fused[j], &composed[j], sizeof *fused) == 0,
-                          "shape %zu: value %zu is %.9g fused, %.9g composed", i, j,
-                          (double)fused[j], (double)composed[j]);
+                          "shape %zu%s: value %zu is %.9g fused, %.9g composed", i,
+                          form ? " (tanh)" : "", j, (double)fused[j], (double)composed[j]);
         free(composed);
         free(fused);
         hl_tensor_free(x);
@@ -195,9 +201,18 @@ START_TEST(test_linear_gelu_gradients_and_threads)
     hl_tensor *bl = tu_random("b", 1, (int[]){80}, true, 75, -1, 1);
     tu_check_threads_bitwise("linear_gelu", build_linear_gelu, NULL, (hl_tensor *[]){xl, wl, bl},
                              3);
+    tu_gradcheck("linear_gelu_tanh", build_linear_gelu, &tanh_form, (hl_tensor *[]){x, w, b}, 3);
+    tu_check_threads_bitwise("linear_gelu_tanh", build_linear_gelu, &tanh_form,
+                             (hl_tensor *[]){xl, wl, bl}, 3);
     hl_graph *g = hl_graph_new(0);
     tu_expect_error(g, hl_linear_gelu(g, xl, w, b), "linear_gelu", "input (8,64,96)",
                     "weight (5,17)", NULL);
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_linear_gelu_tanh(g, xl, w, b), "linear_gelu_tanh", "input (8,64,96)",
+                    "weight (5,17)", NULL);
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_linear_gelu_tanh(g, x, w, (hl_tensor *)xl), "linear_gelu_tanh",
+                    "bias (8,64,96)", NULL);
     hl_graph_free(g);
     hl_tensor_free(x);
     hl_tensor_free(w);
