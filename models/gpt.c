@@ -357,7 +357,7 @@ static hl_tensor *mlp(hl_graph *g, const hl_gpt *m, const hl_gpt_block *b, hl_te
         hidden = hl_swiglu(g, hl_linear(g, x, b->fc_w, b->fc_b));
         break;
     case HL_GPT_MLP_GELU_TANH:
-        hidden = hl_gelu_tanh(g, hl_linear(g, x, b->fc_w, b->fc_b));
+        hidden = hl_linear_gelu_tanh(g, x, b->fc_w, b->fc_b);
         break;
     default:
         hidden = hl_linear_gelu(g, x, b->fc_w, b->fc_b);

@@ -348,8 +348,16 @@ START_TEST(test_gpt_config_round_trip)
                                          "layer_heads=2 pos=rope tie=1\n", &b, &err), HL_OK);
     ck_assert(b.pos == HL_GPT_POS_ROPE && b.tie_embeddings);
     static const char *const bad[] = {
-        "vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 n_layers=1 mlp=3 layernorm=1 "
+        "vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 n_layers=1 mlp=9 layernorm=1 "
         "dropout=0 emb_std=1",
+        "vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 n_layers=1 mlp=1 layernorm=1 "
+        "dropout=0 emb_std=1 layer_heads=2 no_bias=x",
+        "vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 n_layers=1 mlp=1 layernorm=1 "
+        "dropout=0 emb_std=1 layer_heads=2 kv_heads=0",
+        "vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 n_layers=1 mlp=1 layernorm=1 "
+        "dropout=0 emb_std=1 layer_heads=2 no_bias=hq",
+        "vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 n_layers=1 mlp=1 layernorm=1 "
+        "dropout=0 emb_std=1 layer_heads=2 norm_eps=2",
         "vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 n_layers=1 mlp=1 layernorm=1 "
         "dropout=0 emb_std=1 layer_heads=2 pos=alibi",
         "vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 n_layers=1 mlp=1 layernorm=1 "
@@ -361,6 +369,25 @@ START_TEST(test_gpt_config_round_trip)
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         ck_assert_msg(hl_gpt_config_parse(bad[i], &b, &err) == HL_ERR_FORMAT, "%s", bad[i]);
+    /* The options of pretrained architectures round-trip, each written only when set. */
+    hl_gpt_config gqa = {.vocab_in = 9, .vocab_out = 9, .n_ctx = 8, .d_model = 16, .n_heads = 4,
+                         .n_layers = 2, .mlp = HL_GPT_MLP_GELU_TANH, .norm = HL_GPT_NORM_RMS,
+                         .emb_std = 0.02, .pos = HL_GPT_POS_ROPE, .n_kv_heads = 2,
+                         .layer_kv_heads = {2, 1}, .layer_heads = {4, 2}, .rotary_dims = 2,
+                         .mlp_width = 24, .norm_eps = 1e-6, .parallel_residual = true,
+                         .no_qkv_bias = true, .no_mlp_bias = true, .no_head_bias = true};
+    char gqa_text[1024];
+    ck_assert_int_lt(hl_gpt_config_format(&gqa, gqa_text, sizeof gqa_text), (int)sizeof gqa_text);
+    ck_assert_int_eq(hl_gpt_config_parse(gqa_text, &b, &err), HL_OK);
+    ck_assert_msg(b.mlp == gqa.mlp && b.n_kv_heads == 2 && b.layer_kv_heads[0] == 2 &&
+                  b.layer_kv_heads[1] == 1 && b.layer_heads[1] == 2 && b.rotary_dims == 2 &&
+                  b.mlp_width == 24 && b.norm_eps == 1e-6 && b.parallel_residual &&
+                  b.no_qkv_bias && !b.no_out_bias && b.no_mlp_bias && b.no_head_bias,
+                  "%s", gqa_text);
+    ck_assert_ptr_nonnull(strstr(gqa_text, "no_bias=qmh"));
+    char plain[512];
+    hl_gpt_config_format(&a, plain, sizeof plain);
+    ck_assert_ptr_null(strstr(plain, "kv_heads"));
     /* Tying needs one vocabulary; rotary an even head width. */
     hl_gpt_config tie = {.vocab_in = 5, .vocab_out = 4, .n_ctx = 4, .d_model = 4, .n_heads = 2,
                          .n_layers = 1, .emb_std = 1, .tie_embeddings = true};
