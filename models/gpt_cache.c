@@ -7,8 +7,24 @@
 
 #include "ops/ops.h"
 
+/* A linear layer's weight transposed, (in,out): a product with one row of
+ * input reads it in place, where the (out,in) weight would be packed first
+ * at every token (ops/gemm.c reads an untransposed B in place for few rows). */
+typedef struct {
+    hl_tensor *wt;
+    hl_tensor *b;
+} cached_linear;
+
+/* Every linear of a block, transposed. */
+typedef struct {
+    cached_linear qkv, out, fc, proj;
+} cached_block;
+
 struct hl_gpt_cache {
     const hl_gpt *m;
+    int capacity;       /* positions it holds, at most n_ctx */
+    cached_block blocks[HL_GPT_MAX_LAYERS];
+    cached_linear head;
     int len;            /* positions cached */
     hl_graph *g;        /* each feed's ops, reset at the next */
     /* Per layer, per query head: keys as attention reads them and values,
@@ -17,25 +33,68 @@ struct hl_gpt_cache {
     hl_real *scratch;   /* (H, n_ctx + D): each head's scores and rotated query */
 };
 
-hl_gpt_cache *hl_gpt_cache_new(const hl_gpt *m, hl_error *err)
+/* w (out,in) and b as a cached_linear; false when out of memory. */
+static bool transpose_linear(hl_tensor *w, hl_tensor *b, cached_linear *out)
 {
+    out->b = b;
+    if (!w)
+        return true;
+    const int rows = w->shape[0], cols = w->shape[1];
+    if (!(out->wt = hl_tensor_new("wt", 2, (int[]){cols, rows}, false)))
+        return false;
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++)
+            out->wt->data[(size_t)c * rows + r] = w->data[(size_t)r * cols + c];
+    return true;
+}
+
+static bool transpose_weights(hl_gpt_cache *c, const hl_gpt *m)
+{
+    bool ok = transpose_linear(m->head_w, m->head_b, &c->head);
+    for (int l = 0; ok && l < m->cfg.n_layers; l++) {
+        const hl_gpt_block *b = &m->blocks[l];
+        cached_block *t = &c->blocks[l];
+        ok = transpose_linear(b->attn.in_proj_weight, b->attn.in_proj_bias, &t->qkv) &&
+             transpose_linear(b->attn.out_proj_weight, b->attn.out_proj_bias, &t->out) &&
+             transpose_linear(b->fc_w, b->fc_b, &t->fc) &&
+             transpose_linear(b->proj_w, b->proj_b, &t->proj);
+    }
+    return ok;
+}
+
+/* x·w + b with the transposed weight. */
+static hl_tensor *linear(hl_graph *g, hl_tensor *x, const cached_linear *l)
+{
+    hl_tensor *y = hl_matmul(g, x, l->wt, 0);
+    return l->b ? hl_add(g, y, l->b) : y;
+}
+
+hl_gpt_cache *hl_gpt_cache_new(const hl_gpt *m, int capacity, hl_error *err)
+{
+    if (capacity < 0 || capacity > m->cfg.n_ctx) {
+        hl_error_set(err, HL_ERR_ARG, "gpt cache: %d positions; the model has %d", capacity,
+                     m->cfg.n_ctx);
+        return NULL;
+    }
+    capacity = capacity ? capacity : m->cfg.n_ctx;
     hl_gpt_cache *c = calloc(1, sizeof *c);
     const int D = m->cfg.d_model / m->cfg.n_heads;
     bool ok = c && (c->g = hl_graph_new(0)) &&
-              (c->scratch = malloc((size_t)m->cfg.n_heads * (m->cfg.n_ctx + D) *
+              (c->scratch = malloc((size_t)m->cfg.n_heads * (capacity + D) *
                                    sizeof *c->scratch));
     for (int l = 0; ok && l < m->cfg.n_layers; l++) {
-        const size_t per_head = (size_t)m->cfg.n_ctx * D, H = hl_gpt_layer_heads(&m->cfg, l);
+        const size_t per_head = (size_t)capacity * D, H = hl_gpt_layer_heads(&m->cfg, l);
         ok = (c->keys[l] = malloc(H * per_head * sizeof(hl_real))) &&
              (c->values[l] = malloc(H * per_head * sizeof(hl_real))) &&
              (c->last_key[l] = calloc(H * D, sizeof(hl_real)));
     }
-    if (!ok) {
+    if (!ok || !transpose_weights(c, m)) {
         hl_gpt_cache_free(c);
         hl_error_set(err, HL_ERR_NOMEM, "gpt cache: out of memory");
         return NULL;
     }
     c->m = m;
+    c->capacity = capacity;
     hl_graph_set_grad_enabled(c->g, false);
     return c;
 }
@@ -45,10 +104,15 @@ void hl_gpt_cache_free(hl_gpt_cache *c)
     if (!c)
         return;
     for (int l = 0; l < HL_GPT_MAX_LAYERS; l++) {
+        hl_tensor_free(c->blocks[l].qkv.wt);
+        hl_tensor_free(c->blocks[l].out.wt);
+        hl_tensor_free(c->blocks[l].fc.wt);
+        hl_tensor_free(c->blocks[l].proj.wt);
         free(c->keys[l]);
         free(c->values[l]);
         free(c->last_key[l]);
     }
+    hl_tensor_free(c->head.wt);
     free(c->scratch);
     hl_graph_free(c->g);
     free(c);
@@ -77,7 +141,7 @@ static void store_key(hl_gpt_cache *c, int l, int h, int t, const hl_real *raw)
     const hl_gpt *m = c->m;
     const hl_mha *a = &m->blocks[l].attn;
     const int D = a->cfg.head_dim;
-    hl_real *dst = c->keys[l] + ((size_t)h * m->cfg.n_ctx + t) * D;
+    hl_real *dst = c->keys[l] + ((size_t)h * c->capacity + t) * D;
     hl_real *last = c->last_key[l] + (size_t)h * D;
     if (a->smear && t > 0) {
         const hl_real s = (hl_real)(1 / (1 + exp(-(double)a->smear->data[h])));
@@ -99,7 +163,7 @@ static void attend(hl_gpt_cache *c, int l, const hl_tensor *qkv, hl_tensor *out,
     const hl_mha *a = &m->blocks[l].attn;
     const int H = a->cfg.num_heads, K = a->cfg.kv_heads, D = a->cfg.head_dim;
     const int rows = qkv->shape[2], group = H / K;
-    const size_t ctx = (size_t)m->cfg.n_ctx;
+    const size_t ctx = (size_t)c->capacity;
     const hl_real scale = (hl_real)(1 / sqrt(D));
     for (int i = 0; i < n; i++) {
         const int t = c->len + i;
@@ -141,14 +205,14 @@ static void attend(hl_gpt_cache *c, int l, const hl_tensor *qkv, hl_tensor *out,
 }
 
 /* The MLP of block l on the normalised x, as the model's forward has it. */
-static hl_tensor *mlp(hl_graph *g, const hl_gpt *m, int l, hl_tensor *x)
+static hl_tensor *mlp(hl_gpt_cache *c, int l, hl_tensor *x)
 {
-    const hl_gpt_block *b = &m->blocks[l];
-    hl_tensor *fc = hl_linear(g, x, b->fc_w, b->fc_b);
-    hl_tensor *hidden = m->cfg.mlp == HL_GPT_MLP_SWIGLU      ? hl_swiglu(g, fc)
-                        : m->cfg.mlp == HL_GPT_MLP_GELU_TANH ? hl_gelu_tanh(g, fc)
-                                                             : hl_gelu(g, fc);
-    return hl_linear(g, hidden, b->proj_w, b->proj_b);
+    hl_graph *g = c->g;
+    hl_tensor *fc = linear(g, x, &c->blocks[l].fc);
+    hl_tensor *hidden = c->m->cfg.mlp == HL_GPT_MLP_SWIGLU      ? hl_swiglu(g, fc)
+                        : c->m->cfg.mlp == HL_GPT_MLP_GELU_TANH ? hl_gelu_tanh(g, fc)
+                                                                : hl_gelu(g, fc);
+    return linear(g, hidden, &c->blocks[l].proj);
 }
 
 /* One block on h (1,n,d): attention over the cache, then the MLP. */
@@ -159,29 +223,29 @@ static hl_tensor *block(hl_gpt_cache *c, int l, hl_tensor *h, int n)
     const hl_gpt_block *b = &m->blocks[l];
     const hl_mha *a = &b->attn;
     hl_tensor *x = hl_gpt_normalize(g, m, h, b->ln1_w, b->ln1_b);
-    hl_tensor *qkv = hl_linear(g, x, a->in_proj_weight, a->in_proj_bias);
+    hl_tensor *qkv = linear(g, x, &c->blocks[l].qkv);
     const int inner = hl_mha_inner_dim(a);
     hl_tensor *heads = hl_graph_tensor_uninit(g, "heads", 3, (int[]){1, n, inner});
     if (hl_graph_failed(g))
         return &g->poison;
     attend(c, l, qkv, heads, n);
-    hl_tensor *y = hl_linear(g, heads, a->out_proj_weight, a->out_proj_bias);
+    hl_tensor *y = linear(g, heads, &c->blocks[l].out);
     if (!b->fc_w)
         return hl_add(g, h, y);
     if (m->cfg.parallel_residual)
-        return hl_add(g, h, hl_add(g, y, mlp(g, m, l, hl_gpt_normalize(g, m, h, b->ln2_w,
-                                                                      b->ln2_b))));
+        return hl_add(g, h, hl_add(g, y, mlp(c, l, hl_gpt_normalize(g, m, h, b->ln2_w,
+                                                                   b->ln2_b))));
     h = hl_add(g, h, y);
-    return hl_add(g, h, mlp(g, m, l, hl_gpt_normalize(g, m, h, b->ln2_w, b->ln2_b)));
+    return hl_add(g, h, mlp(c, l, hl_gpt_normalize(g, m, h, b->ln2_w, b->ln2_b)));
 }
 
 hl_status hl_gpt_cache_feed(hl_gpt_cache *c, const int32_t *tokens, int n,
                             const hl_real **logits, hl_error *err)
 {
     const hl_gpt *m = c->m;
-    if (n < 1 || n > m->cfg.n_ctx - c->len)
-        return hl_error_set(err, HL_ERR_ARG, "gpt cache: %d more tokens after %d would pass the "
-                            "model's %d positions", n, c->len, m->cfg.n_ctx);
+    if (n < 1 || n > c->capacity - c->len)
+        return hl_error_set(err, HL_ERR_ARG, "gpt cache: %d more tokens after %d would pass its "
+                            "%d positions", n, c->len, c->capacity);
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= m->cfg.vocab_in)
             return hl_error_set(err, HL_ERR_ARG, "gpt cache: token %d at %d is outside the "
@@ -201,8 +265,7 @@ hl_status hl_gpt_cache_feed(hl_gpt_cache *c, const int32_t *tokens, int n,
     for (int l = 0; l < m->cfg.n_layers && !hl_graph_failed(g); l++)
         h = block(c, l, h, n);
     hl_tensor *last = hl_narrow(g, h, 1, n - 1, 1);
-    hl_tensor *out = hl_linear(g, hl_gpt_normalize(g, m, last, m->lnf_w, m->lnf_b), m->head_w,
-                               m->head_b);
+    hl_tensor *out = linear(g, hl_gpt_normalize(g, m, last, m->lnf_w, m->lnf_b), &c->head);
     if (hl_graph_failed(g))
         return hl_error_set(err, g->error.status, "%s", g->error.message);
     c->len += n;

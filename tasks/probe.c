@@ -20,7 +20,8 @@ hl_status hl_probe_new(const hl_gpt *m, const hl_probe_opts *opts, hl_probe *p, 
     const int lo = o.token_lo || o.token_hi ? o.token_lo : 0;
     const int hi = o.token_lo || o.token_hi ? o.token_hi : common;
     const int start = o.bos >= 0 ? 1 : 0;
-    const int half = o.half ? o.half : (m->cfg.n_ctx - start) / 2;
+    const int fit = (m->cfg.n_ctx - start) / 2;
+    const int half = o.half ? o.half : fit < HL_PROBE_HALF_MAX ? fit : HL_PROBE_HALF_MAX;
     if (lo < 0 || hi > common || lo >= hi)
         return hl_error_set(err, HL_ERR_ARG, "probe: tokens %d..%d are not inside the model's "
                             "%d shared input and output tokens", lo, hi - 1, common);
@@ -31,7 +32,10 @@ hl_status hl_probe_new(const hl_gpt *m, const hl_probe_opts *opts, hl_probe *p, 
         return hl_error_set(err, HL_ERR_ARG, "probe: %d repeated tokens%s do not fit in the "
                             "model's context of %d", 2 * half, start ? " after BOS" : "",
                             m->cfg.n_ctx);
-    const int T = start + 2 * half, n = o.sequences ? o.sequences : 100;
+    /* 100 sequences, fewer past 256 positions (at least 8): the same tokens
+     * in all, and the detectors' means settle on fewer long sequences. */
+    const int T = start + 2 * half, longer = 25600 / T > 8 ? 25600 / T : 8;
+    const int n = o.sequences ? o.sequences : T <= 256 ? 100 : longer;
     if (!(p->set = hl_eval_set_new(n, T, 1, o.batch ? o.batch : 50, err)))
         return err->status;
     if (hl_eval_set_add_repeats(p->set, err) != HL_OK) {

@@ -33,7 +33,7 @@ static void expect_cache_agrees(const hl_gpt *m, const char *what)
     for (int i = 0; i < T; i++)
         tokens[i] = (int32_t)((i * 7 + 3) % m->cfg.vocab_in);
     hl_error err = {0};
-    hl_gpt_cache *c = hl_gpt_cache_new(m, &err);
+    hl_gpt_cache *c = hl_gpt_cache_new(m, 0, &err);
     ck_assert_msg(c, "%s", err.message);
     hl_real *want = malloc((size_t)V * sizeof *want);
     ck_assert(want);
@@ -101,6 +101,29 @@ START_TEST(test_cache_matches_forward_on_trained_options)
 }
 END_TEST
 
+/* A cache of fewer positions than the model refuses more; more than n_ctx is refused. */
+START_TEST(test_cache_capacity)
+{
+    hl_error err = {0};
+    hl_gpt *m = hl_gpt_load("tests/fixtures/hf/llama_tiny", &err);
+    ck_assert_msg(m, "%s", err.message);
+    ck_assert_ptr_null(hl_gpt_cache_new(m, m->cfg.n_ctx + 1, &err));
+    ck_assert_int_eq(err.status, HL_ERR_ARG);
+    err = (hl_error){0};
+    hl_gpt_cache *c = hl_gpt_cache_new(m, 6, &err);
+    ck_assert_msg(c, "%s", err.message);
+    const int32_t tokens[7] = {1, 2, 3, 4, 5, 6, 7};
+    const hl_real *logits;
+    ck_assert_int_eq(hl_gpt_cache_feed(c, tokens, 7, &logits, &err), HL_ERR_ARG);
+    ck_assert_int_eq(hl_gpt_cache_length(c), 0);
+    err = (hl_error){0};
+    ck_assert_int_eq(hl_gpt_cache_feed(c, tokens, 6, &logits, &err), HL_OK);
+    ck_assert_int_eq(hl_gpt_cache_feed(c, tokens, 1, &logits, &err), HL_ERR_ARG);
+    hl_gpt_cache_free(c);
+    hl_gpt_free(m);
+}
+END_TEST
+
 START_TEST(test_sample_rules)
 {
     const hl_real logits[5] = {0.5, 2.0, -1.0, 2.0, 1.5};
@@ -131,6 +154,7 @@ Suite *gpt_cache_suite(void)
     tcase_set_timeout(tc, 0);
     tcase_add_test(tc, test_cache_matches_forward_on_imports);
     tcase_add_test(tc, test_cache_matches_forward_on_trained_options);
+    tcase_add_test(tc, test_cache_capacity);
     tcase_add_test(tc, test_sample_rules);
     suite_add_tcase(s, tc);
     return s;

@@ -142,11 +142,27 @@ static void score_batch(hl_graph *g, const hl_eval_set *set, const hl_eval_batch
     }
 }
 
-hl_status hl_eval_loss(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run *run,
+/* Sequences per forward pass: the set's batch, or fewer where a pass would
+ * hold more than HL_EVAL_PASS_BYTES of logits and, traced, attention
+ * probabilities (a GPT-2-sized model: 206 MB of logits and 604 MB of maps a
+ * sequence of 1,024). Every sequence's numbers are the same in any batch. */
+static int pass_batch(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run *run)
+{
+    double per_sequence = (double)set->T * m->cfg.vocab_out;
+    for (int l = 0; run && run->trace && l < m->cfg.n_layers; l++)
+        per_sequence += (double)hl_gpt_layer_heads(&m->cfg, l) * set->T * set->T;
+    const double fit = HL_EVAL_PASS_BYTES / (per_sequence * sizeof(hl_real));
+    return fit >= set->batch ? set->batch : fit >= 1 ? (int)fit : 1;
+}
+
+hl_status hl_eval_loss(const hl_gpt *m, const hl_eval_set *whole, const hl_gpt_run *run,
                        hl_eval_hook hook, void *ctx, hl_eval_result *out, hl_error *err)
 {
-    if (hl_eval_set_check(set, m, err) != HL_OK)
+    if (hl_eval_set_check(whole, m, err) != HL_OK)
         return err->status;
+    hl_eval_set pass = *whole;
+    pass.batch = pass_batch(m, whole, run);
+    const hl_eval_set *set = &pass;
     hl_graph *g = hl_graph_new(0);
     if (!g)
         return hl_error_set(err, HL_ERR_NOMEM, "eval: out of memory");

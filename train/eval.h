@@ -35,6 +35,10 @@ typedef struct hl_repeat {
     int begin, end, lag;
 } hl_repeat;
 
+/* A forward pass of hl_eval_loss holds at most about this many bytes of
+ * logits and traced attention: larger batches are split (train/eval.c). */
+#define HL_EVAL_PASS_BYTES (1024.0 * 1024 * 1024)
+
 typedef struct hl_eval_set {
     int n, T;        /* sequences and positions */
     int batch;       /* sequences per forward pass (the last pass may have fewer) */

@@ -43,6 +43,8 @@ static model_in open_model(const options *o)
      * letters or words. */
     in.probe = in.meta.vocab ? hl_probe_text_opts(in.meta.vocab)
                              : (hl_probe_opts){.bos = toy ? HL_TOY_BOS : -1, .seed = 12345};
+    if (in.meta.vocab && o->sequences_given)
+        in.probe.sequences = o->sequences;
     return in;
 }
 

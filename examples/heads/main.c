@@ -156,7 +156,9 @@ static void usage(FILE *f)
         "                        (\"repeat\") and the first (\"first\"; importance sums both)\n"
         "  --seed N              toy models: seed of the evaluation sequences (1000003,\n"
         "                        toy_heads' held-out set)\n"
-        "  --sequences N         toy models: evaluation sequences (1000)\n"
+        "  --sequences N         toy models: evaluation sequences (1000); scores, circuits,\n"
+        "                        report on a text model: the probe's sequences (100, fewer\n"
+        "                        past 256 positions)\n"
         "  --batch N             sequences per forward pass (toy 250, charlm 16); the\n"
         "                        importance takes one backward pass per batch\n"
         "  --threads N           OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
@@ -287,7 +289,9 @@ static void check_combinations(const options *o, const hl_opt *opts)
                                                                                   : "report");
     if (curve_flag && !o->curve)
         heads_bad_input("--%s belongs to prune --curve", curve_flag);
-    if (o->data && toy_flag && o->cmd != CMD_MAPS)
+    const bool probing = o->cmd == CMD_SCORES || o->cmd == CMD_CIRCUITS || o->cmd == CMD_REPORT;
+    const bool probe_size = probing && toy_flag && !strcmp(toy_flag, "sequences");
+    if (o->data && toy_flag && o->cmd != CMD_MAPS && !probe_size)
         heads_bad_input("--%s is for toy models; with --data the text is the evaluation set",
                         toy_flag);
     if (!o->data && text_flag)
@@ -355,6 +359,7 @@ static options parse_options(int argc, char **argv)
     if (o.cmd >= CMD_PATCH && !first_given(opts, (const char *const[]){"sequences", NULL}))
         o.sequences = 20;
     o.metric_diff = o.metric && !strcmp(o.metric, "logit-diff");
+    o.sequences_given = first_given(opts, (const char *const[]){"sequences", NULL}) != NULL;
     return o;
 }
 

@@ -222,7 +222,7 @@ int heads_run_generate(const options *o)
         heads_bad_input("%zu prompt tokens and --tokens %d pass the model's %d positions", n,
                         o->tokens, m->cfg.n_ctx);
     int32_t *all = realloc(ids, (n + (size_t)o->tokens) * sizeof *all);
-    hl_gpt_cache *cache = all ? hl_gpt_cache_new(m, &err) : NULL;
+    hl_gpt_cache *cache = all ? hl_gpt_cache_new(m, (int)n + o->tokens, &err) : NULL;
     if (!cache)
         heads_fail(&err);
     hl_rng rng;
