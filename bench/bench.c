@@ -60,7 +60,8 @@ enum {
     SECTION_RSS = 8,
     SECTION_LONG = 16,
     SECTION_GPT = 32,
-    SECTION_BUSY = 64
+    SECTION_BUSY = 64,
+    SECTION_GPT2 = 128
 };
 
 typedef struct {
@@ -97,27 +98,38 @@ static const int long_config[4] = {1, 4096, 256, 4};
 
 /* The gpt rows: charlm's default model and nanoGPT's "shakespeare-char", each
  * also with rotary positions, RMSNorm and SwiGLU, and that modern model again
- * with a BPE-sized vocabulary (the modern ones: training steps only). */
+ * with a BPE-sized vocabulary (the modern ones: training steps only); then
+ * GPT-2 small's shape (12 layers of 12 heads, d 768, its 50,257 tokens):
+ * fine-tuning's step at 4 x 256 and its forward over 1,024 tokens. */
+enum { GPT_STEPS = 1 << BENCH_GPT_STEP, GPT_EVAL = 1 << BENCH_GPT_EVAL,
+       GPT_FIRST = 1 << BENCH_GPT_FIRST, GPT_GENERATE = 1 << BENCH_GPT_GENERATE };
 static const struct {
     const char *name;
     bench_gpt_shape shape;
+    int modes; /* the variants measured; 0: all, or the training step alone when modern */
 } gpt_configs[] = {
     {"4x4 heads, d 128",
-     {.layers = 4, .heads = 4, .d_model = 128, .ctx = 64, .batch = 16, .vocab = 256}},
+     {.layers = 4, .heads = 4, .d_model = 128, .ctx = 64, .batch = 16, .vocab = 256}, 0},
     {"6x6 heads, d 384",
-     {.layers = 6, .heads = 6, .d_model = 384, .ctx = 256, .batch = 8, .vocab = 256}},
+     {.layers = 6, .heads = 6, .d_model = 384, .ctx = 256, .batch = 8, .vocab = 256}, 0},
     {"4x4 d 128 rope+rms+swiglu",
      {.layers = 4, .heads = 4, .d_model = 128, .ctx = 64, .batch = 16, .vocab = 256,
-      .modern = true}},
+      .modern = true}, 0},
     {"6x6 d 384 rope+rms+swiglu",
      {.layers = 6, .heads = 6, .d_model = 384, .ctx = 256, .batch = 8, .vocab = 256,
-      .modern = true}},
+      .modern = true}, 0},
     {"4x4 d 128 modern, V 4096",
      {.layers = 4, .heads = 4, .d_model = 128, .ctx = 64, .batch = 16, .vocab = 4096,
-      .modern = true}},
+      .modern = true}, 0},
     {"6x6 d 384 modern, V 8192",
      {.layers = 6, .heads = 6, .d_model = 384, .ctx = 256, .batch = 8, .vocab = 8192,
-      .modern = true}}};
+      .modern = true}, 0},
+    {"12x12 d 768 (GPT-2 small), V 50257",
+     {.layers = 12, .heads = 12, .d_model = 768, .ctx = 256, .batch = 4, .vocab = 50257},
+     GPT_STEPS | GPT_EVAL | GPT_GENERATE},
+    {"GPT-2 small, 1024 tokens",
+     {.layers = 12, .heads = 12, .d_model = 768, .ctx = 1024, .batch = 1, .vocab = 50257},
+     GPT_EVAL}};
 #define N_GPT_CONFIGS (int)(sizeof gpt_configs / sizeof gpt_configs[0])
 
 /* ---- options ---- */
@@ -133,7 +145,9 @@ static void usage(FILE *f)
             "                       (without the long-context rows unless --only names long)\n"
             "  --csv FILE           where the rows go (default bench.csv)\n"
             "  --threads LIST       thread counts, e.g. 1,2 (the default)\n"
-            "  --only LIST          some of gemm,mha,toy,gpt,rss,long,busy (default all); long:\n"
+            "  --only LIST          some of gemm,mha,toy,gpt,gpt2,rss,long,busy (default all);\n"
+            "                       gpt2: GPT-2 small's shape (train step at 4 x 256, forward\n"
+            "                       over 1,024 tokens; not with --quick unless named); long:\n"
             "                       MHA (1,4096,256,4) fwd+bwd causal, its time and peak RSS;\n"
             "                       busy: toy_heads and charlm runs with one core taken\n"
             "  --isa LIST           kernel sets, e.g. avx512,avx2 (default: every set this CPU\n"
@@ -178,7 +192,7 @@ static void parse_sections(options *o, const char *list)
         unsigned bit;
     } names[] = {{"gemm", SECTION_GEMM}, {"mha", SECTION_MHA}, {"toy", SECTION_TOY},
                  {"gpt", SECTION_GPT}, {"rss", SECTION_RSS}, {"long", SECTION_LONG},
-                 {"busy", SECTION_BUSY}};
+                 {"busy", SECTION_BUSY}, {"gpt2", SECTION_GPT2}};
     o->sections = 0;
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ",");
@@ -187,12 +201,13 @@ static void parse_sections(options *o, const char *list)
             if (strlen(names[i].name) == n && !strncmp(p, names[i].name, n))
                 bit = names[i].bit;
         if (!bit)
-            bad_option("--only takes some of gemm,mha,toy,gpt,rss,long,busy, got %s", list);
+            bad_option("--only takes some of gemm,mha,toy,gpt,gpt2,rss,long,busy, got %s", list);
         o->sections |= bit;
         p += n + (p[n] == ',');
     }
     if (!o->sections)
-        bad_option("--only takes some of gemm,mha,toy,gpt,rss,long,busy, got \"%s\"", list);
+        bad_option("--only takes some of gemm,mha,toy,gpt,gpt2,rss,long,busy, got \"%s\"",
+                   list);
 }
 
 static void parse_isas(options *o, const char *list)
@@ -224,7 +239,7 @@ static options parse_options(int argc, char **argv)
                  .worker = "bench/torch_worker.py", .openblas = "libopenblas.so.0",
                  .threads = {1, 2}, .n_threads = 2,
                  .sections = SECTION_GEMM | SECTION_MHA | SECTION_TOY | SECTION_GPT |
-                             SECTION_RSS | SECTION_LONG | SECTION_BUSY};
+                             SECTION_GPT2 | SECTION_RSS | SECTION_LONG | SECTION_BUSY};
     for (int i = HL_ISA_COUNT - 1; i >= 0; i--)
         if (hl_isa_supported((hl_isa)i))
             o.isas[o.n_isas++] = (hl_isa)i;
@@ -259,7 +274,7 @@ static options parse_options(int argc, char **argv)
     /* A long-context call takes about a second, and the busy rows are whole
      * program runs: not for a smoke run unless asked. */
     if (o.quick && !only)
-        o.sections &= ~(unsigned)(SECTION_LONG | SECTION_BUSY);
+        o.sections &= ~(unsigned)(SECTION_LONG | SECTION_BUSY | SECTION_GPT2);
     return o;
 }
 
@@ -588,7 +603,7 @@ static void toy_section(bench_run *run)
 
 /* ---- GPT training steps ---- */
 
-static const char *const gpt_variants[] = {"train step", "eval", "first step"};
+static const char *const gpt_variants[] = {"train step", "eval", "first step", "generate 64"};
 
 /* One variant of a GPT at every thread count; PyTorch at its fastest
  * arrangement of threads (attempt_row). */
@@ -611,9 +626,12 @@ static void gpt_rows(bench_run *run, bench_gpt *work, int config, bench_gpt_mode
     }
 }
 
-static void gpt_section(bench_run *run)
+/* The GPT rows: GPT-2 small's (vocab 50,257) with gpt2, the others without. */
+static void gpt_section(bench_run *run, bool gpt2)
 {
     for (int i = 0; i < N_GPT_CONFIGS; i++) {
+        if ((gpt_configs[i].shape.vocab == 50257) != gpt2)
+            continue;
         if (run->o.quick && i != 0 && i != 2) /* the small model, classic and modern */
             continue;
         bench_gpt *work = bench_gpt_new(&gpt_configs[i].shape);
@@ -622,9 +640,12 @@ static void gpt_section(bench_run *run)
             run->failed = true;
             continue;
         }
-        const int last = gpt_configs[i].shape.modern ? BENCH_GPT_STEP : BENCH_GPT_FIRST;
-        for (int mode = BENCH_GPT_STEP; mode <= last; mode++)
-            gpt_rows(run, work, i, (bench_gpt_mode)mode);
+        const int modes = gpt_configs[i].modes         ? gpt_configs[i].modes
+                          : gpt_configs[i].shape.modern ? GPT_STEPS
+                                                        : GPT_STEPS | GPT_EVAL | GPT_FIRST;
+        for (int mode = BENCH_GPT_STEP; mode <= BENCH_GPT_GENERATE; mode++)
+            if (modes & 1 << mode)
+                gpt_rows(run, work, i, (bench_gpt_mode)mode);
         bench_gpt_free(work);
     }
 }
@@ -795,7 +816,9 @@ int main(int argc, char **argv)
     if (run.o.sections & SECTION_TOY)
         toy_section(&run);
     if (run.o.sections & SECTION_GPT)
-        gpt_section(&run);
+        gpt_section(&run, false);
+    if (run.o.sections & SECTION_GPT2)
+        gpt_section(&run, true);
     bench_torch_stop(&run.torch);
     for (int i = 0; i < n_rss; i++)
         bench_report_row(&run.report, &rss_rows[i]);

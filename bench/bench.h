@@ -173,8 +173,13 @@ typedef struct bench_gpt_shape {
 typedef enum bench_gpt_mode {
     BENCH_GPT_STEP,  /* zero-grad, forward, cross-entropy, backward, AdamW */
     BENCH_GPT_EVAL,  /* forward and cross-entropy, no gradients, eval mode */
-    BENCH_GPT_FIRST  /* the first step of a freshly built model (arena growth and all) */
+    BENCH_GPT_FIRST, /* the first step of a freshly built model (arena growth and all) */
+    BENCH_GPT_GENERATE /* BENCH_GENERATE_TOKENS tokens, greedy, after one, with a key/value
+                        * cache (models/gpt_cache.h; PyTorch: the same loop by hand) */
 } bench_gpt_mode;
+
+/* Tokens one generation call decodes. */
+#define BENCH_GENERATE_TOKENS 64
 
 typedef struct bench_gpt bench_gpt;
 

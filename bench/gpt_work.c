@@ -16,6 +16,7 @@ struct bench_gpt {
     hl_gpt *model;
     hl_optim *opt;
     hl_graph *g;
+    hl_gpt_cache *cache; /* generation's, made on its first selection */
     int32_t *x, *y; /* GPT_BATCHES batches of (B,T) inputs and next-token targets */
     int next;
 };
@@ -89,6 +90,7 @@ void bench_gpt_free(bench_gpt *w)
 {
     if (!w)
         return;
+    hl_gpt_cache_free(w->cache);
     hl_graph_free(w->g);
     hl_optim_free(w->opt);
     hl_gpt_free(w->model);
@@ -98,6 +100,29 @@ void bench_gpt_free(bench_gpt *w)
 }
 
 void bench_gpt_select(bench_gpt *w, bench_gpt_mode mode) { w->mode = mode; }
+
+/* One generation: the cache emptied, a token fed, then each argmax fed back
+ * until BENCH_GENERATE_TOKENS more are made. */
+static int generate(void *ctx, char *why, size_t why_size)
+{
+    bench_gpt *w = ctx;
+    hl_error err = {0};
+    if (!w->cache && !(w->cache = hl_gpt_cache_new(w->model, BENCH_GENERATE_TOKENS + 1, &err))) {
+        snprintf(why, why_size, "%s", err.message);
+        return -1;
+    }
+    hl_gpt_cache_reset(w->cache);
+    int32_t token = w->x[0];
+    const hl_real *logits;
+    for (int i = 0; i <= BENCH_GENERATE_TOKENS; i++) {
+        if (hl_gpt_cache_feed(w->cache, &token, 1, &logits, &err) != HL_OK) {
+            snprintf(why, why_size, "%s", err.message);
+            return -1;
+        }
+        token = hl_gpt_sample(logits, w->shape.vocab, 0, 0, NULL);
+    }
+    return 0;
+}
 
 static int fail(const bench_gpt *w, char *why, size_t why_size)
 {
@@ -152,6 +177,8 @@ int bench_gpt_block(void *ctx, const bench_plan *p, double *seconds, char *why,
     bench_gpt *w = ctx;
     if (w->mode == BENCH_GPT_FIRST)
         return first_steps(w, p, seconds, why, why_size);
+    if (w->mode == BENCH_GPT_GENERATE)
+        return bench_run_block(generate, ctx, 1, p, seconds, why, why_size);
     return bench_run_block(gpt_step, ctx, 1, p, seconds, why, why_size);
 }
 
@@ -166,5 +193,7 @@ double bench_gpt_flops(const bench_gpt_shape *s, bench_gpt_mode mode)
     const double mlp = s->modern ? 6 * B * T * d * hl_gpt_mlp_width(&swiglu) : 16 * B * T * d * d;
     const double forward = s->layers * (8 * B * T * d * d + mlp + 4 * B * T * T * d) +
                            2 * B * T * d * s->vocab;
+    if (mode == BENCH_GPT_GENERATE) /* each token: its products with every weight */
+        return (BENCH_GENERATE_TOKENS + 1) * 2 * d * (s->layers * (12 * d) + s->vocab);
     return mode == BENCH_GPT_EVAL ? forward : 3 * forward;
 }

@@ -393,6 +393,40 @@ def gpt_call(layers, heads, d, T, B, V, mode, modern=0):
     return step
 
 
+GENERATE_TOKENS = 64  # bench.h BENCH_GENERATE_TOKENS
+
+
+def gpt_generate_call(layers, heads, d, T, B, V, modern):
+    """One call: a token, then GENERATE_TOKENS argmax tokens, each run through
+    the model once against cached keys and values (the loop a key/value cache
+    makes of generation, written out for the classic model)."""
+    assert not modern, "generation is measured on the classic model"
+    model, _ = gpt_build(layers, heads, d, T, V, modern)
+    model.eval()
+    D = d // heads
+    n = GENERATE_TOKENS + 1
+    keys = [torch.zeros(heads, n, D, dtype=DTYPE) for _ in range(layers)]
+    values = [torch.zeros(heads, n, D, dtype=DTYPE) for _ in range(layers)]
+
+    def step():
+        token = 0
+        with torch.no_grad():
+            for t in range(n):
+                x = model.tok.weight[token] + model.pos[t]
+                for b, block in enumerate(model.blocks):
+                    a = block.attn
+                    q, k, v = F.linear(block.ln1(x), a.in_proj_weight, a.in_proj_bias).view(
+                        3, heads, D).unbind(0)
+                    keys[b][:, t] = k
+                    values[b][:, t] = v
+                    s = (keys[b][:, : t + 1] @ q.unsqueeze(-1)).squeeze(-1) / math.sqrt(D)
+                    y = (s.softmax(-1).unsqueeze(1) @ values[b][:, : t + 1]).reshape(d)
+                    x = x + a.out_proj(y)
+                    x = x + block.mlp(block.ln2(x))
+                token = int(model.head(model.ln_f(x)).argmax())
+    return step
+
+
 def gpt_first_steps(layers, heads, d, T, B, V, modern, warmup, warmup_seconds, reps):
     """Each timed call: a new model and optimizer (untimed), then its first step."""
     out = []
@@ -435,6 +469,8 @@ def serve():
                 times = timed(mha_call(*args), *block)
             elif cmd == "toy" and not args:
                 times = timed(toy_step, *block)
+            elif cmd == "gpt" and len(args) == 8 and args[6] == 3:
+                times = timed(gpt_generate_call(*args[:6], args[7]), *block)
             elif cmd == "gpt" and len(args) == 8 and args[6] == 2:
                 times = gpt_first_steps(*args[:6], args[7], *block)
             elif cmd == "gpt" and len(args) == 8:

@@ -120,6 +120,8 @@ void hl_gpt_cache_free(hl_gpt_cache *c)
 
 int hl_gpt_cache_length(const hl_gpt_cache *c) { return c->len; }
 
+void hl_gpt_cache_reset(hl_gpt_cache *c) { c->len = 0; }
+
 /* x (D values) rotated in place at position t over its first R dims, as
  * hl_rope's table: θ_i = t·base^(-2i/R), cos and sin rounded to hl_real. */
 static void rotate(hl_real *x, int R, int t, double base)

@@ -40,6 +40,8 @@ hl_gpt_cache *hl_gpt_cache_new(const hl_gpt *m, int capacity, hl_error *err);
 void hl_gpt_cache_free(hl_gpt_cache *c);
 /* Positions held so far. */
 int hl_gpt_cache_length(const hl_gpt_cache *c);
+/* Forgets every position: the next feed starts a new sequence. */
+void hl_gpt_cache_reset(hl_gpt_cache *c);
 
 /* Runs n more tokens through the model after those already cached and
  * points *logits at the last one's vocab_out logits (valid until the next
@@ -49,7 +51,8 @@ hl_status hl_gpt_cache_feed(hl_gpt_cache *c, const int32_t *tokens, int n,
                             const hl_real **logits, hl_error *err);
 
 /* A token drawn from softmax(logits / temperature) over the top_k largest
- * (all when top_k <= 0); the argmax (the first on ties) when temperature is 0. */
+ * (all when top_k <= 0; ties with the k-th kept); the argmax (the first on
+ * ties) when temperature is 0, rng then unused (it may be NULL). */
 int32_t hl_gpt_sample(const hl_real *logits, int V, double temperature, int top_k, hl_rng *rng);
 
 #endif
