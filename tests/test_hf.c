@@ -14,6 +14,7 @@
 #include "io/hf.h"
 #include "io/hf_names.h"
 #include "io/model_io.h"
+#include "analysis/prune.h"
 #include "io/safetensors.h"
 #include "ops/ops.h"
 #include "tests/testutil.h"
@@ -465,6 +466,91 @@ START_TEST(test_export_refusals)
 }
 END_TEST
 
+/* Logits of m on a fixed batch with layer l's gate (NULL: none). */
+static hl_real *gated_logits(const hl_gpt *m, int l, hl_tensor *gate, size_t *n)
+{
+    int32_t ids[2 * 9];
+    for (int i = 0; i < 2 * 9; i++)
+        ids[i] = (int32_t)((i * 37 + 11) % m->cfg.vocab_in);
+    hl_gpt_run run = {0};
+    run.gate[l] = gate;
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *logits = hl_gpt_forward(g, m, ids, 2, 9, gate ? &run : NULL);
+    ck_assert_msg(!hl_graph_failed(g), "%s", hl_graph_message(g));
+    hl_real *copy = malloc(logits->numel * sizeof *copy);
+    ck_assert(copy);
+    memcpy(copy, logits->data, logits->numel * sizeof *copy);
+    *n = logits->numel;
+    hl_graph_free(g);
+    return copy;
+}
+
+/* Grouped-query attention pruned: Llama's query heads 0 and 1 of layer 0
+ * share key/value head 0, which goes with them; head 3 alone leaves its
+ * key/value head 1 to head 2. The pruned model computes what the gated one
+ * does, and saves and loads with its groups. */
+START_TEST(test_prune_grouped_heads)
+{
+    hl_error err = {0};
+    hl_gpt *m = hl_gpt_load(HF "llama_tiny", &err);
+    ck_assert_msg(m, "%s", err.message);
+    hl_head_set off = {0}, pruned = {0};
+    off.on[0][0] = off.on[0][1] = off.on[1][3] = true;
+    hl_gpt *small = hl_prune_heads(m, &off, &pruned, &err);
+    ck_assert_msg(small, "%s", err.message);
+    ck_assert_int_eq(hl_gpt_layer_heads(&small->cfg, 0), 2);
+    ck_assert_int_eq(hl_gpt_layer_kv_heads(&small->cfg, 0), 1);
+    ck_assert_int_eq(hl_gpt_layer_heads(&small->cfg, 1), 3);
+    ck_assert_int_eq(hl_gpt_layer_kv_heads(&small->cfg, 1), 2);
+    ck_assert(small->kv_of[1][0] == 0 && small->kv_of[1][1] == 0 && small->kv_of[1][2] == 1);
+    ck_assert(small->kv_of[0][0] == 0 && small->kv_of[0][1] == 0);
+    ck_assert_int_eq(small->blocks[0].attn.in_proj_weight->shape[0], (2 + 2 * 1) * 16);
+
+    /* The gated model: both layers' removed heads at 0 (one run per layer's
+     * gate would do; here both at once through two gates). */
+    hl_tensor *g0 = hl_tensor_new("g0", 1, (int[]){4}, false);
+    hl_tensor *g1 = hl_tensor_new("g1", 1, (int[]){4}, false);
+    for (int h = 0; h < 4; h++) {
+        g0->data[h] = off.on[0][h] ? 0 : 1;
+        g1->data[h] = off.on[1][h] ? 0 : 1;
+    }
+    int32_t ids[2 * 9];
+    for (int i = 0; i < 2 * 9; i++)
+        ids[i] = (int32_t)((i * 37 + 11) % m->cfg.vocab_in);
+    hl_gpt_run run = {.gate = {g0, g1}};
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *want = hl_gpt_forward(g, m, ids, 2, 9, &run);
+    size_t n;
+    hl_real *got = gated_logits(small, 0, NULL, &n);
+    ck_assert_uint_eq(n, want->numel);
+    tu_assert_close("pruned against gated", got, want->data, n, 1e-5);
+
+    char dir[64], path[96];
+    snprintf(dir, sizeof dir, "/tmp/hl_gqa_XXXXXX");
+    ck_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/pruned.safetensors", dir);
+    hl_gpt_meta meta = {.pruned = pruned};
+    ck_assert_msg(hl_gpt_save_meta(path, small, &meta, &err) == HL_OK, "%s", err.message);
+    hl_gpt_meta back_meta;
+    hl_gpt *back = hl_gpt_load_meta(path, &back_meta, &err);
+    ck_assert_msg(back, "%s", err.message);
+    size_t n_back;
+    hl_real *again = gated_logits(back, 0, NULL, &n_back);
+    ck_assert_msg(n_back == n && !memcmp(again, got, n * sizeof *got), "reloaded differs");
+    ck_assert(back->kv_of[1][2] == 1 && back->head_original[1][2] == 2);
+    free(again);
+    free(got);
+    hl_gpt_meta_clear(&back_meta);
+    hl_gpt_free(back);
+    remove_folder(dir);
+    hl_graph_free(g);
+    hl_tensor_free(g0);
+    hl_tensor_free(g1);
+    hl_gpt_free(small);
+    hl_gpt_free(m);
+}
+END_TEST
+
 Suite *hf_suite(void)
 {
     Suite *s = suite_create("hf");
@@ -474,6 +560,7 @@ Suite *hf_suite(void)
     tcase_add_test(parity, test_pythia_matches_transformers);
     tcase_add_test(parity, test_llama_matches_transformers);
     tcase_add_test(parity, test_configs_map_onto_options);
+    tcase_add_test(parity, test_prune_grouped_heads);
     suite_add_tcase(s, parity);
     TCase *bad = tcase_create("bad input");
     tcase_set_timeout(bad, 0);
