@@ -41,7 +41,8 @@ static pid_t spawn(char *const argv[], FILE **to_child, FILE **from_child, char 
         posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
     posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
     pid_t pid;
-    int rc = posix_spawn(&pid, argv[0], &actions, NULL, argv, environ);
+    /* posix_spawnp: a name without a slash ("python3") is looked for on PATH. */
+    int rc = posix_spawnp(&pid, argv[0], &actions, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&actions);
     if (to_child)
         close(in[0]);
