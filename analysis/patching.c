@@ -452,6 +452,12 @@ static hl_tensor *receiver_input(hl_graph *g, const hl_gpt *m, const captured *c
 hl_status hl_patch_paths(const hl_gpt *m, const hl_patch_task *t, hl_act act, double *out,
                          hl_error *err)
 {
+    return hl_patch_paths_from(m, t, act, NULL, out, err);
+}
+
+hl_status hl_patch_paths_from(const hl_gpt *m, const hl_patch_task *t, hl_act act,
+                              const hl_head_set *senders, double *out, hl_error *err)
+{
     if (act != HL_ACT_Q && act != HL_ACT_K && act != HL_ACT_V)
         return hl_error_set(err, HL_ERR_ARG, "path patching: a receiver reads its input "
                             "through q, k or v, not activation %d", (int)act);
@@ -470,7 +476,8 @@ hl_status hl_patch_paths(const hl_gpt *m, const hl_patch_task *t, hl_act act, do
         s = capture(g, m, t->corrupt, t->B, t->T, &co, NULL, NULL, err);
     for (int ls = 0; s == HL_OK && ls < c->n_layers; ls++)
         for (int hs = 0; s == HL_OK && hs < hl_gpt_layer_heads(c, ls); hs++)
-            for (int lr = ls + 1; s == HL_OK && lr < c->n_layers; lr++) {
+            for (int lr = ls + 1; s == HL_OK && lr < c->n_layers &&
+                                  (!senders || senders->on[ls][hs]); lr++) {
                 hl_graph_reset(side);
                 hl_graph_set_grad_enabled(side, false);
                 hl_tensor *input = receiver_input(side, m, &cl, &co, ls, hs, lr, act);

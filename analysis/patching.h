@@ -29,6 +29,7 @@
 
 #include "core/error.h"
 #include "models/gpt.h"
+#include "models/head_set.h"
 
 typedef enum hl_patch_metric { HL_METRIC_LOSS, HL_METRIC_LOGIT_DIFF } hl_patch_metric;
 
@@ -92,6 +93,11 @@ hl_status hl_patch_resid(const hl_gpt *m, const hl_patch_task *t, double *out, h
  * where the receiver is not in a later layer than the sender. */
 hl_status hl_patch_paths(const hl_gpt *m, const hl_patch_task *t, hl_act act, double *out,
                          hl_error *err);
+/* The same from the senders in `senders` alone (current indices; NULL: every
+ * head), the other senders' rows NaN: one pass per sender and receiver, so a
+ * few senders of a 12 x 12 model take minutes where all of them take hours. */
+hl_status hl_patch_paths_from(const hl_gpt *m, const hl_patch_task *t, hl_act act,
+                              const hl_head_set *senders, double *out, hl_error *err);
 
 /* Attribution patching: the first-order estimate of hl_patch_heads,
  * Σ (a_clean - a_corrupted)·∂metric/∂a at the corrupted run, normalised the

@@ -115,6 +115,17 @@ static void expect_metric(fixture *f, hl_patch_metric metric)
                       err.message);
         snprintf(name, sizeof name, "paths_%s%s", acts[a].name, sfx);
         expect(f, name, paths, (size_t)N * N);
+        /* From one sender: its row, bit for bit, and NaN elsewhere. */
+        hl_head_set one = {0};
+        one.on[0][1] = true;
+        double from[16];
+        ck_assert_msg(hl_patch_paths_from(f->m, &f->t, acts[a].act, &one, from, &err) == HL_OK,
+                      "%s", err.message);
+        const int sender = hl_gpt_head_index(&f->m->cfg, 0, 1);
+        for (int i = 0; i < N * N; i++)
+            ck_assert_msg(i / N == sender ? !memcmp(&from[i], &paths[i], sizeof *from)
+                                          : isnan(from[i]),
+                          "paths from sender %d, cell %d: %g", sender, i, from[i]);
     }
     for (int a = 0; a < 3; a += 2) { /* z and k */
         ck_assert_msg(hl_patch_attrib_heads(f->m, &f->t, acts[a].act, false, v, &err) == HL_OK,

@@ -111,7 +111,9 @@ static void usage(FILE *f)
         "              (patched - corrupted) / (clean - corrupted); patch_<act>.csv, .png\n"
         "  paths       path patching: sender head A's clean output reaching receiver B\n"
         "              only through B's q, k or v (everything else corrupted):\n"
-        "              paths_<act>.csv and a senders x receivers paths_<act>.png\n"
+        "              paths_<act>.csv and a senders x receivers paths_<act>.png; every\n"
+        "              head a sender, or those of --heads L.H,... (one pass per sender\n"
+        "              and later layer's receiver: a few senders of a large model)\n"
         "  attrib      attribution patching, (a_clean - a_corrupted) . dmetric/da at\n"
         "              the corrupted run, beside activation patching, with their\n"
         "              correlation: attrib_<act>.csv\n"
@@ -232,9 +234,10 @@ static void check_combinations(const options *o, const hl_opt *opts)
     const char *patch_flag = first_given(opts, patch_only);
     if (patch_flag && !patching)
         heads_bad_input("--%s belongs to patch, paths, attrib and logit-lens", patch_flag);
-    if (patching && (o->heads || o->data || o->text || o->curve))
-        heads_bad_input("patch, paths, attrib and logit-lens look at every head on their task: "
-                        "drop --heads, --data, --text and --curve");
+    if (patching && ((o->heads && o->cmd != CMD_PATHS) || o->data || o->text || o->curve))
+        heads_bad_input("patch, paths, attrib and logit-lens look at every head on their task "
+                        "(paths takes --heads as its senders): drop --heads, --data, --text "
+                        "and --curve");
     if (!o->clean != !o->corrupt)
         heads_bad_input("give --clean and --corrupt together");
     if (o->pairs && o->clean)

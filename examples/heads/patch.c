@@ -477,10 +477,12 @@ int heads_run_paths(const options *o)
     double *v = malloc(sizeof *v * (size_t)N * N);
     if (!v)
         heads_bad_input("out of memory");
+    const hl_head_set senders = o->heads ? heads_parse_list(m, o->heads) : (hl_head_set){0};
     hl_error err = {0};
     for (int a = 0; a < n_acts; a++) {
         const double t0 = hl_seconds();
-        fail_if(hl_patch_paths(m, &in.t, acts[a], v, &err), &err);
+        fail_if(hl_patch_paths_from(m, &in.t, acts[a], o->heads ? &senders : NULL, v, &err),
+                &err);
         const double seconds = hl_seconds() - t0;
         char csv[32], png[32], title[128];
         snprintf(csv, sizeof csv, "paths_%s.csv", act_name(acts[a]));
