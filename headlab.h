@@ -58,6 +58,7 @@
 #include "cli/cli.h"
 #include "models/gpt.h"
 #include "models/gpt_cache.h"
+#include "models/gpt_groups.h"
 #include "models/head_set.h"
 #include "models/mha.h"
 #include "viz/diagram.h"

@@ -8,7 +8,8 @@
  * Splits the file 90/10 into training and validation text (or trains from
  * the token files DIR/train.tok and DIR/val.tok that build/tokenize wrote,
  * memory-mapped: data/token_file.h), trains with
- * AdamW (warm-up, cosine decay, gradient clipping), reports both losses,
+ * AdamW, or Muon on the hidden matrices and AdamW on the rest (warm-up, cosine
+ * or WSD decay, gradient clipping), reports both losses,
  * logs every evaluation to DIR/train.csv, keeps DIR/checkpoint.safetensors
  * (weights, optimizer state, step, RNG) for --resume, and samples text.
  * At every evaluation it also measures every head's detectors on the
@@ -47,13 +48,13 @@
 
 typedef struct {
     const char *data, *tokens, *out, *resume, *prompt, *init_from;
-    const char *schedule, *pos_init, *tokenizer, *pos, *norm, *mlp;
+    const char *schedule, *pos_init, *tokenizer, *pos, *norm, *mlp, *optim;
     int steps, batch, ctx, d_model, heads, layers, eval_every, sample, threads, seed, warmup;
     int vocab, val_windows, kv_heads, rotary_dims;
     int copy_span;
-    double lr, dropout, temperature, clip, emb_std, rope_base, copy_windows;
-    bool no_mlp, no_layernorm, no_report, tie, smear, parallel, no_bias, no_head_bias;
-    bool ctx_given;
+    double lr, dropout, temperature, clip, emb_std, rope_base, copy_windows, muon_lr, decay_frac;
+    bool no_mlp, no_layernorm, no_report, tie, smear, parallel, no_bias, no_head_bias, zero_init;
+    bool ctx_given, muon_lr_given, decay_frac_given;
     bool model_given, rope_base_given, mlp_given, norm_given; /* flags the user wrote */
 } options;
 
@@ -109,10 +110,17 @@ static void usage(FILE *f)
         "  --emb-std X          token and position embeddings start as N(0, X) (0.02)\n"
         "  --pos-init NAME      learned positions at the start: normal (the default) or\n"
         "                       sinusoidal (Vaswani et al.'s, of RMS --emb-std)\n"
-        "  --lr X               peak learning rate (1e-3)  --dropout X     (0)\n"
+        "  --zero-init          start every block's attention out_proj and MLP proj weights\n"
+        "                       and the head weight (unless tied) at zero\n"
+        "  --optim NAME         adamw (the default) or muon: Muon on the hidden matrices\n"
+        "                       (attention q, k, v, out_proj, MLP fc, proj), AdamW on the rest\n"
+        "  --lr X               peak learning rate of AdamW (1e-3)  --dropout X  (0)\n"
+        "  --muon-lr X          peak learning rate of Muon's group (0.02)\n"
         "  --warmup N           steps of linear warm-up (100)\n"
         "  --schedule NAME      after warm-up: cosine (down to 0.1 of the peak at the last\n"
-        "                       step; the default) or constant\n"
+        "                       step; the default), constant, or wsd (constant, then linear\n"
+        "                       decay to 0 over the last --decay-frac of the steps)\n"
+        "  --decay-frac F       the decay's share of the steps with --schedule wsd (0.2)\n"
         "  --clip X             gradient-norm clip, 0 = off (1.0)\n"
         "  --copy-windows F     a training-data intervention: in this fraction of the\n"
         "                       training windows a span of the window recurs later in it\n"
@@ -136,7 +144,8 @@ static options parse_options(int argc, char **argv)
                  .d_model = 128, .heads = 4, .layers = 4, .eval_every = 200, .sample = 400,
                  .lr = 1e-3, .temperature = 0.8, .clip = 1.0, .warmup = 100,
                  .schedule = "cosine", .pos_init = "normal", .emb_std = 0.02,
-                 .pos = "learned", .norm = "layernorm", .mlp = "gelu", .rope_base = 10000};
+                 .pos = "learned", .norm = "layernorm", .mlp = "gelu", .rope_base = 10000,
+                 .optim = "adamw", .muon_lr = 0.02, .decay_frac = 0.2};
     const hl_opt opts[] = {
         HL_OPTION_TEXT("data", &o.data),
         HL_OPTION_TEXT("tokens", &o.tokens),
@@ -150,6 +159,12 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_FLAG("no-head-bias", &o.no_head_bias),
         HL_OPTION_TEXT("prompt", &o.prompt),
         HL_OPTION_TEXT("schedule", &o.schedule),
+        HL_OPTION_TEXT("optim", &o.optim),
+        {.name = "muon-lr", .kind = HL_OPT_REAL, .value = &o.muon_lr, .min = 0, .max = 10,
+         .given = &o.muon_lr_given},
+        {.name = "decay-frac", .kind = HL_OPT_REAL, .value = &o.decay_frac, .min = 1e-6, .max = 1,
+         .given = &o.decay_frac_given},
+        HL_OPTION_FLAG("zero-init", &o.zero_init),
         HL_OPTION_TEXT("pos-init", &o.pos_init),
         {.name = "pos", .kind = HL_OPT_TEXT, .value = &o.pos, .given = &o.model_given},
         {.name = "norm", .kind = HL_OPT_TEXT, .value = &o.norm, .given = &o.norm_given},
@@ -191,8 +206,18 @@ static options parse_options(int argc, char **argv)
     if (o.tokens && (o.vocab || o.tokenizer))
         hl_cli_bad_input("charlm", "--vocab or --tokenizer with --tokens: the vocabulary comes "
                          "from the token files");
-    if (strcmp(o.schedule, "cosine") && strcmp(o.schedule, "constant"))
-        hl_cli_bad_input("charlm", "unknown --schedule %s (cosine or constant)", o.schedule);
+    if (strcmp(o.schedule, "cosine") && strcmp(o.schedule, "constant") && strcmp(o.schedule, "wsd"))
+        hl_cli_bad_input("charlm", "unknown --schedule %s (cosine, constant or wsd)", o.schedule);
+    if (o.decay_frac_given && strcmp(o.schedule, "wsd"))
+        hl_cli_bad_input("charlm", "--decay-frac belongs to --schedule wsd (--schedule is %s)",
+                         o.schedule);
+    if (strcmp(o.optim, "adamw") && strcmp(o.optim, "muon"))
+        hl_cli_bad_input("charlm", "unknown --optim %s (adamw or muon)", o.optim);
+    if (o.muon_lr_given && strcmp(o.optim, "muon"))
+        hl_cli_bad_input("charlm", "--muon-lr belongs to --optim muon (--optim is %s)", o.optim);
+    if (o.zero_init && (o.resume || o.init_from))
+        hl_cli_bad_input("charlm", "--zero-init starts new weights; %s brings its own",
+                         o.resume ? "--resume" : "--init-from");
     if (strcmp(o.pos_init, "normal") && strcmp(o.pos_init, "sinusoidal"))
         hl_cli_bad_input("charlm", "unknown --pos-init %s (normal or sinusoidal)", o.pos_init);
     if (hl_gpt_pos_parse(o.pos) < 0)
@@ -558,7 +583,9 @@ static void train(run *r)
 {
     r->schedule = (hl_lr_schedule){.warmup_steps = r->o.warmup, .total_steps = r->o.steps,
                                    .cosine = !strcmp(r->o.schedule, "cosine"),
-                                   .min_scale = 0.1};
+                                   .min_scale = 0.1,
+                                   .decay_frac = !strcmp(r->o.schedule, "wsd") ? r->o.decay_frac
+                                                                               : 0};
     const hl_run_hooks hooks = {.ctx = r, .batch = next_batch, .loss = shard_loss,
                                 .record = record};
     const hl_run_opts opts = {.start = r->start, .steps = r->o.steps,
@@ -855,9 +882,10 @@ static void check_ranks_agree(const run *r)
 {
     char check[1024];
     snprintf(check, sizeof check, "%s batch=%d steps=%d lr=%g clip=%g seed=%d data_bytes=%zu "
-             "tokens=%zu+%zu copies=%g/%d",
+             "tokens=%zu+%zu copies=%g/%d optim=%s/%g schedule=%s/%g zero_init=%d",
              r->config, r->B, r->o.steps, r->o.lr, r->o.clip, r->o.seed, r->size, r->train.size,
-             r->val.size, r->o.copy_windows, r->copy_span);
+             r->val.size, r->o.copy_windows, r->copy_span, r->o.optim, r->o.muon_lr,
+             r->o.schedule, r->o.decay_frac, r->o.zero_init);
     hl_error err = {0};
     if (hl_dist_check_same(check, &err) != HL_OK) {
         if (r->lead)
@@ -886,6 +914,8 @@ static void start_model(run *r)
         hl_gpt_init_weights(r->m, &init_rng);
         if (!strcmp(r->o.pos_init, "sinusoidal"))
             hl_gpt_init_positions_sinusoidal(r->m);
+        if (r->o.zero_init)
+            hl_gpt_zero_init(r->m);
     } else {
         hl_error err = {0};
         hl_checkpoint_rng rngs[] = {{"data", &r->data_rng}, {"dropout", &r->g->rng}};
@@ -959,6 +989,44 @@ static void setup_heads(run *r)
     }
 }
 
+/* AdamW for every parameter, or with --optim muon only for those that are
+ * not hidden matrices (models/gpt_groups.h). Muon's momentum 0.95 and weight
+ * decay 0 are the published defaults. */
+static hl_optim *new_optimizer(hl_gpt *m, const options *o, hl_error *err)
+{
+    const bool muon = !strcmp(o->optim, "muon");
+    const hl_optim_groups groups = {
+        .n = muon ? 2 : 1, .group_of = muon ? hl_gpt_param_group : NULL, .ctx = m,
+        .cfg = {[HL_GPT_GROUP_OTHER] = {.kind = HL_OPTIM_ADAMW, .lr = o->lr, .beta1 = 0.9,
+                                        .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.01},
+                [HL_GPT_GROUP_HIDDEN] = {.kind = HL_OPTIM_MUON, .lr = o->muon_lr,
+                                         .momentum = 0.95}}};
+    return hl_optim_new_groups(m->params, &groups, err);
+}
+
+/* The optimizer and schedule line of the summary. */
+static void print_training(const run *r)
+{
+    const options *o = &r->o;
+    if (!strcmp(o->optim, "muon")) {
+        size_t hidden = 0, values = 0;
+        for (size_t i = 0; i < hl_params_n_tensors(r->m->params); i++)
+            if (hl_optim_tensor_kind(r->opt, i) == HL_OPTIM_MUON) {
+                hidden++;
+                values += hl_params_tensor(r->m->params, i)->numel;
+            }
+        printf("  optimizer: Muon (lr %g, momentum 0.95, 5 Newton-Schulz steps) on %zu hidden "
+               "matrices (%zu values), AdamW (lr %g, weight decay 0.01) on the rest\n",
+               o->muon_lr, hidden, values, o->lr);
+    } else {
+        printf("  optimizer: AdamW (lr %g, weight decay 0.01)\n", o->lr);
+    }
+    printf("  schedule: %d warm-up steps, then %s", o->warmup, o->schedule);
+    if (!strcmp(o->schedule, "wsd"))
+        printf(" (linear decay to 0 over the last %g of the steps)", o->decay_frac);
+    printf("%s\n", o->zero_init ? "; zero-initialised projections and head" : "");
+}
+
 static void setup(run *r, const options *o)
 {
     *r = (run){.o = *o, .lead = hl_dist_rank() == 0, .B = o->batch};
@@ -993,9 +1061,7 @@ static void setup(run *r, const options *o)
         fprintf(stderr, "charlm: cannot create %s: %s\n", o->out, strerror(errno));
         hl_dist_abort(2);
     }
-    const hl_optim_config adamw = {.kind = HL_OPTIM_ADAMW, .lr = o->lr, .beta1 = 0.9,
-                                   .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.01};
-    r->opt = hl_optim_new(r->m->params, &adamw, &err);
+    r->opt = new_optimizer(r->m, o, &err);
     r->g = hl_graph_new(0);
     r->x = malloc(sizeof *r->x * (size_t)r->B * r->T);
     r->y = malloc(sizeof *r->y * (size_t)r->B * r->T);
@@ -1022,6 +1088,8 @@ static void setup(run *r, const options *o)
                                                                  : "bytes",
                r->train.size, r->val.size, bytes_per_token(r), hl_params_n_values(r->m->params),
                r->B, hl_dist_size(), r->config);
+    if (r->lead)
+        print_training(r);
     if (r->lead && r->copy_span)
         printf("  training-data intervention: in %.0f%% of the training windows a span of %d "
                "tokens recurs later in the window\n", 100 * o->copy_windows, r->copy_span);

@@ -29,6 +29,21 @@ static void state_name(char *buf, size_t size, char which, const char *param)
     snprintf(buf, size, "optim.%c.%s", which, param);
 }
 
+/* Whether tensor i has a second moment: the tensors AdamW updates. */
+static bool has_v(const hl_optim *opt, size_t i)
+{
+    return opt->v && hl_optim_tensor_kind(opt, i) == HL_OPTIM_ADAMW;
+}
+
+/* The optimizer's kinds, its groups' joined by '+' ("adamw", "adamw+muon"). */
+static void kinds_format(const hl_optim *opt, char *buf, size_t size)
+{
+    buf[0] = 0;
+    for (int k = 0; k < opt->n_groups; k++)
+        snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", k ? "+" : "",
+                 hl_optim_kind_name(opt->cfg[k].kind));
+}
+
 static void rng_format(const hl_rng *rng, char *buf, size_t size)
 {
     snprintf(buf, size, "%016" PRIx64 "%016" PRIx64 "%016" PRIx64 "%016" PRIx64, rng->s[0],
@@ -65,7 +80,7 @@ static hl_status add_params(hl_safetensors_writer *w, const hl_params *params, c
         state_name(name, sizeof name, 'm', t->name);
         if (hl_safetensors_writer_add(w, name, &m, NATIVE_DTYPE, err) != HL_OK)
             return err->status;
-        if (opt->v) {
+        if (has_v(opt, i)) {
             hl_tensor v = state_view(params, t, opt->v);
             state_name(name, sizeof name, 'v', t->name);
             if (hl_safetensors_writer_add(w, name, &v, NATIVE_DTYPE, err) != HL_OK)
@@ -90,8 +105,9 @@ hl_status hl_checkpoint_save(const char *path, const hl_params *params, const hl
     if (s == HL_OK)
         s = hl_safetensors_writer_set_metadata(w, "step", text, err);
     if (s == HL_OK && opt) {
-        snprintf(text, sizeof text, "%s %" PRId64, opt->cfg.kind == HL_OPTIM_ADAMW ? "adamw" : "sgd",
-                 opt->step);
+        char kinds[64];
+        kinds_format(opt, kinds, sizeof kinds);
+        snprintf(text, sizeof text, "%s %" PRId64, kinds, opt->step);
         s = hl_safetensors_writer_set_metadata(w, "optim", text, err);
     }
     for (int i = 0; i < n_rngs && s == HL_OK; i++) {
@@ -144,7 +160,7 @@ static hl_status check_all(const hl_safetensors *f, const char *path, hl_params 
         if (opt && check_entry(f, path, name, t, err) != HL_OK)
             return err->status;
         state_name(name, sizeof name, 'v', t->name);
-        if (opt && opt->v && check_entry(f, path, name, t, err) != HL_OK)
+        if (opt && has_v(opt, i) && check_entry(f, path, name, t, err) != HL_OK)
             return err->status;
     }
     return HL_OK;
@@ -156,15 +172,26 @@ hl_status hl_checkpoint_load(const char *path, hl_params *params, hl_optim *opt,
     hl_safetensors *f = NULL;
     if (hl_safetensors_read(path, &f, err) != HL_OK)
         return err->status;
-    hl_status s = check_all(f, path, params, opt, err);
     const char *step_text = hl_safetensors_metadata(f, "step");
     const char *optim_text = hl_safetensors_metadata(f, "optim");
     char *end = NULL;
     long long saved_step = step_text ? strtoll(step_text, &end, 10) : -1;
     long long optim_step = -1;
+    char kinds[64] = "", saved_kinds[64] = "";
+    if (opt)
+        kinds_format(opt, kinds, sizeof kinds);
+    /* The kinds first: another optimizer's state has other tensors. */
+    hl_status s = HL_OK;
+    if (opt && optim_text && sscanf(optim_text, "%63s %lld", saved_kinds, &optim_step) == 2 &&
+        strcmp(kinds, saved_kinds))
+        s = hl_error_set(err, HL_ERR_ARG, "checkpoint %s: its optimizer state is %s's, the "
+                         "optimizer is %s", path, saved_kinds, kinds);
+    if (s == HL_OK)
+        s = check_all(f, path, params, opt, err);
     if (s == HL_OK && (!step_text || *end || saved_step < 0))
         s = hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: bad or missing step", path);
-    if (s == HL_OK && opt && (!optim_text || sscanf(optim_text, "%*s %lld", &optim_step) != 1))
+    if (s == HL_OK && opt && (!optim_text || sscanf(optim_text, "%63s %lld", saved_kinds,
+                                                     &optim_step) != 2))
         s = hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: no optimizer state", path);
     hl_rng parsed[8];
     for (int i = 0; i < n_rngs && s == HL_OK; i++) {
@@ -183,7 +210,7 @@ hl_status hl_checkpoint_load(const char *path, hl_params *params, hl_optim *opt,
             state_name(name, sizeof name, 'm', t->name);
             s = hl_safetensors_copy_to(f, name, &m, err);
         }
-        if (s == HL_OK && opt && opt->v) {
+        if (s == HL_OK && opt && has_v(opt, i)) {
             hl_tensor v = state_view(params, t, opt->v);
             state_name(name, sizeof name, 'v', t->name);
             s = hl_safetensors_copy_to(f, name, &v, err);

@@ -58,6 +58,7 @@
     X(threads)            \
     X(gpt)                \
     X(gpt_cache)          \
+    X(gpt_groups)         \
     X(head_set)           \
     X(checkpoint)         \
     X(toy_task)           \

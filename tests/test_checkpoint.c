@@ -8,6 +8,7 @@
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
 #include "models/gpt.h"
+#include "models/gpt_groups.h"
 #include "tests/testutil.h"
 
 typedef struct {
@@ -17,7 +18,8 @@ typedef struct {
     hl_rng data;
 } run_state;
 
-static void run_make(run_state *r, uint64_t init_seed)
+/* With muon, Muon on the hidden matrices and AdamW on the rest. */
+static void run_make_optim(run_state *r, uint64_t init_seed, bool muon)
 {
     hl_gpt_config cfg = {.vocab_in = 9, .vocab_out = 9, .n_ctx = 8, .d_model = 8, .n_heads = 2,
                          .n_layers = 2, .mlp = true, .norm = HL_GPT_NORM_LAYER, .dropout = 0.1,
@@ -28,15 +30,20 @@ static void run_make(run_state *r, uint64_t init_seed)
     hl_rng rng;
     hl_rng_seed(&rng, init_seed);
     hl_gpt_init_weights(r->model, &rng);
-    r->opt = hl_optim_new(r->model->params,
-                          &(hl_optim_config){.kind = HL_OPTIM_ADAMW, .lr = 1e-2, .beta1 = 0.9,
-                                             .beta2 = 0.98, .eps = 1e-8, .weight_decay = 0.01},
-                          &err);
+    const hl_optim_groups groups = {
+        .n = muon ? 2 : 1, .group_of = muon ? hl_gpt_param_group : NULL, .ctx = r->model,
+        .cfg = {[HL_GPT_GROUP_OTHER] = {.kind = HL_OPTIM_ADAMW, .lr = 1e-2, .beta1 = 0.9,
+                                        .beta2 = 0.98, .eps = 1e-8, .weight_decay = 0.01},
+                [HL_GPT_GROUP_HIDDEN] = {.kind = HL_OPTIM_MUON, .lr = 0.02, .momentum = 0.95,
+                                         .weight_decay = 0.01}}};
+    r->opt = hl_optim_new_groups(r->model->params, &groups, &err);
     ck_assert_msg(r->opt, "%s", err.message);
     r->g = hl_graph_new(0);
     hl_graph_seed(r->g, init_seed + 1);
     hl_rng_seed(&r->data, init_seed + 2);
 }
+
+static void run_make(run_state *r, uint64_t init_seed) { run_make_optim(r, init_seed, false); }
 
 static void run_free(run_state *r)
 {
@@ -72,13 +79,13 @@ static char *temp_path(char *dir)
     return path;
 }
 
-START_TEST(test_resume_is_bitwise_straight_through)
+static void resume_is_bitwise_straight_through(bool muon)
 {
     run_state straight, first, resumed;
-    run_make(&straight, 1);
+    run_make_optim(&straight, 1, muon);
     train(&straight, 0, 10);
 
-    run_make(&first, 1);
+    run_make_optim(&first, 1, muon);
     train(&first, 0, 4);
     char dir[64];
     const char *path = temp_path(dir);
@@ -88,7 +95,7 @@ START_TEST(test_resume_is_bitwise_straight_through)
                                      &err) == HL_OK,
                   "%s", err.message);
 
-    run_make(&resumed, 77); /* different weights and RNGs until the load */
+    run_make_optim(&resumed, 77, muon); /* different weights and RNGs until the load */
     int64_t step = -1;
     hl_checkpoint_rng load_rngs[] = {{"data", &resumed.data}, {"dropout", &resumed.g->rng}};
     ck_assert_msg(hl_checkpoint_load(path, resumed.model->params, resumed.opt, &step, load_rngs, 2,
@@ -101,6 +108,7 @@ START_TEST(test_resume_is_bitwise_straight_through)
     size_t n = hl_params_count(straight.model->params);
     ck_assert(memcmp(hl_params_values(straight.model->params),
                      hl_params_values(resumed.model->params), n * sizeof(hl_real)) == 0);
+    ck_assert(memcmp(straight.opt->m, resumed.opt->m, n * sizeof(hl_real)) == 0);
     ck_assert(memcmp(straight.opt->v, resumed.opt->v, n * sizeof(hl_real)) == 0);
     /* And not trivially: the first run's weights differ from the final ones. */
     ck_assert(memcmp(hl_params_values(first.model->params),
@@ -110,6 +118,39 @@ START_TEST(test_resume_is_bitwise_straight_through)
     run_free(&straight);
     run_free(&first);
     run_free(&resumed);
+}
+
+START_TEST(test_resume_is_bitwise_straight_through) { resume_is_bitwise_straight_through(false); }
+END_TEST
+
+/* The same with Muon's groups: its momentum is optim.m of the hidden
+ * matrices, which have no optim.v. */
+START_TEST(test_resume_muon_is_bitwise_straight_through)
+{
+    resume_is_bitwise_straight_through(true);
+}
+END_TEST
+
+/* Another optimizer's state is refused, naming both. */
+START_TEST(test_resume_with_another_optimizer)
+{
+    run_state muon, adamw;
+    run_make_optim(&muon, 1, true);
+    run_make(&adamw, 2);
+    train(&muon, 0, 2);
+    char dir[64];
+    const char *path = temp_path(dir);
+    hl_error err = {0};
+    ck_assert_int_eq(hl_checkpoint_save(path, muon.model->params, muon.opt, 2, NULL, 0, NULL, 0,
+                                        &err), HL_OK);
+    ck_assert_int_eq(hl_checkpoint_load(path, adamw.model->params, adamw.opt, NULL, NULL, 0,
+                                        &err), HL_ERR_ARG);
+    ck_assert_msg(strstr(err.message, "its optimizer state is adamw+muon's, the optimizer is "
+                                      "adamw"), "%s", err.message);
+    unlink(path);
+    rmdir(dir);
+    run_free(&muon);
+    run_free(&adamw);
 }
 END_TEST
 
@@ -170,6 +211,8 @@ Suite *checkpoint_suite(void)
     TCase *tc = tcase_create("checkpoint");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_resume_is_bitwise_straight_through);
+    tcase_add_test(tc, test_resume_muon_is_bitwise_straight_through);
+    tcase_add_test(tc, test_resume_with_another_optimizer);
     tcase_add_test(tc, test_bad_checkpoints_leave_the_model_untouched);
     suite_add_tcase(s, tc);
     return s;

@@ -1,5 +1,7 @@
-/* Tests for train/optim.c: AdamW, SGD and gradient clipping against
- * torch.optim on a committed fixture (tests/make_train_fixtures.py). */
+/* Tests for train/optim.c and train/muon.c: AdamW, SGD and gradient clipping
+ * against torch.optim on a committed fixture (tests/make_train_fixtures.py),
+ * Muon with an AdamW group against a PyTorch transcription of the published
+ * algorithm (tests/make_muon_fixtures.py), and the schedules. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +11,9 @@
 #endif
 
 #include "train/optim.h"
+#include "train/muon.h"
 #include "io/safetensors.h"
+#include "ops/kernels.h"
 #include "tests/testutil.h"
 
 #ifdef HL_REAL_DOUBLE
@@ -353,10 +357,275 @@ START_TEST(test_optim_errors)
 }
 END_TEST
 
+/* ---- Muon */
+
+/* The fixture's Newton–Schulz output has singular values in 0.68 … 1.13 and
+ * entries below 1. Five steps of a quintic with slope up to a = 3.4 at 0
+ * amplify a rounding difference at most ~3.4^5 ≈ 450 times, on top of the
+ * products' own rounding (19 terms): in double that stays below 1e-12; in
+ * float (ε 6e-8) below 450 · 19 · 6e-8 ≈ 5e-4; observed below 1e-5 on every
+ * kernel set, portable (no FMA) included. */
+#ifdef HL_REAL_DOUBLE
+#define NS_TOL 1e-11
+#else
+#define NS_TOL 1e-4
+#endif
+/* Weights move by lr · (update ~1) per step; the update's error is NS_TOL's
+ * and Muon's lr is 0.02, so after 5 steps the weights are within
+ * 5 · 0.02 · NS_TOL plus AdamW's own float error (OPTIM_TOL). */
+#ifdef HL_REAL_DOUBLE
+#define MUON_TOL 1e-12
+#else
+#define MUON_TOL 2e-5
+#endif
+
+/* A set without FMA rounds every product-sum twice: weights of 0.05 and
+ * updates of 0.02 · ~0.1 after two steps differ by well under 1e-5. */
+#define MUON_NO_FMA_TOL 1e-5
+
+static hl_tensor *fixture_tensor(const hl_safetensors *f, const char *name, int rank,
+                                 const int *shape)
+{
+    hl_tensor *t = hl_tensor_new(name, rank, shape, false);
+    copy(f, name, t->data, t);
+    return t;
+}
+
+START_TEST(test_newton_schulz_matches_torch)
+{
+    hl_safetensors *f;
+    hl_error err = {0};
+    ck_assert_msg(hl_safetensors_read("tests/fixtures/muon.safetensors", &f, &err) == HL_OK,
+                  "%s", err.message);
+    const char *names[2][2] = {{"ns.in", "ns.out"}, {"ns.tall.in", "ns.tall.out"}};
+    const int shapes[2][2] = {{7, 19}, {19, 7}};
+    for (int k = 0; k < 2; k++) {
+        hl_tensor *x = fixture_tensor(f, names[k][0], 2, shapes[k]);
+        hl_tensor *want = fixture_tensor(f, names[k][1], 2, shapes[k]);
+        hl_real *work = malloc(hl_muon_work_size(shapes[k][0], shapes[k][1]) * sizeof *work);
+        hl_muon_orthogonalize(x->data, shapes[k][0], shapes[k][1], 5, work);
+        tu_assert_close(names[k][1], x->data, want->data, x->numel, NS_TOL);
+        free(work);
+        hl_tensor_free(x);
+        hl_tensor_free(want);
+    }
+    hl_safetensors_free(f);
+}
+END_TEST
+
+/* The fixture's tensors, in an order that puts AdamW tensors between Muon ones. */
+static const struct {
+    const char *name;
+    int rank, shape[2];
+} muon_tensors[] = {{"emb", 2, {4, 3}},  {"sq", 2, {6, 6}},   {"tall", 2, {10, 4}},
+                    {"bias", 1, {5, 0}}, {"wide", 2, {3, 7}}, {"qkv", 2, {12, 3}}};
+#define MUON_TENSORS (int)(sizeof muon_tensors / sizeof muon_tensors[0])
+
+/* emb and bias to AdamW (group 0), the rest to Muon, qkv in blocks of 6, 3, 3. */
+static int fixture_group(void *ctx, const hl_tensor *t, int *n_blocks, int *rows)
+{
+    (void)ctx;
+    if (!strcmp(t->name, "emb") || !strcmp(t->name, "bias"))
+        return 0;
+    if (!strcmp(t->name, "qkv")) {
+        *n_blocks = 3;
+        rows[0] = 6;
+        rows[1] = rows[2] = 3;
+    }
+    return 1;
+}
+
+static const hl_optim_groups fixture_groups = {
+    .n = 2, .group_of = fixture_group,
+    .cfg = {{.kind = HL_OPTIM_ADAMW, .lr = 3e-3, .beta1 = 0.9, .beta2 = 0.98, .eps = 1e-8,
+             .weight_decay = 0.01},
+            {.kind = HL_OPTIM_MUON, .lr = 0.02, .momentum = 0.95, .weight_decay = 0.1}}};
+
+START_TEST(test_muon_matches_torch)
+{
+    hl_safetensors *f;
+    hl_error err = {0};
+    ck_assert_msg(hl_safetensors_read("tests/fixtures/muon.safetensors", &f, &err) == HL_OK,
+                  "%s", err.message);
+    hl_params *p = hl_params_new();
+    hl_tensor *t[MUON_TENSORS];
+    for (int i = 0; i < MUON_TENSORS; i++)
+        t[i] = hl_params_add(p, muon_tensors[i].name, muon_tensors[i].rank,
+                             muon_tensors[i].shape);
+    ck_assert_int_eq(hl_params_commit(p), HL_OK);
+    char name[HL_NAME_MAX + 16];
+    for (int i = 0; i < MUON_TENSORS; i++) {
+        snprintf(name, sizeof name, "w0.%s", t[i]->name);
+        copy(f, name, t[i]->data, t[i]);
+    }
+    hl_optim *opt = hl_optim_new_groups(p, &fixture_groups, &err);
+    ck_assert_msg(opt, "%s", err.message);
+    ck_assert_int_eq(hl_optim_tensor_kind(opt, 0), HL_OPTIM_ADAMW);
+    ck_assert_int_eq(hl_optim_tensor_kind(opt, 5), HL_OPTIM_MUON);
+    const hl_lr_schedule sched = {.warmup_steps = 3};
+    for (int k = 0; k < 5; k++) {
+        for (int i = 0; i < MUON_TENSORS; i++) {
+            snprintf(name, sizeof name, "grad.%d.%s", k, t[i]->name);
+            copy(f, name, t[i]->grad, t[i]);
+        }
+        hl_optim_step_scaled(opt, hl_lr_scale(&sched, k), k == 3 ? 0.5 : 1);
+        for (int i = 0; i < MUON_TENSORS; i++) {
+            snprintf(name, sizeof name, "after.%d.%s", k, t[i]->name);
+            hl_tensor *want = fixture_tensor(f, name, t[i]->rank, t[i]->shape);
+            tu_assert_close(name, t[i]->data, want->data, t[i]->numel,
+                            i == 0 || i == 3 ? OPTIM_TOL : MUON_TOL);
+            hl_tensor_free(want);
+        }
+    }
+    hl_optim_free(opt);
+    hl_params_free(p);
+    hl_safetensors_free(f);
+}
+END_TEST
+
+/* Shapes of a small block, where the larger GEMMs and the elementwise passes
+ * run in parallel: in_proj (288,96) as three blocks, a tall fc (384,96), a
+ * wide proj (96,384) and an AdamW bias. */
+static int block_group(void *ctx, const hl_tensor *t, int *n_blocks, int *rows)
+{
+    (void)ctx;
+    if (!strcmp(t->name, "in_proj")) {
+        *n_blocks = 3;
+        rows[0] = rows[1] = rows[2] = 96;
+    }
+    return strcmp(t->name, "bias") != 0;
+}
+
+/* Two Muon steps; the weights and momentum after them (caller frees). */
+static hl_real *muon_block_steps(size_t *n)
+{
+    hl_params *p = hl_params_new();
+    hl_params_add(p, "in_proj", 2, (int[]){288, 96});
+    hl_params_add(p, "bias", 1, (int[]){288});
+    hl_params_add(p, "fc", 2, (int[]){384, 96});
+    hl_params_add(p, "proj", 2, (int[]){96, 384});
+    ck_assert_int_eq(hl_params_commit(p), HL_OK);
+    *n = hl_params_count(p);
+    hl_real *w = hl_params_values(p), *g = hl_params_grads(p);
+    hl_optim_groups groups = fixture_groups;
+    groups.group_of = block_group;
+    hl_optim *opt = hl_optim_new_groups(p, &groups, NULL);
+    ck_assert_ptr_nonnull(opt);
+    for (size_t i = 0; i < *n; i++)
+        w[i] = (hl_real)(0.05 * sin(0.7 * (double)i));
+    for (int step = 0; step < 2; step++) {
+        for (size_t i = 0; i < *n; i++)
+            g[i] = (hl_real)(cos(0.013 * (double)i * (step + 1)) + 0.1 * sin((double)i));
+        hl_optim_step_scaled(opt, 1, step == 1 ? 0.5 : 1);
+    }
+    hl_real *out = malloc(2 * *n * sizeof *out);
+    memcpy(out, w, *n * sizeof *out);
+    memcpy(out + *n, opt->m, *n * sizeof *out);
+    hl_optim_free(opt);
+    hl_params_free(p);
+    return out;
+}
+
+/* The same bits for 1 and 2 threads, and on every kernel set with FMA (the
+ * portable set of an x86-64 build has none: within float rounding there). */
+START_TEST(test_muon_threads_and_kernel_sets)
+{
+    const hl_isa before = hl_isa_active();
+#ifdef _OPENMP
+    const int saved_threads = omp_get_max_threads();
+#endif
+    size_t n = 0;
+    ck_assert_int_eq(hl_isa_use(hl_isa_best(), NULL), HL_OK);
+    ck_assert(hl_kernels()->fma);
+#ifdef _OPENMP
+    omp_set_num_threads(1);
+#endif
+    hl_real *ref = muon_block_steps(&n);
+    for (int i = 0; i < HL_ISA_COUNT; i++) {
+        if (!hl_isa_supported((hl_isa)i))
+            continue;
+        ck_assert_int_eq(hl_isa_use((hl_isa)i, NULL), HL_OK);
+        for (int threads = 1; threads <= 2; threads++) {
+#ifdef _OPENMP
+            omp_set_num_threads(threads);
+#endif
+            hl_real *got = muon_block_steps(&n);
+            if (hl_kernels()->fma)
+                ck_assert_msg(memcmp(ref, got, 2 * n * sizeof *ref) == 0,
+                              "%s with %d threads differs from %s with 1", hl_isa_name((hl_isa)i),
+                              threads, hl_isa_name(hl_isa_best()));
+            else
+                tu_assert_close(hl_isa_name((hl_isa)i), ref, got, 2 * n, MUON_NO_FMA_TOL);
+            free(got);
+        }
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(saved_threads);
+#endif
+    ck_assert_int_eq(hl_isa_use(before, NULL), HL_OK);
+    free(ref);
+}
+END_TEST
+
+static int group_of_bad(void *ctx, const hl_tensor *t, int *n_blocks, int *rows)
+{
+    const int mode = *(const int *)ctx;
+    if (mode == 0)
+        return 2; /* no such group */
+    if (mode == 1 && t->rank == 2) {
+        *n_blocks = 2;
+        rows[0] = 2;
+        rows[1] = 2; /* of 3 rows */
+    }
+    return 1; /* mode 2: the bias (rank 1) to Muon */
+}
+
+START_TEST(test_muon_errors)
+{
+    hl_params *p = hl_params_new();
+    hl_params_add(p, "w", 2, (int[]){3, 4});
+    hl_params_add(p, "b", 1, (int[]){3});
+    hl_params_commit(p);
+    const char *want[] = {"w is in group 2 of 2", "w: row blocks", "b (rank 1) in Muon group 1"};
+    for (int mode = 0; mode < 3; mode++) {
+        hl_error err = {0};
+        hl_optim_groups groups = fixture_groups;
+        groups.group_of = group_of_bad;
+        groups.ctx = &mode;
+        ck_assert_ptr_null(hl_optim_new_groups(p, &groups, &err));
+        ck_assert_msg(strstr(err.message, want[mode]), "%s", err.message);
+    }
+    hl_error err = {0};
+    hl_optim_groups groups = fixture_groups;
+    groups.cfg[1].momentum = 1;
+    ck_assert_ptr_null(hl_optim_new_groups(p, &groups, &err));
+    ck_assert_msg(strstr(err.message, "group 1 (muon): bad hyper-parameters"), "%s", err.message);
+    hl_params_free(p);
+}
+END_TEST
+
+/* WSD: warm-up, then 1 until the last decay_frac of the steps, then linear to
+ * 0 at total_steps, against the lambda one would give LambdaLR. */
+START_TEST(test_schedule_wsd)
+{
+    const hl_lr_schedule s = {.warmup_steps = 10, .total_steps = 200, .decay_frac = 0.2,
+                              .cosine = true};
+    ck_assert(fabs(hl_lr_scale(&s, 0) - 0.1) < 1e-12);
+    ck_assert(hl_lr_scale(&s, 10) == 1);
+    ck_assert(hl_lr_scale(&s, 160) == 1);
+    ck_assert(fabs(hl_lr_scale(&s, 180) - 0.5) < 1e-12);
+    ck_assert(fabs(hl_lr_scale(&s, 199) - 1 / 40.0) < 1e-12);
+    ck_assert(hl_lr_scale(&s, 200) == 0 && hl_lr_scale(&s, 500) == 0);
+    for (int k = 10; k < 300; k++)
+        ck_assert(fabs(hl_lr_scale(&s, k) - fmax(0, fmin(1, (200.0 - k) / 40))) < 1e-12);
+}
+END_TEST
+
 Suite *optim_suite(void)
 {
     Suite *s = suite_create("optim");
     TCase *tc = tcase_create("optim");
+    tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_adamw_matches_torch);
     tcase_add_test(tc, test_sgd_matches_torch);
     tcase_add_test(tc, test_clip_matches_torch);
@@ -366,6 +635,11 @@ Suite *optim_suite(void)
     tcase_add_test(tc, test_adamw_kernel_equals_the_formula);
     tcase_add_test(tc, test_schedule);
     tcase_add_test(tc, test_optim_errors);
+    tcase_add_test(tc, test_newton_schulz_matches_torch);
+    tcase_add_test(tc, test_muon_matches_torch);
+    tcase_add_test(tc, test_muon_threads_and_kernel_sets);
+    tcase_add_test(tc, test_muon_errors);
+    tcase_add_test(tc, test_schedule_wsd);
     suite_add_tcase(s, tc);
     return s;
 }
