@@ -15,6 +15,11 @@
 #include "report/head_files.h"
 #include "report/html.h"
 
+/* Path patching in the report: every head a sender in a model of at most
+ * REPORT_PATHS_ALL heads, else REPORT_PATH_SENDERS of them (path_senders). */
+#define REPORT_PATHS_ALL 48
+#define REPORT_PATH_SENDERS 8
+
 typedef struct {
     const hl_gpt *m;
     const hl_head_report_opts *o;
@@ -280,6 +285,7 @@ static hl_status section_circuit(study *s, hl_error *err)
 typedef struct {
     double clean, corrupt;
     double *z, *k, *attrib, *dla, *paths; /* (L, n_heads) each; paths (N,N) through K */
+    hl_head_set senders;                  /* of a large model's paths (path_senders) */
 } patch_numbers;
 
 static void patch_numbers_free(patch_numbers *p)
@@ -289,6 +295,31 @@ static void patch_numbers_free(patch_numbers *p)
     free(p->attrib);
     free(p->dla);
     free(p->paths);
+}
+
+/* Path patching's senders: every head of a model of at most
+ * REPORT_PATHS_ALL heads; of a larger one (one pass per sender and receiver:
+ * hours on GPT-2 small) the REPORT_PATH_SENDERS heads, outside the last
+ * layer, whose output patches the most (largest |patch z|). */
+static const hl_head_set *path_senders(const hl_gpt *m, const double *z, hl_head_set *set)
+{
+    const hl_gpt_config *c = &m->cfg;
+    if (hl_gpt_total_heads(c) <= REPORT_PATHS_ALL)
+        return NULL;
+    memset(set, 0, sizeof *set);
+    for (int k = 0; k < REPORT_PATH_SENDERS; k++) {
+        int best_l = -1, best_h = -1;
+        for (int l = 0; l + 1 < c->n_layers; l++)
+            for (int h = 0; h < hl_gpt_layer_heads(c, l); h++) {
+                const double v = fabs(z[l * c->n_heads + h]);
+                if (!set->on[l][h] && !isnan(v) &&
+                    (best_l < 0 || v > fabs(z[best_l * c->n_heads + best_h])))
+                    best_l = l, best_h = h;
+            }
+        if (best_l >= 0)
+            set->on[best_l][best_h] = true;
+    }
+    return set;
 }
 
 static hl_status measure_patching(const study *s, const hl_patch_task *t, patch_numbers *p,
@@ -314,7 +345,8 @@ static hl_status measure_patching(const study *s, const hl_patch_task *t, patch_
             p->paths[i] = NAN;
         return HL_OK;
     }
-    return hl_patch_paths(s->m, t, HL_ACT_K, p->paths, err);
+    return hl_patch_paths_from(s->m, t, HL_ACT_K, path_senders(s->m, p->z, &p->senders),
+                               p->paths, err);
 }
 
 /* Activation, path and attribution patching and direct logit attribution on
@@ -391,7 +423,9 @@ static hl_status section_patching(study *s, hl_error *err)
             snprintf(cell(&tb, r, 2), sizeof tb.text[0], "%.3f", p.paths[best[r]]);
         }
         hl_html_text(s->html, "The strongest routes through K: the sender's clean output "
-                     "reaching the receiver's keys only, everything else corrupted.");
+                     "reaching the receiver's keys only, everything else corrupted%s.",
+                     N > REPORT_PATHS_ALL ? " (senders: the 8 heads outside the last "
+                                            "layer whose z patches the most)" : "");
         table_emit(s->html, &tb, (const char *[]){"sender", "receiver", "path patching (k)"});
     }
     free(buf);
