@@ -232,7 +232,8 @@ test-one: $(TEST_BIN)
 	    OMP_NUM_THREADS=$$t $(TEST_BIN) $(TEST_SUITES) || exit 1; done
 
 # The suites that start the example programs, and the rest (the library's).
-PROGRAM_SUITES := examples faults heads heads_patch gradcheck_tool head_report dist tokens
+PROGRAM_SUITES := examples faults heads heads_patch heads_pretrained gradcheck_tool head_report \
+                  dist tokens
 LIBRARY_SUITES := $(filter-out $(PROGRAM_SUITES),\
                     $(shell sed -n 's/^ *X(\([a-z_]*\)).*/\1/p' tests/suites.h))
 

@@ -611,6 +611,9 @@ static void sample_text(hl_graph *g, const hl_gpt *m, const hl_vocab *vocab, con
                         int n, double temperature, hl_rng *rng)
 {
     const int T = m->cfg.n_ctx, V = m->cfg.vocab_out;
+    /* A pretrained model's embedding may be padded past its tokenizer's
+     * tokens: sample among those that have text. */
+    const int tokens = hl_vocab_size(vocab) < V ? hl_vocab_size(vocab) : V;
     int32_t *prompt_tokens = NULL;
     size_t len_prompt = 0;
     hl_error err = {0};
@@ -639,13 +642,13 @@ static void sample_text(hl_graph *g, const hl_gpt *m, const hl_vocab *vocab, con
             break;
         const hl_real *row = logits->data + (size_t)(width - 1) * V;
         double max = -INFINITY, sum = 0;
-        for (int v = 0; v < V; v++)
+        for (int v = 0; v < tokens; v++)
             max = fmax(max, row[v] / temperature);
-        for (int v = 0; v < V; v++)
+        for (int v = 0; v < tokens; v++)
             sum += p[v] = exp(row[v] / temperature - max);
         double u = hl_rng_uniform(rng) * sum;
         int next = 0;
-        while (next < V - 1 && (u -= p[next]) > 0)
+        while (next < tokens - 1 && (u -= p[next]) > 0)
             next++;
         context[len++] = next;
         size_t piece_len;

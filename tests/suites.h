@@ -69,6 +69,7 @@
     X(patching)           \
     X(patch_pairs)        \
     X(heads_patch)        \
+    X(heads_pretrained)   \
     X(probe)              \
     X(composition)        \
     X(head_report)        \

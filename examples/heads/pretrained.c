@@ -227,13 +227,16 @@ int heads_run_generate(const options *o)
         heads_fail(&err);
     hl_rng rng;
     hl_rng_seed(&rng, (uint64_t)o->seed);
+    /* A padded embedding's extra tokens have no text: they are never drawn. */
+    const int size = hl_vocab_size(meta.vocab);
+    const int tokens = size < m->cfg.vocab_out ? size : m->cfg.vocab_out;
     const hl_real *logits;
     const double start = now();
     if (hl_gpt_cache_feed(cache, all, (int)n, &logits, &err) != HL_OK)
         heads_fail(&err);
     const double prompt_done = now();
     for (int i = 0; i < o->tokens; i++) {
-        all[n + i] = hl_gpt_sample(logits, m->cfg.vocab_out, o->temperature, o->top_k, &rng);
+        all[n + i] = hl_gpt_sample(logits, tokens, o->temperature, o->top_k, &rng);
         if (i + 1 < o->tokens && hl_gpt_cache_feed(cache, &all[n + i], 1, &logits, &err) != HL_OK)
             heads_fail(&err);
     }

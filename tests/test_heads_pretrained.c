@@ -1,0 +1,192 @@
+/* Tests for examples/heads/pretrained.c and charlm --init-from: a Hugging
+ * Face folder (tests/fixtures/hf/llama_tiny with the small Llama-3-style
+ * tokenizer of tests/fixtures/pretrained/) through heads eval, generate and
+ * export and a fine-tuning run, end to end; bad folders refused. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io/safetensors.h"
+#include "tests/testutil.h"
+
+#ifndef HL_BUILD_DIR
+#define HL_BUILD_DIR "build"
+#endif
+
+#define LLAMA "tests/fixtures/hf/llama_tiny"
+
+static char temp_dir[64];
+
+/* temp_dir/llama: the tiny Llama with a tokenizer; temp_dir/text.txt. */
+static void make_folder(void)
+{
+    strcpy(temp_dir, "/tmp/headlab-pretrained-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(temp_dir));
+    char command[512];
+    snprintf(command, sizeof command,
+             "mkdir %s/llama && cp " LLAMA "/config.json " LLAMA "/model.safetensors "
+             "tests/fixtures/pretrained/llama3_style/tokenizer.json %s/llama/",
+             temp_dir, temp_dir);
+    tu_run_ok(command);
+    char path[128];
+    snprintf(path, sizeof path, "%s/text.txt", temp_dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 300; i++)
+        fprintf(f, "hello world %d, the cat sat.\n", i % 7);
+    fclose(f);
+}
+
+static void remove_folder(void)
+{
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf %s", temp_dir);
+    tu_run_ok(command);
+}
+
+/* The number after `key` in text. */
+static double number_after(const char *text, const char *key)
+{
+    const char *at = strstr(text, key);
+    ck_assert_msg(at, "no \"%s\" in: %s", key, text);
+    return strtod(at + strlen(key), NULL);
+}
+
+/* heads eval on the fixture's own ids prints transformers' loss, and its
+ * eval.safetensors holds transformers' logits. */
+START_TEST(test_eval_matches_transformers)
+{
+    make_folder();
+    hl_error err = {0};
+    hl_safetensors *f = NULL;
+    ck_assert(hl_safetensors_read(LLAMA "/expected.safetensors", &f, &err) == HL_OK);
+    hl_tensor *ids = hl_safetensors_load(f, "input_ids", false, &err);
+    hl_tensor *loss = hl_safetensors_load(f, "loss", false, &err);
+    hl_tensor *logits = hl_safetensors_load(f, "logits", false, &err);
+    ck_assert(ids && loss && logits);
+    char path[128], command[512], out[16384];
+    snprintf(path, sizeof path, "%s/ids.txt", temp_dir);
+    FILE *file = fopen(path, "w");
+    ck_assert_ptr_nonnull(file);
+    for (int b = 0; b < ids->shape[0]; b++)
+        for (int t = 0; t < ids->shape[1]; t++)
+            fprintf(file, "%d%s", (int)ids->data[b * ids->shape[1] + t],
+                    t + 1 < ids->shape[1] ? " " : "\n");
+    fclose(file);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads eval --model %s/llama --token-ids %s --out %s/eval", temp_dir,
+             path, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    const double got = number_after(out, "loss ");
+    ck_assert_msg(fabs(got - (double)loss->data[0]) < 1e-5, "loss %.7f, transformers %.7f", got,
+                  (double)loss->data[0]);
+    snprintf(path, sizeof path, "%s/eval/eval.safetensors", temp_dir);
+    hl_safetensors *written = NULL;
+    ck_assert_msg(hl_safetensors_read(path, &written, &err) == HL_OK, "%s", err.message);
+    hl_tensor *ours = hl_safetensors_load(written, "logits", false, &err);
+    ck_assert(ours && ours->numel == logits->numel && ours->rank == 3);
+    tu_assert_close("eval.safetensors logits", ours->data, logits->data, ours->numel, 1e-4);
+    ck_assert_ptr_nonnull(hl_safetensors_find(written, "input_ids"));
+    hl_tensor_free(ours);
+    hl_safetensors_free(written);
+    hl_tensor_free(ids);
+    hl_tensor_free(loss);
+    hl_tensor_free(logits);
+    hl_safetensors_free(f);
+    remove_folder();
+}
+END_TEST
+
+/* Text through the folder's tokenizer, generation, export, and a fine-tuning
+ * run whose checkpoint carries the tokenizer and resumes. */
+START_TEST(test_text_generate_export_finetune)
+{
+    make_folder();
+    char command[1024], out[16384];
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads eval --model %s/llama --text \"hello world\" --out %s/e",
+             temp_dir, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "ids[0]:"));
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads generate --model %s/llama --prompt \"hello\" --tokens 6 "
+             "--temperature 0", temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "tokens/s"));
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads export --model %s/llama --out %s/exported", temp_dir, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "LlamaForCausalLM"));
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --init-from %s/llama --data %s/text.txt --ctx 16 --batch 4 "
+             "--steps 6 --eval-every 3 --val-windows 2 --sample 8 --no-report --lr 1e-3 "
+             "--out %s/ft", temp_dir, temp_dir, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "fine-tuning"));
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads eval --model %s/ft/model.safetensors --text \"hello world\" "
+             "--out %s/e2", temp_dir, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "the fine-tuned model: %s", out);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --resume %s/ft/checkpoint.safetensors --data %s/text.txt "
+             "--steps 9 --eval-every 3 --val-windows 2 --sample 0 --no-report --out %s/ft",
+             temp_dir, temp_dir, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "resume: %s", out);
+    ck_assert_ptr_nonnull(strstr(out, "resumed from"));
+    remove_folder();
+}
+END_TEST
+
+static void expect_exit(const char *command, int code, const char *fragment)
+{
+    char out[8192];
+    const int rc = tu_run(command, out, sizeof out);
+    ck_assert_msg(rc == code && strstr(out, fragment), "%s: exit %d, wanted %d and \"%s\": %s",
+                  command, rc, code, fragment, out);
+}
+
+START_TEST(test_bad_input)
+{
+    make_folder();
+    char command[512];
+    /* The fixture folders have no tokenizer: text is refused, ids are not. */
+    expect_exit(HL_BUILD_DIR "/heads eval --model " LLAMA " --text hello", 2,
+                "give --token-ids FILE");
+    expect_exit(HL_BUILD_DIR "/heads eval --model /nonexistent/folder --text hello", 2,
+                "/nonexistent/folder");
+    expect_exit(HL_BUILD_DIR "/heads eval --model " LLAMA, 2, "--text STR or --token-ids FILE");
+    expect_exit(HL_BUILD_DIR "/heads generate --model " LLAMA " --prompt hi", 2,
+                "no vocabulary");
+    snprintf(command, sizeof command, "printf '1 2 3\\n4 5\\n' > %s/bad.txt && "
+             HL_BUILD_DIR "/heads eval --model " LLAMA " --token-ids %s/bad.txt", temp_dir,
+             temp_dir);
+    expect_exit(command, 2, "line 2 has 2 ids");
+    snprintf(command, sizeof command, "printf '1 2 99999\\n' > %s/bad.txt && "
+             HL_BUILD_DIR "/heads eval --model " LLAMA " --token-ids %s/bad.txt", temp_dir,
+             temp_dir);
+    expect_exit(command, 2, "is not a token id of 0..511");
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --init-from %s/llama --data %s/text.txt --mlp swiglu",
+             temp_dir, temp_dir);
+    expect_exit(command, 2, "the model comes from the pretrained model");
+    snprintf(command, sizeof command, "echo '{' > %s/llama/config.json && " HL_BUILD_DIR
+             "/heads scores --model %s/llama", temp_dir, temp_dir);
+    expect_exit(command, 2, "config.json: not a JSON object");
+    remove_folder();
+}
+END_TEST
+
+Suite *heads_pretrained_suite(void)
+{
+    Suite *s = suite_create("heads_pretrained");
+    TCase *tc = tcase_create("programs");
+    tcase_set_timeout(tc, 0);
+    tcase_add_test(tc, test_eval_matches_transformers);
+    tcase_add_test(tc, test_text_generate_export_finetune);
+    tcase_add_test(tc, test_bad_input);
+    suite_add_tcase(s, tc);
+    return s;
+}
