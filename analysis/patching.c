@@ -1,7 +1,6 @@
 /* Activation, path and attribution patching, direct logit attribution and the
  * logit lens: see patching.h. */
 #include "analysis/patching.h"
-#include "tasks/probe.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -46,7 +45,7 @@ hl_status hl_patch_induction_task(const hl_gpt *m, int sequences, int bos, int l
 {
     const hl_gpt_config *c = &m->cfg;
     const int start = bos >= 0 ? 1 : 0, fit = (c->n_ctx - start) / 2;
-    const int half = fit < HL_PROBE_HALF_MAX ? fit : HL_PROBE_HALF_MAX, T = start + 2 * half;
+    const int half = fit < HL_REPEAT_HALF_MAX ? fit : HL_REPEAT_HALF_MAX, T = start + 2 * half;
     *buf = NULL;
     if (half < 3 || sequences < 1 || lo < 0 || hi - lo < 2 || hi > c->vocab_in ||
         hi > c->vocab_out || bos >= c->vocab_in)

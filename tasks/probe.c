@@ -21,7 +21,7 @@ hl_status hl_probe_new(const hl_gpt *m, const hl_probe_opts *opts, hl_probe *p, 
     const int hi = o.token_lo || o.token_hi ? o.token_hi : common;
     const int start = o.bos >= 0 ? 1 : 0;
     const int fit = (m->cfg.n_ctx - start) / 2;
-    const int half = o.half ? o.half : fit < HL_PROBE_HALF_MAX ? fit : HL_PROBE_HALF_MAX;
+    const int half = o.half ? o.half : fit < HL_REPEAT_HALF_MAX ? fit : HL_REPEAT_HALF_MAX;
     if (lo < 0 || hi > common || lo >= hi)
         return hl_error_set(err, HL_ERR_ARG, "probe: tokens %d..%d are not inside the model's "
                             "%d shared input and output tokens", lo, hi - 1, common);

@@ -19,15 +19,10 @@
 #include "text/vocab.h"
 #include "train/eval.h"
 
-/* Tokens per half at most when the options leave it to the context: a
- * GPT-2-sized context of 1,024 would make every traced sequence hold
- * 144 (1,024 x 1,024) attention maps. */
-#define HL_PROBE_HALF_MAX 256
-
 typedef struct hl_probe_opts {
     int sequences;          /* 0: 100, or for T > 256 positions max(8, 25600 / T) */
     int half;               /* n, tokens per half; 0: as many as fit in n_ctx, at most
-                             * HL_PROBE_HALF_MAX */
+                             * HL_REPEAT_HALF_MAX (train/eval.h) */
     int bos;                /* token put first, or < 0 for none */
     int token_lo, token_hi; /* tokens uniform in [lo, hi); both 0: [0, min(vocab_in, vocab_out)) */
     int batch;              /* sequences per forward pass; 0: 50 */
