@@ -29,6 +29,7 @@
     X(residual)           \
     X(gelu)               \
     X(swiglu)             \
+    X(relu2)              \
     X(rope)               \
     X(qkv_heads)          \
     X(gather_heads)       \
