@@ -47,6 +47,7 @@
     X(bpe)                \
     X(pretrained)         \
     X(token_file)         \
+    X(documents)          \
     X(tokenize)           \
     X(window_copy)        \
     X(heatmap)            \
