@@ -50,6 +50,7 @@
 #include "files/atomic.h"
 #include "files/fs.h"
 #include "text/vocab.h"
+#include "data/documents.h"
 #include "data/token_file.h"
 #include "data/tokenize.h"
 #include "data/window_copy.h"

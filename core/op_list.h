@@ -39,6 +39,7 @@
     X(MASK_KEY_PADDING, mask_key_padding, 1, hl_mask_backward, HL_OP_EMITS_INF)          \
     X(MASK_BLOCKED, mask_blocked, 1, hl_mask_backward, HL_OP_EMITS_INF)                  \
     X(MASK_ADDITIVE, mask_additive, 1, hl_mask_backward, HL_OP_EMITS_INF)                \
+    X(MASK_DOCUMENTS, mask_documents, 1, hl_mask_backward, HL_OP_EMITS_INF)              \
     X(ATTENTION, attention, 3, hl_attention_backward, 0)                                 \
     X(EMBEDDING, embedding, 1, hl_embedding_backward, 0)                                 \
     X(LAYERNORM, layernorm, 3, hl_layernorm_backward, 0)                                 \
@@ -48,10 +49,12 @@
     X(GELU, gelu, 1, hl_gelu_backward, 0)                                                \
     X(GELU_TANH, gelu_tanh, 1, hl_gelu_tanh_backward, 0)                                 \
     X(SWIGLU, swiglu, 1, hl_swiglu_backward, 0)                                          \
+    X(RELU2, relu2, 1, hl_relu2_backward, 0)                                             \
     X(ROPE, rope, 1, hl_rope_backward, 0)                                                \
     X(SMEAR, smear, 2, hl_smear_backward, 0)                                             \
     X(DROPOUT, dropout, 1, hl_dropout_backward, 0)                                       \
     X(CROSS_ENTROPY, cross_entropy, 1, hl_cross_entropy_backward, 0)                     \
+    X(CROSS_ENTROPY_SOFTCAP, cross_entropy_softcap, 1, hl_cross_entropy_backward, 0)     \
     X(ARGMAX, argmax, 1, NULL, 0)
 
 #endif

@@ -17,6 +17,8 @@ struct hl_token_file {
     hl_token_header h;
     hl_vocab *vocab;
     uint64_t fingerprint;
+    uint64_t *docs; /* the document starts */
+    size_t n_docs;
 };
 
 enum { FINGERPRINT_ENDS = 1 << 16 }; /* bytes of tokens hashed at each end */
@@ -67,9 +69,9 @@ hl_status hl_token_header_parse(const unsigned char *b, size_t size, uint64_t fi
                            .n_tokens = le64(b + 16), .vocab_size = le32(b + 24),
                            .vocab_hash = le64(b + 32), .vocab_len = le64(b + 40),
                            .text_bytes = le64(b + 48)};
-    if (h->version != HL_TOKEN_VERSION)
+    if (h->version != 1 && h->version != HL_TOKEN_VERSION)
         return hl_error_set(err, HL_ERR_FORMAT, "%s: token file version %u; this build reads "
-                            "version %d", name, h->version, HL_TOKEN_VERSION);
+                            "versions 1 and %d", name, h->version, HL_TOKEN_VERSION);
     if (h->width != 2 && h->width != 4)
         return hl_error_set(err, HL_ERR_FORMAT, "%s: token width %u bytes (2 or 4)", name,
                             h->width);
@@ -79,7 +81,8 @@ hl_status hl_token_header_parse(const unsigned char *b, size_t size, uint64_t fi
     if (h->width == 2 && h->vocab_size > 65536)
         return hl_error_set(err, HL_ERR_FORMAT, "%s: 2-byte tokens for a vocabulary of %u",
                             name, h->vocab_size);
-    if (le32(b + 28) != 0 || le64(b + 56) != 0)
+    h->n_docs = le64(b + 56);
+    if (le32(b + 28) != 0 || (h->version == 1 && h->n_docs != 0))
         return hl_error_set(err, HL_ERR_FORMAT, "%s: reserved header bytes are not zero", name);
     /* The sizes, compared without overflow: each must fit what follows it. */
     if (h->vocab_len == 0 || h->vocab_len > file_size - HL_TOKEN_HEADER)
@@ -89,12 +92,21 @@ hl_status hl_token_header_parse(const unsigned char *b, size_t size, uint64_t fi
     h->tokens_at = (HL_TOKEN_HEADER + h->vocab_len + HL_TOKEN_ALIGN - 1) / HL_TOKEN_ALIGN *
                    HL_TOKEN_ALIGN;
     const uint64_t room = file_size >= h->tokens_at ? file_size - h->tokens_at : 0;
+    /* Version 2's index follows the tokens directly (read byte by byte): a
+     * padding there would let a token count one too large pass. */
+    h->docs_at = h->tokens_at + h->n_tokens * h->width;
     if (file_size < h->tokens_at || h->n_tokens > room / h->width ||
-        h->n_tokens * h->width != room)
+        h->n_docs > (room - h->n_tokens * h->width) / 8 ||
+        h->docs_at + 8 * h->n_docs != file_size)
         return hl_error_set(err, HL_ERR_FORMAT, "%s: %llu bytes, but the header says %llu "
-                            "tokens of %u bytes after %llu bytes (truncated or padded?)", name,
+                            "tokens of %u bytes after %llu bytes and %llu documents "
+                            "(truncated or padded?)", name,
                             (unsigned long long)file_size, (unsigned long long)h->n_tokens,
-                            h->width, (unsigned long long)h->tokens_at);
+                            h->width, (unsigned long long)h->tokens_at,
+                            (unsigned long long)h->n_docs);
+    if (h->version != 1 && (h->n_docs == 0) != (h->n_tokens == 0))
+        return hl_error_set(err, HL_ERR_FORMAT, "%s: %llu documents for %llu tokens", name,
+                            (unsigned long long)h->n_docs, (unsigned long long)h->n_tokens);
     if (size < h->tokens_at)
         return hl_error_set(err, HL_ERR_FORMAT, "%s: the header and vocabulary are cut short",
                             name);
@@ -128,6 +140,30 @@ hl_status hl_token_header_parse(const unsigned char *b, size_t size, uint64_t fi
         *vocab = v;
     else
         hl_vocab_free(v);
+    return HL_OK;
+}
+
+/* The document index of f's mapping into f->docs: {0} for a version-1 file
+ * with tokens; each start checked (ascending, the first 0, inside the tokens). */
+static hl_status read_docs(hl_token_file *f, hl_error *err)
+{
+    const hl_token_header *h = &f->h;
+    f->n_docs = h->version == 1 ? h->n_tokens > 0 : (size_t)h->n_docs;
+    f->docs = malloc((f->n_docs ? f->n_docs : 1) * sizeof *f->docs);
+    if (!f->docs)
+        return hl_error_set(err, HL_ERR_NOMEM, "%s: out of memory", f->path);
+    if (h->version == 1) {
+        f->docs[0] = 0;
+        return HL_OK;
+    }
+    for (size_t i = 0; i < f->n_docs; i++) {
+        f->docs[i] = le64(f->map + h->docs_at + 8 * i);
+        if (i == 0 ? f->docs[i] != 0 : f->docs[i] <= f->docs[i - 1] || f->docs[i] >= h->n_tokens)
+            return hl_error_set(err, HL_ERR_FORMAT, "%s: document %zu starts at token %llu "
+                                "(the starts must ascend from 0 and lie below %llu)", f->path,
+                                i, (unsigned long long)f->docs[i],
+                                (unsigned long long)h->n_tokens);
+    }
     return HL_OK;
 }
 
@@ -170,15 +206,17 @@ hl_token_file *hl_token_file_open(const char *path, hl_error *err)
     /* Windows are drawn at random: read-ahead would only fill memory. */
     madvise(map, f->map_size, MADV_RANDOM);
     if (hl_token_header_parse(f->map, f->map_size, f->map_size, path, &f->h, &f->vocab, err) !=
-        HL_OK) {
+            HL_OK ||
+        read_docs(f, err) != HL_OK) {
         hl_token_file_close(f);
         return NULL;
     }
     const uint64_t bytes = f->h.n_tokens * f->h.width;
     const uint64_t end = bytes < FINGERPRINT_ENDS ? bytes : FINGERPRINT_ENDS;
+    const unsigned char *tokens_end = f->map + f->h.tokens_at + bytes;
     uint64_t h = fnv1a(FNV_START, f->map, f->h.tokens_at);
     h = fnv1a(h, f->map + f->h.tokens_at, end);
-    f->fingerprint = fnv1a(h, f->map + f->map_size - end, end);
+    f->fingerprint = fnv1a(h, tokens_end - end, end);
     return f;
 }
 
@@ -189,6 +227,7 @@ void hl_token_file_close(hl_token_file *f)
     if (f->map)
         munmap((void *)f->map, f->map_size);
     hl_vocab_free(f->vocab);
+    free(f->docs);
     free(f->path);
     free(f);
 }
@@ -197,6 +236,12 @@ const char *hl_token_file_path(const hl_token_file *f) { return f->path; }
 const hl_token_header *hl_token_file_header(const hl_token_file *f) { return &f->h; }
 const hl_vocab *hl_token_file_vocab(const hl_token_file *f) { return f->vocab; }
 uint64_t hl_token_file_fingerprint(const hl_token_file *f) { return f->fingerprint; }
+
+const uint64_t *hl_token_file_docs(const hl_token_file *f, size_t *n)
+{
+    *n = f->n_docs;
+    return f->docs;
+}
 
 hl_status hl_token_file_read(const hl_token_file *f, uint64_t at, size_t n, int32_t *out,
                              hl_error *err)

@@ -4,11 +4,11 @@
  * trains in constant memory and every process that maps it shares the page
  * cache.
  *
- * The format, version 1, every integer little-endian:
+ * The format, version 2, every integer little-endian:
  *
  *     offset  size  field
  *          0     8  magic "HLTOK" and three zero bytes
- *          8     4  format version, 1
+ *          8     4  format version, 2 (1: no document index)
  *         12     4  token width in bytes: 2 when the vocabulary has at most
  *                   65536 tokens, else 4
  *         16     8  token count
@@ -17,15 +17,19 @@
  *         32     8  FNV-1a 64 hash of the vocabulary string
  *         40     8  length of the vocabulary string in bytes
  *         48     8  bytes of text the tokens encode (bytes per token)
- *         56     8  zero
+ *         56     8  documents d in the index (version 1: zero)
  *         64     -  the vocabulary string: hl_vocab_format's output, without
  *                   a NUL ("headlab-words-1" alone for the bytes)
  *                   zeros up to the next multiple of 64
  *              w*n  the tokens, each < the vocabulary size
+ *              8*d  version 2: the document index, right after the tokens:
+ *                   the token where each document starts, ascending, the
+ *                   first 0 (d = 0 only when n = 0)
  *
- * The file's length is exactly the tokens' end. Opening checks every header
- * field, the length against the file's size, and the vocabulary string
- * (parsed, its hash and size compared with the header's). Tokens are checked
+ * The file's length is exactly the end of the index (version 1: of the
+ * tokens). A version-1 file reads as one document. Opening checks every header
+ * field, the length against the file's size, the vocabulary string (parsed,
+ * its hash and size compared with the header's) and the index. Tokens are checked
  * where they are read (hl_token_file_read): a window holding a token >= the
  * vocabulary size is an error naming the file and the position, so opening a
  * file of any size costs the same and touches only its header.
@@ -37,6 +41,7 @@
  *
  *     hl_token_writer *w = hl_token_writer_begin("train.tok", vocab, &err);
  *     hl_token_writer_put(w, tokens, n, text_bytes, &err);   // again and again
+ *     hl_token_writer_end_document(w);                       // where one ends
  *     hl_token_writer_commit(w, &err);                       // or _abort
  */
 #ifndef HL_TOKEN_FILE_H
@@ -49,7 +54,7 @@
 #include "text/vocab.h"
 
 #define HL_TOKEN_MAGIC "HLTOK"
-#define HL_TOKEN_VERSION 1
+#define HL_TOKEN_VERSION 2 /* written; 1 and 2 are read */
 #define HL_TOKEN_HEADER 64  /* bytes of the fixed header */
 #define HL_TOKEN_ALIGN 64   /* the tokens start at a multiple of this */
 
@@ -58,6 +63,8 @@ typedef struct hl_token_header {
     uint32_t version, width, vocab_size;
     uint64_t n_tokens, vocab_hash, vocab_len, text_bytes;
     uint64_t tokens_at; /* where the tokens start: 64 + vocab_len, rounded up to 64 */
+    uint64_t n_docs;    /* documents in the index (version 1: 0, no index) */
+    uint64_t docs_at;   /* where the index starts (version 1: the file's end) */
 } hl_token_header;
 
 /* The FNV-1a 64 hash of a vocabulary string, as the header stores it. */
@@ -89,6 +96,10 @@ const hl_vocab *hl_token_file_vocab(const hl_token_file *f);
  * middle that keeps the length does not. */
 uint64_t hl_token_file_fingerprint(const hl_token_file *f);
 
+/* The file's documents: *n starts (token indices, ascending, the first 0),
+ * owned by f. A version-1 file is one document ({0}); an empty file none. */
+const uint64_t *hl_token_file_docs(const hl_token_file *f, size_t *n);
+
 /* Tokens at..at+n-1 into out as int32; HL_ERR_ARG past the end, HL_ERR_FORMAT
  * naming the file and the position for a token >= the vocabulary size. */
 hl_status hl_token_file_read(const hl_token_file *f, uint64_t at, size_t n, int32_t *out,
@@ -107,6 +118,9 @@ hl_token_writer *hl_token_writer_begin(const char *path, const hl_vocab *v, hl_e
  * the file, for a token outside the vocabulary (nothing is appended). */
 hl_status hl_token_writer_put(hl_token_writer *w, const int32_t *tokens, size_t n,
                               uint64_t text_bytes, hl_error *err);
+/* The tokens put from now on begin a new document (nothing when none were
+ * put since the last start, so no document is empty). */
+hl_status hl_token_writer_end_document(hl_token_writer *w, hl_error *err);
 /* Tokens written so far. */
 uint64_t hl_token_writer_count(const hl_token_writer *w);
 /* Writes the counts into the header and renames the file into place; frees w

@@ -11,6 +11,8 @@ enum { BUFFER_TOKENS = 1 << 16 }; /* tokens converted to the file's width per wr
 struct hl_token_writer {
     hl_atomic_file out;
     hl_token_header h;
+    uint64_t *docs;       /* the document starts so far */
+    size_t n_docs, cap_docs;
     unsigned char buf[BUFFER_TOKENS * 4];
 };
 
@@ -37,6 +39,7 @@ static void header_bytes(const hl_token_header *h, unsigned char b[HL_TOKEN_HEAD
     put64(b + 32, h->vocab_hash);
     put64(b + 40, h->vocab_len);
     put64(b + 48, h->text_bytes);
+    put64(b + 56, h->n_docs);
 }
 
 hl_token_writer *hl_token_writer_begin(const char *path, const hl_vocab *v, hl_error *err)
@@ -71,6 +74,28 @@ hl_token_writer *hl_token_writer_begin(const char *path, const hl_vocab *v, hl_e
     return w;
 }
 
+/* Records a document starting at the next token, unless one already does. */
+static hl_status start_document(hl_token_writer *w, hl_error *err)
+{
+    if (w->n_docs && w->docs[w->n_docs - 1] == w->h.n_tokens)
+        return HL_OK;
+    if (w->n_docs == w->cap_docs) {
+        const size_t cap = w->cap_docs ? 2 * w->cap_docs : 64;
+        uint64_t *grown = realloc(w->docs, cap * sizeof *grown);
+        if (!grown)
+            return hl_error_set(err, HL_ERR_NOMEM, "%s: out of memory", w->out.path);
+        w->docs = grown;
+        w->cap_docs = cap;
+    }
+    w->docs[w->n_docs++] = w->h.n_tokens;
+    return HL_OK;
+}
+
+hl_status hl_token_writer_end_document(hl_token_writer *w, hl_error *err)
+{
+    return w->n_docs && w->docs[w->n_docs - 1] < w->h.n_tokens ? start_document(w, err) : HL_OK;
+}
+
 hl_status hl_token_writer_put(hl_token_writer *w, const int32_t *tokens, size_t n,
                               uint64_t text_bytes, hl_error *err)
 {
@@ -78,6 +103,8 @@ hl_status hl_token_writer_put(hl_token_writer *w, const int32_t *tokens, size_t 
         if ((uint32_t)tokens[i] >= w->h.vocab_size)
             return hl_error_set(err, HL_ERR_ARG, "%s: token %d is outside the vocabulary of %u",
                                 w->out.path, tokens[i], w->h.vocab_size);
+    if (n && !w->n_docs && start_document(w, err) != HL_OK) /* the first document */
+        return err->status;
     for (size_t done = 0; done < n;) {
         const size_t k = n - done < BUFFER_TOKENS ? n - done : BUFFER_TOKENS;
         for (size_t i = 0; i < k; i++) {
@@ -101,6 +128,15 @@ uint64_t hl_token_writer_count(const hl_token_writer *w) { return w->h.n_tokens;
 
 hl_status hl_token_writer_commit(hl_token_writer *w, hl_error *err)
 {
+    /* The index after the tokens: a start at the very end began no document. */
+    if (w->n_docs && w->docs[w->n_docs - 1] == w->h.n_tokens)
+        w->n_docs--;
+    for (size_t i = 0; i < w->n_docs; i++) {
+        unsigned char start[8];
+        put64(start, w->docs[i]);
+        fwrite(start, 1, sizeof start, w->out.f);
+    }
+    w->h.n_docs = w->n_docs;
     unsigned char header[HL_TOKEN_HEADER];
     header_bytes(&w->h, header);
     if (fseek(w->out.f, 0, SEEK_SET) != 0) {
@@ -113,6 +149,7 @@ hl_status hl_token_writer_commit(hl_token_writer *w, hl_error *err)
      * checks. */
     fwrite(header, 1, sizeof header, w->out.f);
     hl_status st = hl_atomic_commit(&w->out, err);
+    free(w->docs);
     free(w);
     return st;
 }
@@ -122,5 +159,6 @@ void hl_token_writer_abort(hl_token_writer *w)
     if (!w)
         return;
     hl_atomic_abort(&w->out);
+    free(w->docs);
     free(w);
 }

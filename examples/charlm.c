@@ -56,6 +56,8 @@ typedef struct {
     bool no_mlp, no_layernorm, no_report, tie, smear, parallel, no_bias, no_head_bias, zero_init;
     bool ctx_given, muon_lr_given, decay_frac_given;
     bool model_given, rope_base_given, mlp_given, norm_given; /* flags the user wrote */
+    bool qk_norm, doc_windows; /* the training recipe's options */
+    double softcap;
 } options;
 
 static void usage(FILE *f)
@@ -91,7 +93,15 @@ static void usage(FILE *f)
         "  --norm NAME          layernorm (the default), rmsnorm or none\n"
         "  --mlp NAME           gelu (4x wide, the default), gelu_tanh (GELU's tanh\n"
         "                       approximation, GPT-2's gelu_new), swiglu (8/3 x wide, rounded\n"
-        "                       up to a multiple of 16) or none (attention only)\n"
+        "                       up to a multiple of 16), relu2 (relu(x)^2, 4x wide) or none\n"
+        "                       (attention only)\n"
+        "  --qk-norm            RMSNorm of every head's q and k before rotation, with a\n"
+        "                       learned gain per layer (QK-norm)\n"
+        "  --softcap C          the loss reads C*tanh(logits/C): logit soft-capping (0: off)\n"
+        "  --doc-windows        training windows start where a document does, and attention\n"
+        "                       never crosses a document boundary inside one (documents:\n"
+        "                       the token files' index, or for --data the lines holding\n"
+        "                       only a form feed)\n"
         "  --kv-heads N         key/value heads, dividing --heads: grouped-query attention\n"
         "                       (0: one per head)\n"
         "  --rotary-dims N      with --pos rope: rotate only the first N (even) dims of each\n"
@@ -198,6 +208,9 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_FLAG("no-mlp", &o.no_mlp),
         HL_OPTION_FLAG("no-layernorm", &o.no_layernorm),
         HL_OPTION_FLAG("no-report", &o.no_report),
+        HL_OPTION_FLAG("qk-norm", &o.qk_norm),
+        HL_OPTION_REAL("softcap", &o.softcap, 0, 1e6),
+        HL_OPTION_FLAG("doc-windows", &o.doc_windows),
         {0},
     };
     hl_cli_parse_or_exit("charlm", opts, argc, argv, usage);
@@ -225,7 +238,8 @@ static options parse_options(int argc, char **argv)
     if (hl_gpt_norm_parse(o.norm) < 0)
         hl_cli_bad_input("charlm", "unknown --norm %s (layernorm, rmsnorm or none)", o.norm);
     if (hl_gpt_mlp_parse(o.mlp) < 0)
-        hl_cli_bad_input("charlm", "unknown --mlp %s (gelu, gelu_tanh, swiglu or none)", o.mlp);
+        hl_cli_bad_input("charlm", "unknown --mlp %s (gelu, gelu_tanh, swiglu, relu2 or none)",
+                         o.mlp);
     if (o.no_mlp && o.mlp_given && strcmp(o.mlp, "none"))
         hl_cli_bad_input("charlm", "--no-mlp with --mlp %s", o.mlp);
     if (o.no_layernorm && o.norm_given && strcmp(o.norm, "none"))
@@ -240,6 +254,10 @@ static options parse_options(int argc, char **argv)
         hl_cli_bad_input("charlm", "--pos, --norm, --mlp, --rope-base, --tie, --smear, --no-mlp, "
                          "--no-layernorm, --kv-heads, --rotary-dims, --parallel, --no-bias and "
                          "--no-head-bias with %s: the model comes from %s",
+                         o.resume ? "--resume" : "--init-from",
+                         o.resume ? "the checkpoint" : "the pretrained model");
+    if ((o.resume || o.init_from) && (o.qk_norm || o.softcap > 0))
+        hl_cli_bad_input("charlm", "--qk-norm or --softcap with %s: the model comes from %s",
                          o.resume ? "--resume" : "--init-from",
                          o.resume ? "the checkpoint" : "the pretrained model");
     if (o.resume && o.init_from)
@@ -349,6 +367,9 @@ typedef struct {
     int32_t *x, *y;         /* this rank's rows of the step's batch */
     size_t *offsets;        /* the global batch's windows */
     hl_window_copy *copies; /* and the spans recurring in them (--copy-windows) */
+    uint64_t *doc_starts;   /* --doc-windows: the training text's documents */
+    size_t n_docs, doc_windows; /* and how many of them start a whole window */
+    hl_tensor *doc_ids;     /* (rows,T): this rank's windows' document ids */
     int copy_span;          /* the copied spans' length; 0: no copies */
     int rows;               /* this rank's share of the batch */
     hl_rng data_rng;        /* the same on every rank */
@@ -372,8 +393,9 @@ typedef struct {
 static hl_tensor *shard_loss(hl_graph *g, void *ctx)
 {
     const run *r = ctx;
-    hl_tensor *logits = hl_gpt_forward(g, r->m, r->x, r->rows, r->T, NULL);
-    hl_tensor *loss = hl_cross_entropy(g, logits, r->y, -1);
+    hl_tensor *logits = hl_gpt_forward(g, r->m, r->x, r->rows, r->T,
+                                       r->doc_ids ? &(hl_gpt_run){.doc_ids = r->doc_ids} : NULL);
+    hl_tensor *loss = hl_gpt_loss(g, r->m, logits, r->y, -1);
     return hl_scale(g, loss, (hl_real)r->rows / (hl_real)r->B);
 }
 
@@ -384,8 +406,9 @@ static hl_status next_batch(void *ctx, int64_t step, hl_error *err)
     (void)step;
     run *r = ctx;
     for (int b = 0; b < r->B; b++) {
-        r->offsets[b] =
-            (size_t)(hl_rng_uniform(&r->data_rng) * (double)(r->train.size - (size_t)r->T - 1));
+        const double u = hl_rng_uniform(&r->data_rng);
+        r->offsets[b] = r->doc_starts ? (size_t)r->doc_starts[hl_docs_draw(r->doc_windows, u)]
+                                      : (size_t)(u * (double)(r->train.size - (size_t)r->T - 1));
         /* Nothing drawn without copies: such a run reads the windows it
          * read before the option existed. */
         r->copies[b] =
@@ -396,6 +419,14 @@ static hl_status next_batch(void *ctx, int64_t step, hl_error *err)
     r->rows = end - begin;
     r->batch_failed = make_batch(r->train, r->offsets + begin, r->copies + begin, r->rows, r->T,
                                  r->x, r->y, err) != HL_OK;
+    if (r->doc_starts) {
+        if (!r->doc_ids && !(r->doc_ids = hl_tensor_new("doc_ids", 2, (int[]){r->rows, r->T},
+                                                        false)))
+            return hl_error_set(err, HL_ERR_NOMEM, "charlm: out of memory");
+        for (int b = 0; b < r->rows; b++)
+            hl_docs_ids(r->doc_starts, r->n_docs, r->offsets[begin + b], r->T,
+                        r->doc_ids->data + (size_t)b * r->T);
+    }
     return r->batch_failed ? err->status : HL_OK;
 }
 
@@ -640,7 +671,9 @@ static void sample_text(hl_graph *g, const hl_gpt *m, const hl_vocab *vocab, con
         hl_tensor *logits = hl_gpt_forward(g, m, context + start, 1, width, NULL);
         if (hl_graph_failed(g))
             break;
-        const hl_real *row = logits->data + (size_t)(width - 1) * V;
+        hl_real *row = logits->data + (size_t)(width - 1) * V;
+        for (int v = 0; m->cfg.softcap > 0 && v < V; v++) /* the logits the loss reads */
+            row[v] = hl_gpt_logit(&m->cfg, row[v]);
         double max = -INFINITY, sum = 0;
         for (int v = 0; v < tokens; v++)
             max = fmax(max, row[v] / temperature);
@@ -722,8 +755,13 @@ static void load_text(run *r)
                        ? hl_vocab_learn_bpe(text, n_train, r->o.vocab, &err)
                        : hl_vocab_learn(text, n_train, r->o.vocab, &err);
     size_t n[2] = {0, 0};
+    /* --doc-windows: the training text encoded document by document (as
+     * tokenize encodes it), keeping where each starts. */
     if (!r->vocab ||
-        hl_vocab_encode(r->vocab, text, n_train, &r->tokens[0], &n[0], &err) != HL_OK ||
+        (r->o.doc_windows ? hl_docs_encode(r->vocab, text, n_train, &r->tokens[0], &n[0],
+                                           &r->doc_starts, &r->n_docs, &err)
+                          : hl_vocab_encode(r->vocab, text, n_train, &r->tokens[0], &n[0],
+                                            &err)) != HL_OK ||
         hl_vocab_encode(r->vocab, text + n_train, n_val, &r->tokens[1], &n[1], &err) != HL_OK) {
         free(text);
         fprintf(stderr, "charlm: %s\n", err.message[0] ? err.message : "out of memory");
@@ -835,6 +873,33 @@ static double bytes_per_token(const run *r)
     return (double)r->size / (double)(r->train.size + r->val.size);
 }
 
+/* --doc-windows: the training text's documents (the token file's index;
+ * --data found them while encoding) and those that start a whole window.
+ * Exits 2 when none does. */
+static void setup_doc_windows(run *r)
+{
+    if (!r->o.doc_windows)
+        return;
+    if (r->files[0]) {
+        const uint64_t *starts = hl_token_file_docs(r->files[0], &r->n_docs);
+        if (!(r->doc_starts = malloc((r->n_docs ? r->n_docs : 1) * sizeof *starts))) {
+            fprintf(stderr, "charlm: out of memory\n");
+            hl_dist_abort(1);
+        }
+        memcpy(r->doc_starts, starts, r->n_docs * sizeof *starts);
+    }
+    r->doc_windows =
+        hl_docs_window_starts(r->doc_starts, r->n_docs, r->train.size, (size_t)r->T + 1);
+    if (!r->doc_windows) {
+        fprintf(stderr, "charlm: --doc-windows: no document of the training text starts %d "
+                "tokens before its end\n", r->T + 1);
+        hl_dist_abort(2);
+    }
+    if (r->lead)
+        printf("documents: %zu in the training text, %zu of them start a window\n", r->n_docs,
+               r->doc_windows);
+}
+
 /* Exits 2 when the text is too short for the context. */
 static void check_text_fits(const run *r)
 {
@@ -876,7 +941,8 @@ static hl_gpt *build_model(const options *o, hl_vocab **vocab, hl_error *err)
                          .n_kv_heads = o->kv_heads, .rotary_dims = o->rotary_dims,
                          .parallel_residual = o->parallel, .no_qkv_bias = o->no_bias,
                          .no_out_bias = o->no_bias, .no_mlp_bias = o->no_bias,
-                         .no_head_bias = o->no_head_bias};
+                         .no_head_bias = o->no_head_bias, .qk_norm = o->qk_norm,
+                         .softcap = o->softcap};
     return hl_gpt_new(&cfg, err);
 }
 
@@ -1052,6 +1118,7 @@ static void setup(run *r, const options *o)
     const int n_ctx = r->m->cfg.n_ctx;
     r->T = (o->init_from || o->resume) && o->ctx_given && o->ctx < n_ctx ? o->ctx : n_ctx;
     check_text_fits(r);
+    setup_doc_windows(r);
     if (o->copy_windows > 0) {
         r->copy_span = o->copy_span ? o->copy_span : r->T / 4 > 0 ? r->T / 4 : 1;
         if (2 * r->copy_span > r->T + 1)
@@ -1167,6 +1234,8 @@ static void teardown(run *r)
     free(r->offsets);
     free(r->copies);
     free(r->tokens[0]);
+    free(r->doc_starts);
+    hl_tensor_free(r->doc_ids);
     free(r->tokens[1]);
     hl_token_file_close(r->files[0]);
     hl_token_file_close(r->files[1]);

@@ -8,7 +8,11 @@
  *
  * The files are read as one text, in order. Its last F of the bytes
  * (charlm's split: the last size/10 bytes for 0.1) go to DIR/val.tok, the
- * rest to DIR/train.tok. The text is streamed in blocks of BLOCK bytes, each
+ * rest to DIR/train.tok. The files keep the documents of the text
+ * (hl_token_file_docs): each input file ends one, and so does each line
+ * holding only a form feed ("\f\n"), which stays the last line of the
+ * document it ends (data/documents.h). Each document is encoded on its own
+ * (no token spans two). The text is streamed in blocks of BLOCK bytes, each
  * encoded in parallel chunks (data/tokenize.h), so memory does not grow with
  * the corpus and the files are the same for any thread count. A learnt
  * vocabulary comes from the first LEARN_SAMPLE bytes of the training part
@@ -75,6 +79,27 @@ typedef struct {
     uint64_t size;      /* bytes in all of them */
 } stream;
 
+/* Up to n bytes of the current file into buf, fewer at its end, where
+ * *file_end is set (and the next read starts the next file). */
+static size_t stream_read_file(stream *s, unsigned char *buf, size_t n, bool *file_end)
+{
+    *file_end = false;
+    if (s->at >= s->n)
+        return 0;
+    if (!s->f && !(s->f = fopen(s->paths[s->at], "rb")))
+        hl_cli_bad_input(program, "cannot read %s: %s", s->paths[s->at], strerror(errno));
+    const size_t got = fread(buf, 1, n, s->f);
+    if (got < n) {
+        if (ferror(s->f))
+            hl_cli_bad_input(program, "cannot read %s", s->paths[s->at]);
+        fclose(s->f);
+        s->f = NULL;
+        s->at++;
+        *file_end = true;
+    }
+    return got;
+}
+
 static void stream_open(stream *s, char **paths, int n)
 {
     *s = (stream){.paths = paths, .n = n};
@@ -92,18 +117,9 @@ static void stream_open(stream *s, char **paths, int n)
 static size_t stream_read(stream *s, unsigned char *buf, size_t n)
 {
     size_t got = 0;
-    while (got < n && s->at < s->n) {
-        if (!s->f && !(s->f = fopen(s->paths[s->at], "rb")))
-            hl_cli_bad_input(program, "cannot read %s: %s", s->paths[s->at], strerror(errno));
-        got += fread(buf + got, 1, n - got, s->f);
-        if (got < n) {
-            if (ferror(s->f))
-                hl_cli_bad_input(program, "cannot read %s", s->paths[s->at]);
-            fclose(s->f);
-            s->f = NULL;
-            s->at++;
-        }
-    }
+    bool file_end;
+    while (got < n && s->at < s->n)
+        got += stream_read_file(s, buf + got, n - got, &file_end);
     return got;
 }
 
@@ -159,27 +175,47 @@ static uint64_t write_part(stream *s, uint64_t bytes, const hl_vocab *v, const c
         exit(err.status == HL_ERR_IO ? 2 : 1);
     }
     uint64_t left = bytes;
-    for (;;) {
-        const size_t want = cap - have < left ? cap - have : (size_t)left;
-        const size_t got = stream_read(s, buf + have, want);
-        if (got < want)
-            hl_cli_bad_input(program, "the input files shrank while being read");
-        have += got;
-        left -= got;
-        size_t used;
-        if (hl_tokenize_block(v, buf, have, HL_TOKENIZE_CHUNK, left == 0, w, &used, &err) !=
-            HL_OK) {
+    /* file_end: buf[0..have) ends where a file does; line_start: buf[0]
+     * starts a line. */
+    bool file_end = false, line_start = true;
+    while (left > 0 || have > 0) {
+        if (!file_end && left > 0 && have < cap) {
+            const size_t want = cap - have < left ? cap - have : (size_t)left;
+            const size_t got = stream_read_file(s, buf + have, want, &file_end);
+            if (got < want && !file_end)
+                hl_cli_bad_input(program, "the input files shrank while being read");
+            have += got;
+            left -= got;
+        }
+        if (file_end && have == 0) { /* an empty file, or one whose text is all written */
+            file_end = false;
+            continue;
+        }
+        /* A document ends at a form-feed line, at a file's end and at the
+         * part's: it is encoded to its end, alone. */
+        size_t safe;
+        size_t doc = hl_docs_form_feed_end(buf, have, line_start, &safe);
+        if (!doc && (file_end || left == 0))
+            doc = have, safe = have;
+        const size_t n = doc ? doc : safe;
+        size_t used = 0;
+        if (n && hl_tokenize_block(v, buf, n, HL_TOKENIZE_CHUNK, doc != 0, w, &used, &err) !=
+                     HL_OK) {
             hl_token_writer_abort(w);
             fprintf(stderr, "%s: %s\n", program, err.message);
             exit(err.status == HL_ERR_NOMEM ? 1 : 2);
         }
+        if (doc && hl_token_writer_end_document(w, &err) != HL_OK) {
+            hl_token_writer_abort(w);
+            fprintf(stderr, "%s: %s\n", program, err.message);
+            exit(1);
+        }
         *done += used;
         progress_show(p, *done, false);
+        line_start = doc ? true : used ? buf[used - 1] == '\n' : line_start;
         memmove(buf, buf + used, have - used);
         have -= used;
-        if (left == 0)
-            break;
-        if (used == 0 && have == cap) {
+        if (used == 0 && !doc && have == cap) {
             /* No place to cut in a whole block (a text without line breaks or
              * spaces before words): a longer block. */
             unsigned char *grown = cap < BLOCK_MAX ? realloc(buf, cap * 2) : NULL;

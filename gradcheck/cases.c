@@ -17,7 +17,7 @@
 struct hl_gradcheck_case_data {
     hl_tensor *owned[MAX_OWNED]; /* heap tensors: inputs, and a mask */
     int n_owned;
-    const hl_tensor *mask;       /* mask cases: padding, blocked or additive bias */
+    const hl_tensor *mask;       /* mask cases: padding, blocked, additive bias or doc ids */
     int flags;                   /* matmul transpose flags */
     hl_real p;                   /* scale factor, dropout probability */
     int32_t ids[MAX_IDS];        /* embedding ids, or the gpt's tokens */
@@ -131,6 +131,12 @@ static hl_tensor *build_additive(hl_graph *g, hl_tensor *const *in, void *ctx)
     return hl_softmax(g, hl_mask_additive(g, in[0], ((case_data *)ctx)->mask));
 }
 
+/* Causal and documents, d->mask the document ids. */
+static hl_tensor *build_documents(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    return hl_softmax(g, hl_mask_documents(g, hl_mask_causal(g, in[0]), ((case_data *)ctx)->mask));
+}
+
 /* Causal, with d->mask as key padding, scale 0.6. */
 static hl_tensor *build_attention(hl_graph *g, hl_tensor *const *in, void *ctx)
 {
@@ -217,6 +223,12 @@ static hl_tensor *build_swiglu(hl_graph *g, hl_tensor *const *in, void *ctx)
     return hl_swiglu(g, in[0]);
 }
 
+static hl_tensor *build_relu2(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    return hl_relu2(g, in[0]);
+}
+
 /* A small base, so that positions far apart turn by visibly different angles. */
 static hl_tensor *build_rope(hl_graph *g, hl_tensor *const *in, void *ctx)
 {
@@ -247,6 +259,13 @@ static hl_tensor *build_cross_entropy(hl_graph *g, hl_tensor *const *in, void *c
     return hl_cross_entropy(g, in[0], ((case_data *)ctx)->targets, -1);
 }
 
+/* The cap in d->p. */
+static hl_tensor *build_cross_entropy_softcap(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    const case_data *d = ctx;
+    return hl_cross_entropy_softcap(g, in[0], d->targets, -1, d->p);
+}
+
 static hl_tensor *build_mha_self(hl_graph *g, hl_tensor *const *in, void *ctx)
 {
     case_data *d = ctx;
@@ -266,6 +285,17 @@ static hl_tensor *build_gpt(hl_graph *g, hl_tensor *const *in, void *ctx)
     case_data *d = ctx;
     hl_tensor *logits = hl_gpt_forward(g, d->gpt, d->ids, d->B, d->T, NULL);
     return hl_cross_entropy(g, logits, d->targets, -1);
+}
+
+/* The training recipe's GPT: documents packed in each sequence (d->mask the
+ * ids) and the model's own loss (soft-capped). */
+static hl_tensor *build_gpt_recipe(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)in;
+    case_data *d = ctx;
+    hl_tensor *logits =
+        hl_gpt_forward(g, d->gpt, d->ids, d->B, d->T, &(hl_gpt_run){.doc_ids = d->mask});
+    return hl_gpt_loss(g, d->gpt, logits, d->targets, -1);
 }
 
 /* ---- inputs ---- */
@@ -369,6 +399,30 @@ static hl_status setup_attention(case_data *d, hl_gradcheck_case *c, hl_rng *rng
     for (int s = 7; s < 14; s++)
         m->data[s] = 1;
     d->mask = m;
+    return HL_OK;
+}
+
+/* doc_ids (2,7): batch 0 three documents (0,0,1,1,1,2,2), batch 1 two. */
+static hl_status setup_documents(case_data *d, hl_gradcheck_case *c, hl_rng *rng, hl_error *err)
+{
+    (void)c;
+    hl_tensor *m = owned_tensor(d, "doc_ids", 2, (int[]){2, 7}, false, rng, 0, 0, err);
+    if (!m)
+        return err->status;
+    static const int ids[14] = {0, 0, 1, 1, 1, 2, 2, 4, 4, 4, 7, 7, 7, 7};
+    for (int i = 0; i < 14; i++)
+        m->data[i] = (hl_real)ids[i];
+    d->mask = m;
+    return HL_OK;
+}
+
+/* Every other input negated: |x| stays away from ReLU²'s kink at 0, where a
+ * central difference would straddle it. */
+static hl_status setup_relu2(case_data *d, hl_gradcheck_case *c, hl_rng *rng, hl_error *err)
+{
+    (void)d, (void)rng, (void)err;
+    for (size_t i = 0; i < c->inputs[0]->numel; i += 2)
+        c->inputs[0]->data[i] = -c->inputs[0]->data[i];
     return HL_OK;
 }
 
@@ -477,6 +531,36 @@ static hl_status setup_gpt(case_data *d, hl_gradcheck_case *c, hl_rng *rng, hl_e
     return HL_OK;
 }
 
+/* The recipe's options (models/gpt.h): QK-norm, a ReLU² MLP, RMSNorm, rotary
+ * positions and a soft-capped loss; 2 layers, d_model 8, 2 heads, vocab 5 in
+ * / 4 out, tokens (2,7) packed with documents. */
+static hl_status setup_gpt_recipe(case_data *d, hl_gradcheck_case *c, hl_rng *rng,
+                                  hl_error *err)
+{
+    hl_gpt_config cfg = {.vocab_in = 5, .vocab_out = 4, .n_ctx = 7, .d_model = 8, .n_heads = 2,
+                         .n_layers = 2, .mlp = HL_GPT_MLP_RELU2, .norm = HL_GPT_NORM_RMS,
+                         .pos = HL_GPT_POS_ROPE, .emb_std = 0.5, .qk_norm = true,
+                         .softcap = 2};
+    d->gpt = hl_gpt_new(&cfg, err);
+    if (!d->gpt || setup_documents(d, c, rng, err) != HL_OK)
+        return err->status;
+    hl_gpt *m = d->gpt;
+    hl_gpt_init_weights(m, rng);
+    /* The QK-norm gains away from 1, so they matter. */
+    hl_init_uniform(m->blocks[0].attn.q_norm, rng, 0.5, 1.5);
+    hl_init_uniform(m->blocks[1].attn.k_norm, rng, 0.5, 1.5);
+    d->B = 2, d->T = 7;
+    for (int i = 0; i < d->B * d->T; i++) {
+        d->ids[i] = (int32_t)hl_rng_below(rng, 5);
+        d->targets[i] = i == 3 ? -1 : (int32_t)hl_rng_below(rng, 4);
+    }
+    hl_tensor *in[] = {m->tok_emb, m->blocks[0].attn.q_norm, m->blocks[1].attn.k_norm,
+                       m->blocks[0].attn.in_proj_weight, m->blocks[1].fc_w, m->head_w};
+    c->n_inputs = 6;
+    memcpy(c->inputs, in, sizeof in);
+    return HL_OK;
+}
+
 #define IN(name, rank, ...) {name, rank, {__VA_ARGS__}, -1, 1}
 #define IN_RANGE(name, rank, lo, hi, ...) {name, rank, {__VA_ARGS__}, lo, hi}
 
@@ -514,6 +598,8 @@ static const case_entry cases[] = {
      .in = {IN_RANGE("scores", 3, -2, 2, 3, 5, 7)}, .setup = setup_blocked},
     {.name = "mask_additive+softmax", .fn = build_additive, .n_inputs = 1,
      .in = {IN_RANGE("scores", 4, -2, 2, 2, 1, 5, 7)}, .setup = setup_additive},
+    {.name = "mask_documents+softmax", .fn = build_documents, .n_inputs = 1,
+     .in = {IN_RANGE("scores", 4, -2, 2, 2, 3, 5, 7)}, .setup = setup_documents},
     {.name = "attention", .fn = build_attention, .n_inputs = 3,
      .in = {IN("q", 4, 2, 2, 5, 3), IN("k", 4, 2, 2, 7, 3), IN("v", 4, 2, 2, 7, 3)},
      .setup = setup_attention},
@@ -535,6 +621,8 @@ static const case_entry cases[] = {
      .in = {IN_RANGE("x", 3, -3, 3, 3, 1, 17)}},
     {.name = "swiglu", .fn = build_swiglu, .n_inputs = 1,
      .in = {IN_RANGE("x", 3, -3, 3, 3, 1, 34)}},
+    {.name = "relu2", .fn = build_relu2, .n_inputs = 1,
+     .in = {IN_RANGE("x", 3, 0.2, 3, 3, 1, 17)}, .setup = setup_relu2},
     {.name = "rope", .fn = build_rope, .n_inputs = 1, .in = {IN("x", 4, 2, 3, 7, 6)}},
     {.name = "rope_partial", .fn = build_rope_partial, .n_inputs = 1,
      .in = {IN("x", 4, 2, 3, 5, 7)}},
@@ -549,9 +637,12 @@ static const case_entry cases[] = {
      .p = 0.4},
     {.name = "cross_entropy", .fn = build_cross_entropy, .n_inputs = 1,
      .in = {IN_RANGE("logits", 3, -2, 2, 2, 17, 5)}, .setup = setup_cross_entropy},
+    {.name = "cross_entropy_softcap", .fn = build_cross_entropy_softcap, .n_inputs = 1,
+     .in = {IN_RANGE("logits", 3, -4, 4, 2, 17, 5)}, .setup = setup_cross_entropy, .p = 3},
     {.name = "mha_self_causal", .fn = build_mha_self, .setup = setup_mha_self},
     {.name = "mha_cross_padding", .fn = build_mha_cross, .setup = setup_mha_cross},
     {.name = "gpt", .fn = build_gpt, .setup = setup_gpt},
+    {.name = "gpt_recipe", .fn = build_gpt_recipe, .setup = setup_gpt_recipe},
 };
 
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))

@@ -28,6 +28,11 @@ static bool common_ok(const hl_gpt_config *c, char *why, size_t size)
 {
     if (c->smear_keys)
         return differs(why, size, "smeared keys (no Hugging Face architecture has them)");
+    if (c->qk_norm)
+        return differs(why, size, "QK-norm (GPT-2, GPT-NeoX, Llama and Qwen2 have none)");
+    if (c->softcap > 0)
+        return differs(why, size, "soft-capped logits (GPT-2, GPT-NeoX, Llama and Qwen2 have "
+                       "none)");
     for (int l = 0; l < c->n_layers; l++)
         if (hl_gpt_layer_heads(c, l) != c->n_heads)
             return differs(why, size, "layer %d has %d of %d heads after pruning (the "

@@ -34,6 +34,7 @@ static void declare_block(hl_gpt *m, int l, hl_error *err)
     hl_mha_config attn = {.embed_dim = d, .num_heads = heads, .head_dim = d / c->n_heads,
                           .bias = !c->no_qkv_bias, .no_out_bias = c->no_out_bias,
                           .smear_keys = c->smear_keys, .kv_heads = kv_heads,
+                          .qk_norm = c->qk_norm, .qk_norm_eps = hl_gpt_norm_eps(c),
                           .kv_of = kv_heads < heads ? m->kv_of[l] : NULL};
     if (c->pos == HL_GPT_POS_ROPE) {
         attn.rotary_base = c->rope_base > 0 ? c->rope_base : HL_GPT_ROPE_BASE;
@@ -66,6 +67,7 @@ static uint64_t mlp_width(const hl_gpt_config *cfg)
     switch (cfg->mlp) {
     case HL_GPT_MLP_GELU:
     case HL_GPT_MLP_GELU_TANH:
+    case HL_GPT_MLP_RELU2:
         return 4 * d;
     case HL_GPT_MLP_SWIGLU:
         /* Llama's 2/3 of 4d, so that three matrices hold what GELU's two do. */
@@ -161,12 +163,13 @@ hl_gpt *hl_gpt_new(const hl_gpt_config *cfg, hl_error *err)
         (unsigned)cfg->pos >= HL_GPT_POS_KINDS || (unsigned)cfg->norm >= HL_GPT_NORM_KINDS ||
         (unsigned)cfg->mlp >= HL_GPT_MLP_KINDS || !(cfg->rope_base >= 0) ||
         cfg->n_kv_heads < 0 || cfg->rotary_dims < 0 || cfg->mlp_width < 0 ||
-        !(cfg->norm_eps >= 0 && cfg->norm_eps < 1)) {
+        !(cfg->norm_eps >= 0 && cfg->norm_eps < 1) ||
+        !(cfg->softcap >= 0 && isfinite(cfg->softcap))) {
         hl_error_set(err, HL_ERR_ARG,
                      "gpt: bad config (vocab_in, vocab_out, n_ctx, d_model, n_heads >= 1; "
                      "1 <= n_layers <= %d; 0 <= dropout < 1; emb_std > 0; known pos, norm "
                      "and mlp; rope_base >= 0; n_kv_heads, rotary_dims, mlp_width >= 0; "
-                     "0 <= norm_eps < 1)",
+                     "0 <= norm_eps < 1; softcap >= 0, finite)",
                      HL_GPT_MAX_LAYERS);
         return NULL;
     }
@@ -297,6 +300,8 @@ void hl_gpt_init_weights(hl_gpt *m, hl_rng *rng)
         init_linear(b->attn.out_proj_weight, b->attn.out_proj_bias, rng);
         if (b->attn.smear)
             hl_tensor_fill(b->attn.smear, 0);
+        init_layernorm(b->attn.q_norm, NULL); /* QK-norm gains 1; no random numbers drawn */
+        init_layernorm(b->attn.k_norm, NULL);
         init_layernorm(b->ln2_w, b->ln2_b);
         if (b->fc_w) {
             init_linear(b->fc_w, b->fc_b, rng);
@@ -359,6 +364,9 @@ static hl_tensor *mlp(hl_graph *g, const hl_gpt *m, const hl_gpt_block *b, hl_te
     case HL_GPT_MLP_GELU_TANH:
         hidden = hl_linear_gelu_tanh(g, x, b->fc_w, b->fc_b);
         break;
+    case HL_GPT_MLP_RELU2:
+        hidden = hl_relu2(g, hl_linear(g, x, b->fc_w, b->fc_b));
+        break;
     default:
         hidden = hl_linear_gelu(g, x, b->fc_w, b->fc_b);
     }
@@ -396,7 +404,7 @@ hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, i
                          (int)run->patches[i].act, m->cfg.n_layers - 1, HL_ACTS - 1);
             return &g->poison;
         }
-    const hl_mha_masks causal = {.causal = true};
+    const hl_mha_masks causal = {.causal = true, .doc_ids = run ? run->doc_ids : NULL};
     hl_act_patch *mine = run && run->n_patches
                              ? hl_graph_alloc(g, sizeof *mine * (size_t)run->n_patches)
                              : NULL;
@@ -441,6 +449,22 @@ hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, i
     return hl_graph_failed(g) ? &g->poison : logits;
 }
 
+hl_tensor *hl_gpt_loss(hl_graph *g, const hl_gpt *m, hl_tensor *logits, const int32_t *targets,
+                       int32_t ignore_index)
+{
+    if (m->cfg.softcap > 0)
+        return hl_cross_entropy_softcap(g, logits, targets, ignore_index,
+                                        (hl_real)m->cfg.softcap);
+    return hl_cross_entropy(g, logits, targets, ignore_index);
+}
+
+hl_real hl_gpt_logit(const hl_gpt_config *cfg, hl_real z)
+{
+    if (!(cfg->softcap > 0))
+        return z;
+    return (hl_real)(cfg->softcap * tanh((double)z / cfg->softcap));
+}
+
 int hl_gpt_layer_heads(const hl_gpt_config *cfg, int l)
 {
     return cfg->layer_heads[l] ? cfg->layer_heads[l] : cfg->n_heads;
@@ -476,7 +500,7 @@ int hl_gpt_head_index(const hl_gpt_config *cfg, int l, int h)
 
 static const char *const pos_names[] = {"learned", "sinusoidal", "rope", "none"};
 static const char *const norm_names[] = {"none", "layernorm", "rmsnorm"};
-static const char *const mlp_names[] = {"none", "gelu", "swiglu", "gelu_tanh"};
+static const char *const mlp_names[] = {"none", "gelu", "swiglu", "gelu_tanh", "relu2"};
 _Static_assert(sizeof pos_names / sizeof *pos_names == HL_GPT_POS_KINDS, "a name per pos");
 _Static_assert(sizeof norm_names / sizeof *norm_names == HL_GPT_NORM_KINDS, "a name per norm");
 _Static_assert(sizeof mlp_names / sizeof *mlp_names == HL_GPT_MLP_KINDS, "a name per mlp");
@@ -519,7 +543,8 @@ int hl_gpt_config_format(const hl_gpt_config *c, char *buf, size_t size)
     if (n >= 0 && (size_t)n < size)
         n += snprintf(buf + n, size - (size_t)n, " pos=%s rope_base=%.17g tie=%d smear=%d",
                       hl_gpt_pos_name(c->pos), c->rope_base, c->tie_embeddings, c->smear_keys);
-    /* The options of pretrained architectures, only where they differ from
+    /* The options of pretrained architectures and of the training recipe
+     * (qk_norm, softcap), only where they differ from
      * the defaults, so that a model without them keeps its config string. */
 #define APPEND(...)                                                                     \
     do {                                                                                \
@@ -545,6 +570,10 @@ int hl_gpt_config_format(const hl_gpt_config *c, char *buf, size_t size)
     if (c->no_qkv_bias || c->no_out_bias || c->no_mlp_bias || c->no_head_bias)
         APPEND(" no_bias=%s%s%s%s", c->no_qkv_bias ? "q" : "", c->no_out_bias ? "o" : "",
                c->no_mlp_bias ? "m" : "", c->no_head_bias ? "h" : "");
+    if (c->qk_norm)
+        APPEND(" qk_norm=1");
+    if (c->softcap > 0)
+        APPEND(" softcap=%.17g", c->softcap);
 #undef APPEND
     return n;
 }
@@ -605,12 +634,14 @@ static bool parse_option(const char **p, hl_gpt_config *c)
         c->rope_base = strtod(value, &end);
         if (*end || !(c->rope_base >= 0))
             return false;
-    } else if (!strcmp(key, "tie") || !strcmp(key, "smear") || !strcmp(key, "parallel")) {
+    } else if (!strcmp(key, "tie") || !strcmp(key, "smear") || !strcmp(key, "parallel") ||
+               !strcmp(key, "qk_norm")) {
         if (strcmp(value, "0") && strcmp(value, "1"))
             return false;
-        *(!strcmp(key, "tie")     ? &c->tie_embeddings
-          : !strcmp(key, "smear") ? &c->smear_keys
-                                  : &c->parallel_residual) = value[0] == '1';
+        *(!strcmp(key, "tie")        ? &c->tie_embeddings
+          : !strcmp(key, "smear")    ? &c->smear_keys
+          : !strcmp(key, "parallel") ? &c->parallel_residual
+                                     : &c->qk_norm) = value[0] == '1';
     } else if (!strcmp(key, "kv_heads")) {
         if (!parse_positive(value, &c->n_kv_heads))
             return false;
@@ -626,6 +657,10 @@ static bool parse_option(const char **p, hl_gpt_config *c)
     } else if (!strcmp(key, "norm_eps")) {
         c->norm_eps = strtod(value, &end);
         if (*end || !(c->norm_eps > 0 && c->norm_eps < 1))
+            return false;
+    } else if (!strcmp(key, "softcap")) {
+        c->softcap = strtod(value, &end);
+        if (*end || !(c->softcap > 0 && isfinite(c->softcap)))
             return false;
     } else if (!strcmp(key, "no_bias")) {
         if (!parse_no_bias(value, c))
@@ -670,7 +705,7 @@ hl_status hl_gpt_config_parse(const char *text, hl_gpt_config *c, hl_error *err)
     /* Optional, by name, each once: pos, rope_base, tie, smear and the
      * options of pretrained architectures (older files have none: learned
      * positions, untied, no smearing, ...). */
-    enum { MAX_OPTIONS = 12 };
+    enum { MAX_OPTIONS = 16 };
     const char *seen[MAX_OPTIONS] = {0};
     int n_seen = 0;
     for (p += strspn(p, " \t\r\n"); *p; p += strspn(p, " \t\r\n")) {

@@ -14,9 +14,16 @@
  *   mlp    GELU (fc 4d wide) or SwiGLU (fc 2F wide, then silu(first half) ·
  *          second half, F = hl_gpt_mlp_width: 8d/3 rounded up to a multiple of
  *          16, so both have about 8d² weights) or none
- *          gelu_tanh (GELU's tanh approximation, GPT-2's gelu_new)
+ *          gelu_tanh (GELU's tanh approximation, GPT-2's gelu_new), relu2
+ *          (relu(x)², fc 4d wide: Primer's and modded-nanogpt's)
  *   tie_embeddings   head.weight is tok_emb.weight (vocab_in = vocab_out)
  *   smear_keys       every head smears its keys (ops.h hl_smear)
+ *   qk_norm          every head's q and k RMS-normalised before rotation, with
+ *                    a learned gain (D) per layer for each (models/mha.h)
+ *   softcap          the loss reads softcap·tanh(logits/softcap) (hl_gpt_loss;
+ *                    0: off). hl_gpt_forward's logits are not capped: the
+ *                    cap lives in the loss (ops.h hl_cross_entropy_softcap)
+ *                    and in hl_gpt_logit for sampling
  * and what pretrained architectures need (io/hf.h imports GPT-2, GPT-NeoX
  * and Llama-family models onto them):
  *   n_kv_heads       grouped-query attention: fewer key/value heads
@@ -31,6 +38,7 @@
  * Parameter names (as a PyTorch module would have them): tok_emb.weight,
  * pos_emb.weight, blocks.<l>.attn.{in_proj_weight,in_proj_bias,out_proj.weight,
  * out_proj.bias,smear}, blocks.<l>.ln1.{weight,bias}, blocks.<l>.ln2.*,
+ * blocks.<l>.attn.{q_norm,k_norm}.weight,
  * blocks.<l>.mlp.fc.{weight,bias}, blocks.<l>.mlp.proj.*, ln_f.*, head.weight,
  * head.bias; each only where the options call for it.
  *
@@ -91,6 +99,7 @@ typedef enum hl_gpt_mlp {
     HL_GPT_MLP_GELU,
     HL_GPT_MLP_SWIGLU,
     HL_GPT_MLP_GELU_TANH, /* GELU's tanh approximation (GPT-2's gelu_new), fc 4d wide */
+    HL_GPT_MLP_RELU2,     /* relu(x)², fc 4d wide */
     HL_GPT_MLP_KINDS
 } hl_gpt_mlp;
 
@@ -120,6 +129,8 @@ typedef struct hl_gpt_config {
     double norm_eps;  /* every norm's epsilon; 0 means HL_GPT_LN_EPS */
     bool parallel_residual; /* attention and MLP both read the block's input */
     bool no_qkv_bias, no_out_bias, no_mlp_bias, no_head_bias; /* linears without bias */
+    bool qk_norm;     /* RMSNorm of each head's q and k, with gains (see the top) */
+    double softcap;   /* > 0: the loss soft-caps the logits at it; 0: off */
 } hl_gpt_config;
 
 typedef struct hl_gpt_block {
@@ -153,7 +164,7 @@ typedef struct hl_gpt {
 hl_gpt *hl_gpt_new(const hl_gpt_config *cfg, hl_error *err);
 void hl_gpt_free(hl_gpt *m);
 /* Every linear layer's weight and bias U(±1/√fan_in) (in-projection included),
- * embeddings N(0, emb_std), LayerNorm weight 1 and bias 0. */
+ * embeddings N(0, emb_std), LayerNorm weight 1 and bias 0, QK-norm gains 1. */
 void hl_gpt_init_weights(hl_gpt *m, hl_rng *rng);
 /* Learned position embeddings started as Vaswani et al.'s sinusoids
  * (pos_emb[t][2i] = sin(t / 10000^(2i/d)), [2i+1] the cos), of RMS emb_std,
@@ -194,11 +205,25 @@ typedef struct hl_gpt_run {
      * pattern, z, resid_pre (before the block reads it) and resid_post. */
     const hl_act_patch *patches;
     int n_patches;
+    /* (B,T): the document of each position of packed sequences (whole
+     * numbers, e.g. 0,0,0,1,1,2); attention then never crosses a document
+     * boundary (causal and block-diagonal: ops.h hl_mask_documents), on
+     * either attention path. NULL: one document per sequence. Read again by
+     * backward: keep it unchanged until hl_graph_backward has run. */
+    const hl_tensor *doc_ids;
 } hl_gpt_run;
 
 /* tokens (B,T) with T <= n_ctx -> logits (B,T,vocab_out). run may be NULL. */
 hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, int B, int T,
                           const hl_gpt_run *run);
+
+/* The model's loss on its logits (B,T,vocab_out): hl_cross_entropy, or
+ * hl_cross_entropy_softcap at cfg.softcap when that is > 0. */
+hl_tensor *hl_gpt_loss(hl_graph *g, const hl_gpt *m, hl_tensor *logits, const int32_t *targets,
+                       int32_t ignore_index);
+/* A logit as the loss reads it, for sampling: softcap·tanh(z/softcap) (in
+ * double, then rounded) when cfg->softcap > 0, else z itself. */
+hl_real hl_gpt_logit(const hl_gpt_config *cfg, hl_real z);
 
 /* Heads in layer l (n_heads unless pruned), and its key/value heads
  * (n_kv_heads unless pruning took every query head of some). */

@@ -136,8 +136,21 @@ static void rotate(hl_real *x, int R, int t, double base)
     }
 }
 
+/* x (D values) RMS-normalised in place with the gain (D), as hl_rmsnorm:
+ * the mean square and each scaling in double. */
+static void rms_normalize(hl_real *x, const hl_real *gain, int D, double eps)
+{
+    double sum = 0;
+    for (int i = 0; i < D; i++)
+        sum += (double)x[i] * x[i];
+    const double rstd = 1 / sqrt(sum / D + eps);
+    for (int i = 0; i < D; i++)
+        x[i] = (hl_real)((double)x[i] * rstd * gain[i]);
+}
+
 /* Query head h's key at position t from its projection row (raw k), smeared
- * with the head's last raw key and rotated, into the cache. */
+ * with the head's last raw key, normalised (QK-norm) and rotated, into the
+ * cache. */
 static void store_key(hl_gpt_cache *c, int l, int h, int t, const hl_real *raw)
 {
     const hl_gpt *m = c->m;
@@ -153,6 +166,8 @@ static void store_key(hl_gpt_cache *c, int l, int h, int t, const hl_real *raw)
         memcpy(dst, raw, D * sizeof *dst);
     }
     memcpy(last, raw, D * sizeof *last);
+    if (a->k_norm)
+        rms_normalize(dst, a->k_norm->data, D, a->cfg.qk_norm_eps);
     if (a->cfg.rotary_base > 0)
         rotate(dst, a->cfg.rotary_dims, t, a->cfg.rotary_base);
 }
@@ -183,6 +198,8 @@ static void attend(hl_gpt_cache *c, int l, const hl_tensor *qkv, hl_tensor *out,
         for (int i = 0; i < n; i++) {
             const int t = c->len + i;
             memcpy(q, qkv->data + (size_t)i * rows + h * D, D * sizeof *q);
+            if (a->q_norm)
+                rms_normalize(q, a->q_norm->data, D, a->cfg.qk_norm_eps);
             if (a->cfg.rotary_base > 0)
                 rotate(q, a->cfg.rotary_dims, t, a->cfg.rotary_base);
             const hl_real *keys = c->keys[l] + (size_t)h * ctx * D;
@@ -211,9 +228,11 @@ static hl_tensor *mlp(hl_gpt_cache *c, int l, hl_tensor *x)
 {
     hl_graph *g = c->g;
     hl_tensor *fc = linear(g, x, &c->blocks[l].fc);
-    hl_tensor *hidden = c->m->cfg.mlp == HL_GPT_MLP_SWIGLU      ? hl_swiglu(g, fc)
-                        : c->m->cfg.mlp == HL_GPT_MLP_GELU_TANH ? hl_gelu_tanh(g, fc)
-                                                                : hl_gelu(g, fc);
+    const hl_gpt_mlp kind = c->m->cfg.mlp;
+    hl_tensor *hidden = kind == HL_GPT_MLP_SWIGLU      ? hl_swiglu(g, fc)
+                        : kind == HL_GPT_MLP_GELU_TANH ? hl_gelu_tanh(g, fc)
+                        : kind == HL_GPT_MLP_RELU2     ? hl_relu2(g, fc)
+                                                       : hl_gelu(g, fc);
     return linear(g, hidden, &c->blocks[l].proj);
 }
 
@@ -271,6 +290,9 @@ hl_status hl_gpt_cache_feed(hl_gpt_cache *c, const int32_t *tokens, int n,
     if (hl_graph_failed(g))
         return hl_error_set(err, g->error.status, "%s", g->error.message);
     c->len += n;
+    if (m->cfg.softcap > 0) /* the logits the model was trained on */
+        for (int v = 0; v < m->cfg.vocab_out; v++)
+            out->data[v] = hl_gpt_logit(&m->cfg, out->data[v]);
     *logits = out->data;
     return HL_OK;
 }

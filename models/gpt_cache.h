@@ -45,8 +45,9 @@ void hl_gpt_cache_reset(hl_gpt_cache *c);
 
 /* Runs n more tokens through the model after those already cached and
  * points *logits at the last one's vocab_out logits (valid until the next
- * call). HL_ERR_ARG, the cache unchanged, when it would pass its capacity or
- * a token is outside the vocabulary. */
+ * call), soft-capped as the loss reads them when the model has a softcap
+ * (hl_gpt_logit). HL_ERR_ARG, the cache unchanged, when it would pass its
+ * capacity or a token is outside the vocabulary. */
 hl_status hl_gpt_cache_feed(hl_gpt_cache *c, const int32_t *tokens, int n,
                             const hl_real **logits, hl_error *err);
 

@@ -22,6 +22,9 @@ hl_status hl_mha_declare(hl_mha *m, hl_params *p, const char *prefix,
     if (!cfg || cfg->embed_dim < 1 || cfg->num_heads < 1 || cfg->kdim < 0 || cfg->vdim < 0 ||
         cfg->head_dim < 0)
         return hl_error_set(err, HL_ERR_ARG, "mha: embed_dim and num_heads must be positive");
+    if (!(cfg->qk_norm_eps >= 0 && cfg->qk_norm_eps < 1))
+        return hl_error_set(err, HL_ERR_ARG, "mha: qk_norm_eps %g must be in [0, 1)",
+                            cfg->qk_norm_eps);
     if (!(cfg->rotary_base == 0 || (cfg->rotary_base > 1 && isfinite(cfg->rotary_base))))
         return hl_error_set(err, HL_ERR_ARG, "mha: rotary_base %g must be 0 (off) or > 1",
                             cfg->rotary_base);
@@ -72,6 +75,11 @@ hl_status hl_mha_declare(hl_mha *m, hl_params *p, const char *prefix,
         m->out_proj_bias = declare(p, prefix, "out_proj.bias", 1, (int[]){E});
     if (cfg->smear_keys)
         m->smear = declare(p, prefix, "smear", 1, (int[]){cfg->num_heads});
+    if (cfg->qk_norm) {
+        m->q_norm = declare(p, prefix, "q_norm.weight", 1, &m->cfg.head_dim);
+        m->k_norm = declare(p, prefix, "k_norm.weight", 1, &m->cfg.head_dim);
+        m->cfg.qk_norm_eps = cfg->qk_norm_eps > 0 ? cfg->qk_norm_eps : HL_MHA_QK_NORM_EPS;
+    }
     if (hl_error_failed(hl_params_error(p)))
         return hl_error_set(err, hl_params_error(p)->status, "%s", hl_params_error(p)->message);
     return HL_OK;
@@ -94,6 +102,10 @@ void hl_mha_init_weights(hl_mha *m, hl_rng *rng)
         hl_tensor_fill(m->out_proj_bias, 0);
     if (m->smear) /* σ(0) = 1/2: each key starts as the mean of itself and its predecessor */
         hl_tensor_fill(m->smear, 0);
+    if (m->q_norm) {
+        hl_tensor_fill(m->q_norm, 1);
+        hl_tensor_fill(m->k_norm, 1);
+    }
 }
 
 int hl_mha_inner_dim(const hl_mha *m) { return m->cfg.num_heads * m->cfg.head_dim; }
@@ -231,6 +243,8 @@ static hl_tensor *composed_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl
     hl_tensor *scores = hl_matmul(g, hl_scale(g, q, scale), k, HL_TRANS_B);
     if (masks && masks->causal)
         scores = hl_mask_causal(g, scores);
+    if (masks && masks->doc_ids)
+        scores = hl_mask_documents(g, scores, masks->doc_ids);
     if (masks && masks->key_padding)
         scores = hl_mask_key_padding(g, scores, masks->key_padding);
     if (masks && masks->blocked)
@@ -254,7 +268,7 @@ static hl_tensor *fused_attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_te
     hl_attention_masks m = {0};
     if (masks)
         m = (hl_attention_masks){masks->causal, masks->key_padding, masks->blocked,
-                                 masks->additive};
+                                 masks->additive, masks->doc_ids};
     return merged ? hl_attention_merged(g, q, k, v, scale, &m)
                   : hl_attention(g, q, k, v, scale, &m);
 }
@@ -335,10 +349,12 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
         return &g->poison;
     const int H = m->cfg.num_heads, K = m->cfg.kv_heads, D = m->cfg.head_dim;
     hl_tensor *qh, *kh, *vh, *q_seen = NULL, *k_seen = NULL;
-    if (m->packed && query == key && key == value && !m->smear &&
+    if (m->packed && query == key && key == value && !m->smear && !m->q_norm &&
         !(run && (run->n_patches || run->trace))) {
         /* Self-attention with nothing to see or change between the
-         * projection and the heads: split and rotate in one op. */
+         * projection and the heads: split and rotate in one op. (Smeared
+         * keys and QK-norm take the split ops below: they come before the
+         * rotation.) */
         hl_tensor *qkv = hl_linear(g, query, m->in_proj_weight, m->in_proj_bias);
         const double base = m->cfg.rotary_base > 0 ? m->cfg.rotary_base : 0;
         if (K == H && m->cfg.rotary_dims == D)
@@ -363,6 +379,11 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
         k_seen = kh;
         if (m->smear)
             kh = hl_smear(g, kh, m->smear);
+        if (m->q_norm) { /* before rotation, as modded-nanogpt: the gain scales unrotated dims */
+            const hl_real eps = (hl_real)m->cfg.qk_norm_eps;
+            qh = hl_rmsnorm(g, qh, m->q_norm, eps);
+            kh = hl_rmsnorm(g, kh, m->k_norm, eps);
+        }
         if (m->cfg.rotary_base > 0) {
             qh = rotate(g, m, qh);
             kh = rotate(g, m, kh);

@@ -6,9 +6,11 @@
  *   head_h = softmax(Q_h K_hᵀ / √D + mask) V_h,   D = E / H
  *
  * Options (hl_mha_config): smeared keys replace K_h by hl_smear(K_h), then
- * rotary positions replace Q_h and K_h by hl_rope(Q_h) and hl_rope(K_h), on
- * both paths below. Traces and patches of q and k see them before both, as
- * TransformerLens's hook_q and hook_k do (its hook_rot_q/k come after).
+ * QK-norm replaces Q_h and K_h by hl_rmsnorm over D with a learned gain (D)
+ * shared by the layer's heads, then rotary positions replace Q_h and K_h by
+ * hl_rope(Q_h) and hl_rope(K_h), on both paths below. Traces and patches of
+ * q and k see them before all three, as TransformerLens's hook_q and hook_k
+ * do (its hook_rot_q/k come after).
  *
  * With fewer key/value heads than query heads (grouped-query attention), k
  * and v are projected per key/value head and handed to each query head of
@@ -97,7 +99,17 @@ typedef struct hl_mha_config {
     /* Smeared keys (ops.h hl_smear): each head mixes every key with the one
      * before by a learned weight σ(smear_h), parameter `<prefix>smear (H)`. */
     bool smear_keys;
+    /* QK-norm (Henry et al. 2020; OLMo 2, Qwen3, modded-nanogpt): every
+     * head's q and k are RMS-normalised over D before rotation, x /
+     * sqrt(mean(x²) + qk_norm_eps) · gain, with the gains `<prefix>q_norm.weight
+     * (D)` and `<prefix>k_norm.weight (D)` (1 at init; Qwen3's q_norm and
+     * k_norm). qk_norm_eps 0 means HL_MHA_QK_NORM_EPS. */
+    bool qk_norm;
+    double qk_norm_eps;
 } hl_mha_config;
+
+/* QK-norm's epsilon when the config leaves it 0 (PyTorch's LayerNorm default). */
+#define HL_MHA_QK_NORM_EPS 1e-5
 
 typedef struct hl_mha {
     hl_mha_config cfg;      /* with kdim, vdim and head_dim filled in */
@@ -108,6 +120,7 @@ typedef struct hl_mha {
     hl_tensor *q_proj_weight, *k_proj_weight, *v_proj_weight; /* unpacked only */
     hl_tensor *out_proj_weight, *out_proj_bias;           /* (E,HD), (E) */
     hl_tensor *smear;                                     /* (H) with smear_keys, else NULL */
+    hl_tensor *q_norm, *k_norm;                           /* (D) each with qk_norm, else NULL */
 } hl_mha;
 
 /* Which keys each query may see. Mask tensors use nonzero = true. */
@@ -116,6 +129,8 @@ typedef struct hl_mha_masks {
     const hl_tensor *key_padding; /* (B,S): nonzero = padding, hidden from all */
     const hl_tensor *blocked;     /* (T,S) or (B,T,S): nonzero = hidden */
     const hl_tensor *additive;    /* (T,S) or (B,T,S): added to the scores */
+    const hl_tensor *doc_ids;     /* (B,S): documents; query t (at key position t) sees
+                                   * only keys of its own (ops.h hl_mask_documents) */
 } hl_mha_masks;
 
 /* What a forward pass can hand back for inspection (named graph tensors). */

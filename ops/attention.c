@@ -114,6 +114,7 @@ static void mask_row(const attn_ctx *c, int b, int t, int s0, int nk, hl_real *r
     const hl_real *blk = m->blocked ? m->blocked->data + b * c->blocked_batch_stride + ts : NULL;
     const hl_real *add = m->additive ? m->additive->data + b * c->additive_batch_stride + ts
                                      : NULL;
+    const hl_real *doc = m->doc_ids ? m->doc_ids->data + (size_t)b * c->S : NULL;
     const int kept = causal_keys(c, t, s0, nk);
     /* One simple loop per mask, so each vectorises. */
     for (int j = 0; j < kept; j++)
@@ -124,6 +125,8 @@ static void mask_row(const attn_ctx *c, int b, int t, int s0, int nk, hl_real *r
         row[j] = pad[j] != 0 ? -INFINITY : row[j];
     for (int j = 0; blk && j < kept; j++)
         row[j] = blk[j] != 0 ? -INFINITY : row[j];
+    for (int j = 0; doc && j < kept; j++)
+        row[j] = doc[s0 + j] != doc[t] ? -INFINITY : row[j];
     for (int j = 0; add && j < kept; j++)
         row[j] = add[j] == -INFINITY ? -INFINITY : row[j] + add[j];
 }
@@ -315,8 +318,8 @@ static bool qkv_ok(hl_graph *g, const hl_tensor *q, const hl_tensor *k, const hl
     return !hl_graph_failed(g);
 }
 
-/* A mask tensor (key_padding when per_query is false, else blocked or
- * additive) against the call's dims; fills its batch stride. */
+/* A mask tensor (key_padding or doc_ids when per_query is false, else
+ * blocked or additive) against the call's dims; fills its batch stride. */
 static bool mask_ok(hl_graph *g, const attn_ctx *c, const hl_tensor *m, const char *what,
                     bool per_query, size_t *batch_stride)
 {
@@ -360,8 +363,13 @@ static hl_tensor *attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *
         c.masks = *masks;
     if (!mask_ok(g, &c, c.masks.key_padding, "key_padding", false, NULL) ||
         !mask_ok(g, &c, c.masks.blocked, "blocked", true, &c.blocked_batch_stride) ||
-        !mask_ok(g, &c, c.masks.additive, "additive", true, &c.additive_batch_stride))
+        !mask_ok(g, &c, c.masks.additive, "additive", true, &c.additive_batch_stride) ||
+        !mask_ok(g, &c, c.masks.doc_ids, "doc_ids", false, NULL))
         return &g->poison;
+    if (c.masks.doc_ids && c.T > c.S)
+        return hl_op_fail(g, HL_OP_ATTENTION, HL_ERR_SHAPE,
+                          "doc_ids needs T <= S (query t is at key position t), not T %d > S %d",
+                          c.T, c.S);
     hl_tensor *out = merged ? hl_op_output(g, HL_OP_ATTENTION, 3, (int[]){c.B, c.T, c.H * c.D})
                             : hl_op_output(g, HL_OP_ATTENTION, 4, q->shape);
     if (hl_graph_failed(g))

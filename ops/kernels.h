@@ -79,6 +79,12 @@ typedef struct {
                         hl_real *dgate, hl_real *dup, size_t n, bool overwrite);
     void (*xent_grad)(const hl_real *x, hl_real a, hl_real b, hl_real scale, size_t hot,
                       hl_real *y, size_t n, bool overwrite);
+    void (*relu2)(const hl_real *x, hl_real *y, size_t n);
+    void (*relu2_grad)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
+                       bool overwrite);
+    void (*softcap)(const hl_real *x, hl_real cap, hl_real *y, size_t n);
+    void (*softcap_xent_grad)(const hl_real *x, hl_real cap, hl_real a, hl_real b, hl_real scale,
+                              size_t hot, hl_real *y, size_t n, bool overwrite);
     void (*add)(const hl_real *x, hl_real *y, size_t n);
 } hl_vmath_kernels;
 

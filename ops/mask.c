@@ -7,7 +7,7 @@
 /* What one mask op needs to decide, for every score, whether it is kept. */
 typedef struct mask_spec {
     hl_op op;
-    const hl_tensor *mask; /* key_is_padding, is_blocked or bias; NULL for causal */
+    const hl_tensor *mask; /* key_is_padding, is_blocked, bias or doc_ids; NULL for causal */
     int batch, heads, queries, keys; /* B, H (1 for rank-3 scores), T, S */
     size_t mask_batch_stride;        /* T*S for a (B,T,S) mask, 0 for a shared (T,S) one */
 } mask_spec;
@@ -65,7 +65,7 @@ static void mask_row(const mask_spec *spec, int b, int t, const hl_real *x, hl_r
 {
     const int keys = spec->keys;
     const hl_real *m = NULL;
-    if (spec->op == HL_OP_MASK_KEY_PADDING)
+    if (spec->op == HL_OP_MASK_KEY_PADDING || spec->op == HL_OP_MASK_DOCUMENTS)
         m = spec->mask->data + (size_t)b * keys;
     else if (spec->op != HL_OP_MASK_CAUSAL)
         m = spec->mask->data + b * spec->mask_batch_stride + (size_t)t * keys;
@@ -75,6 +75,9 @@ static void mask_row(const mask_spec *spec, int b, int t, const hl_real *x, hl_r
         switch (spec->op) {
         case HL_OP_MASK_CAUSAL:
             keep = s <= t;
+            break;
+        case HL_OP_MASK_DOCUMENTS: /* query t is at key position t */
+            keep = m[s] == m[t];
             break;
         case HL_OP_MASK_ADDITIVE:
             /* Blocked where the bias is -inf, even if the score is +inf. */
@@ -91,7 +94,7 @@ static void mask_row(const mask_spec *spec, int b, int t, const hl_real *x, hl_r
     }
 }
 
-/* The forward shared by the four masks, once the shapes are checked. */
+/* The forward shared by the masks, once the shapes are checked. */
 static hl_tensor *mask_apply(hl_graph *g, hl_tensor *scores, const mask_spec *spec)
 {
     hl_tensor *out = hl_op_output(g, spec->op, scores->rank, scores->shape);
@@ -160,7 +163,23 @@ hl_tensor *hl_mask_additive(hl_graph *g, hl_tensor *scores, const hl_tensor *bia
     return mask_apply(g, scores, &spec);
 }
 
-/* All four masks: the output is the score (plus a constant bias) where kept and
+hl_tensor *hl_mask_documents(hl_graph *g, hl_tensor *scores, const hl_tensor *doc_ids)
+{
+    mask_spec spec = {.op = HL_OP_MASK_DOCUMENTS, .mask = doc_ids};
+    if (!hl_op_inputs_ok(g, spec.op, 1, &scores) || !scores_ok(g, scores, &spec) ||
+        !mask_given(g, doc_ids, spec.op, "doc_ids"))
+        return &g->poison;
+    if (doc_ids->rank != 2 || doc_ids->shape[0] != spec.batch ||
+        doc_ids->shape[1] != spec.keys || spec.queries > spec.keys) {
+        char ms[HL_SHAPE_STR_MAX], ss[HL_SHAPE_STR_MAX];
+        return hl_op_fail(g, spec.op, HL_ERR_SHAPE,
+                          "doc_ids %s does not match scores %s (it must be (B,S), with T <= S)",
+                          hl_shape_str(doc_ids, ms), hl_shape_str(scores, ss));
+    }
+    return mask_apply(g, scores, &spec);
+}
+
+/* All the masks: the output is the score (plus a constant bias) where kept and
  * a constant -inf elsewhere, so the gradient passes where kept, else nothing. */
 void hl_mask_backward(hl_graph *g, hl_node *n)
 {

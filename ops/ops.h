@@ -79,6 +79,13 @@ hl_tensor *hl_mask_key_padding(hl_graph *g, hl_tensor *scores, const hl_tensor *
 /* is_blocked (T,S) or (B,T,S): nonzero = query t may not attend to key s
  * (the polarity of PyTorch's boolean attn_mask). */
 hl_tensor *hl_mask_blocked(hl_graph *g, hl_tensor *scores, const hl_tensor *is_blocked);
+/* doc_ids (B,S): the document of each key position, query t being at
+ * position t (as hl_mask_causal numbers them; T <= S). Blocks key s for
+ * query t unless doc_ids[b,s] == doc_ids[b,t]: with the causal mask, a
+ * block-diagonal mask that keeps attention inside each document of a packed
+ * sequence. The ids are compared as values (whole numbers, e.g. 0, 0, 1, 1,
+ * 1, 2). */
+hl_tensor *hl_mask_documents(hl_graph *g, hl_tensor *scores, const hl_tensor *doc_ids);
 /* bias (T,S) or (B,T,S) is added to the scores (-inf entries block); the bias
  * is a constant: it receives no gradient. */
 hl_tensor *hl_mask_additive(hl_graph *g, hl_tensor *scores, const hl_tensor *bias);
@@ -92,6 +99,7 @@ typedef struct hl_attention_masks {
     const hl_tensor *key_padding; /* (B,S): nonzero = padding, hidden from all */
     const hl_tensor *blocked;     /* (T,S) or (B,T,S): nonzero = hidden */
     const hl_tensor *additive;    /* (T,S) or (B,T,S): added to the scores (-inf hides) */
+    const hl_tensor *doc_ids;     /* (B,S): key s hidden from query t in another document */
 } hl_attention_masks;
 
 /* Scaled dot-product attention as one op: q (B,H,T,D), k and v (B,H,S,D) ->
@@ -119,7 +127,7 @@ hl_tensor *hl_attention_merged(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tenso
                                hl_real scale, const hl_attention_masks *masks);
 
 /* ---- transformer ops (ops/embedding.c, ops/layernorm.c, ops/rmsnorm.c,
- *      ops/residual.c, ops/gelu.c, ops/swiglu.c, ops/rope.c, ops/qkv_heads.c,
+ *      ops/residual.c, ops/gelu.c, ops/swiglu.c, ops/relu2.c, ops/rope.c, ops/qkv_heads.c,
  *      ops/gather_heads.c, ops/smear.c, ops/dropout.c, ops/cross_entropy.c) ---- */
 
 /* weight (V,E) gathered at ids (shape given by rank/shape) -> (shape...,E). */
@@ -153,6 +161,10 @@ hl_tensor *hl_gelu_tanh(hl_graph *g, hl_tensor *x);
  * x[..., F:], silu(a) = a·σ(a). With x = linear(h, [W1; W3]) this is Llama's
  * silu(W1·h) ⊙ (W3·h). */
 hl_tensor *hl_swiglu(hl_graph *g, hl_tensor *x);
+/* ReLU², relu(x)² = max(x, 0)² (So et al. 2021's Primer; modded-nanogpt's
+ * MLP), torch.relu(x).square(). Its slope 2·relu(x) is continuous; NaN
+ * passes through. */
+hl_tensor *hl_relu2(hl_graph *g, hl_tensor *x);
 /* Rotary position embedding (Su et al. 2021) of x (...,T,D), D even, by the
  * rotate-half convention of GPT-NeoX and Llama: for i < D/2 and position t
  * (the index along dim -2), θ = t·base^(-2i/D) and
@@ -206,6 +218,13 @@ hl_tensor *hl_dropout(hl_graph *g, hl_tensor *x, hl_real p);
  * row ignored the loss is 0 and the gradient zero. */
 hl_tensor *hl_cross_entropy(hl_graph *g, hl_tensor *logits, const int32_t *targets,
                             int32_t ignore_index);
+/* hl_cross_entropy of the soft-capped logits cap·tanh(logits/cap) (Gemma 2's
+ * final_logit_softcapping, modded-nanogpt's 15·tanh(z/15)), cap > 0, as one
+ * op: the capped logits are never stored (each row is capped into per-thread
+ * scratch, and backward recomputes them), and backward takes the gradient
+ * through the softmax and the cap in one pass over each row. */
+hl_tensor *hl_cross_entropy_softcap(hl_graph *g, hl_tensor *logits, const int32_t *targets,
+                                    int32_t ignore_index, hl_real cap);
 /* Index of the largest value over the last dim, (...,N) -> (...) as hl_real
  * (rank-1 input -> (1)). Not differentiable: use it under no-grad or on a
  * tensor that does not require grad. */

@@ -1,7 +1,7 @@
 /*
  * vmath.h: vectorised row kernels for the transcendental parts of softmax,
- * cross-entropy, GELU (exact and tanh) and SwiGLU, and the scatter-add row of
- * the embedding's backward (internal to ops/).
+ * cross-entropy (soft-capped too), GELU (exact and tanh), SwiGLU and ReLU²,
+ * and the scatter-add row of the embedding's backward (internal to ops/).
  *
  * The float build evaluates exp and erf with its own polynomials on the
  * vectors of the active kernel set (ops/kernels/vmath.c, one compilation per
@@ -106,6 +106,37 @@ static inline void hl_vmath_xent_grad(const hl_real *x, hl_real a, hl_real b, hl
                                       size_t hot, hl_real *y, size_t n, bool overwrite)
 {
     hl_kernels()->vmath.xent_grad(x, a, b, scale, hot, y, n, overwrite);
+}
+
+/* ReLU², y[i] = relu(x)² (NaN stays NaN). */
+static inline void hl_vmath_relu2(const hl_real *x, hl_real *y, size_t n)
+{
+    hl_kernels()->vmath.relu2(x, y, n);
+}
+
+/* dx[i] (+)= dy[i]·2·relu(x): added to dx, or stored when overwrite. */
+static inline void hl_vmath_relu2_grad(const hl_real *x, const hl_real *dy, hl_real *dx,
+                                       size_t n, bool overwrite)
+{
+    hl_kernels()->vmath.relu2_grad(x, dy, dx, n, overwrite);
+}
+
+/* Logit soft-capping, y[i] = cap·tanh(x[i]/cap) (cap > 0). The float build's
+ * tanh is its Taylor series to u⁹ below |u| = 1/4, else (1 - e)/(1 + e), e =
+ * e^(-2|u|): a few ulp (tests/test_vmath.c). */
+static inline void hl_vmath_softcap(const hl_real *x, hl_real cap, hl_real *y, size_t n)
+{
+    hl_kernels()->vmath.softcap(x, cap, y, n);
+}
+
+/* hl_vmath_xent_grad through the cap: y[i] (+)= scale·(p[i] - (i == hot))·(1
+ * - t²), t = tanh(x[i]/cap), p[i] = exp((cap·t - a) - b), cap·t as
+ * hl_vmath_softcap rounds it. */
+static inline void hl_vmath_softcap_xent_grad(const hl_real *x, hl_real cap, hl_real a, hl_real b,
+                                              hl_real scale, size_t hot, hl_real *y, size_t n,
+                                              bool overwrite)
+{
+    hl_kernels()->vmath.softcap_xent_grad(x, cap, a, b, scale, hot, y, n, overwrite);
 }
 
 /* y[i] += x[i]. */

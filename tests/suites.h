@@ -29,6 +29,7 @@
     X(residual)           \
     X(gelu)               \
     X(swiglu)             \
+    X(relu2)              \
     X(rope)               \
     X(qkv_heads)          \
     X(gather_heads)       \
@@ -46,6 +47,7 @@
     X(bpe)                \
     X(pretrained)         \
     X(token_file)         \
+    X(documents)          \
     X(tokenize)           \
     X(window_copy)        \
     X(heatmap)            \

@@ -45,6 +45,8 @@ static hl_tensor *build_composed(hl_graph *g, hl_tensor *const *in, void *ctx)
         s = hl_mask_blocked(g, s, m->blocked);
     if (m->additive)
         s = hl_mask_additive(g, s, m->additive);
+    if (m->doc_ids)
+        s = hl_mask_documents(g, s, m->doc_ids);
     return hl_matmul(g, hl_softmax(g, s), in[2], 0);
 }
 
@@ -127,20 +129,39 @@ static void expect_fused_equals_composed(const char *what, attn_case *c, uint64_
 
 /* ---- fused against composed, every mask ---- */
 
-enum { N_MASK_SETS = 9 };
+enum { N_MASK_SETS = 11, N_OWNED = 4 };
 static const char *const mask_set_names[N_MASK_SETS] = {
     "no mask",          "causal",          "key_padding",          "blocked (T,S)",
     "blocked (B,T,S)",  "additive (T,S)",  "additive (B,T,S)",     "all four",
-    "causal+additive (B,T,S)"};
+    "causal+additive (B,T,S)", "documents", "causal+documents+key_padding"};
 
-/* The masks of set `set` for c's shape; the tensors go into owned[0..3].
+/* Whether set `set` applies to c's shape: document ids need T <= S. */
+static bool mask_set_fits(const attn_case *c, int set) { return set < 9 || c->T <= c->S; }
+
+/* The masks of set `set` for c's shape; the tensors go into owned[0..N_OWNED).
  * Fully masked rows are made on purpose: the last batch element's keys all
- * padded, query 0 fully blocked, query T-1 all -inf in batch 0's bias. */
+ * padded, query 0 fully blocked, query T-1 all -inf in batch 0's bias.
+ * Documents are runs of random length (a new one at each key with
+ * probability 0.1), batch 0's first one a single key. */
 static void make_masks(attn_case *c, int set, uint64_t seed, hl_tensor **owned)
 {
     const int B = c->B, T = c->T, S = c->S;
     hl_attention_masks *m = &c->masks;
-    *m = (hl_attention_masks){.causal = set == 1 || set == 7 || set == 8};
+    *m = (hl_attention_masks){.causal = set == 1 || set == 7 || set == 8 || set == 10};
+    if (set >= 9) {
+        owned[3] = random_bits("doc_ids", 2, (int[]){B, S}, seed + 3, 0.1);
+        for (int b = 0; b < B; b++) {
+            hl_real *ids = owned[3]->data + (size_t)b * S;
+            ids[0] = 0;
+            for (int s = 1; s < S; s++)
+                ids[s] = ids[s - 1] + ids[s] + (b == 0 && s == 1);
+        }
+        m->doc_ids = owned[3];
+    }
+    if (set == 10) {
+        owned[0] = random_bits("key_padding", 2, (int[]){B, S}, seed, 0.2);
+        m->key_padding = owned[0];
+    }
     if (set == 2 || set == 7) {
         owned[0] = random_bits("key_padding", 2, (int[]){B, S}, seed, 0.3);
         for (int s = 0; B > 1 && s < S; s++)
@@ -180,10 +201,12 @@ START_TEST(test_attention_matches_composed)
         /* 1/√D, and a larger scale on odd shapes for sharper distributions. */
         attn_case c = {sh[0], sh[1], sh[2], sh[3], sh[4], (hl_real)(_i % 2 ? 1.7 : 1 / sqrt(sh[4])),
                        {0}};
-        hl_tensor *owned[3] = {NULL, NULL, NULL};
+        if (!mask_set_fits(&c, set))
+            continue;
+        hl_tensor *owned[N_OWNED] = {NULL};
         make_masks(&c, set, 100 + (uint64_t)(10 * _i + set), owned);
         expect_fused_equals_composed(mask_set_names[set], &c, 200 + (uint64_t)(10 * _i + set));
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < N_OWNED; i++)
             hl_tensor_free(owned[i]);
     }
 }
@@ -212,7 +235,9 @@ START_TEST(test_attention_merged_same_bits)
     const int *sh = shapes[_i];
     for (int set = 0; set < N_MASK_SETS; set++) {
         attn_case c = {sh[0], sh[1], sh[2], sh[3], sh[4], (hl_real)(1 / sqrt(sh[4])), {0}};
-        hl_tensor *owned[3] = {NULL, NULL, NULL};
+        if (!mask_set_fits(&c, set))
+            continue;
+        hl_tensor *owned[N_OWNED] = {NULL};
         make_masks(&c, set, 300 + (uint64_t)(10 * _i + set), owned);
         hl_tensor *qkv[3];
         make_qkv(&c, 400 + 3 * (uint64_t)(10 * _i + set), qkv);
@@ -226,7 +251,7 @@ START_TEST(test_attention_merged_same_bits)
         free(merged);
         free(then);
         free_qkv(qkv);
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < N_OWNED; i++)
             hl_tensor_free(owned[i]);
     }
 }
@@ -427,6 +452,54 @@ START_TEST(test_attention_nan_reaches_output)
 }
 END_TEST
 
+/* Packed documents: the gradient of the fused op with causal and document
+ * masks against central differences, and each document's output the same as
+ * attending over that document alone (to rounding). */
+START_TEST(test_attention_documents)
+{
+    attn_case c = {2, 2, 9, 9, 3, 0.7f, {0}};
+    hl_tensor *owned[N_OWNED] = {NULL};
+    make_masks(&c, 10, 77, owned);
+    hl_tensor_free(owned[0]); /* documents and causal only */
+    owned[0] = NULL;
+    c.masks.key_padding = NULL;
+    hl_tensor *qkv[3];
+    make_qkv(&c, 78, qkv);
+    tu_gradcheck("attention (documents)", build_fused, &c, qkv, 3);
+    /* Batch 0 alone, document by document, against the whole (B,H,T,D). */
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *all = hl_attention(g, qkv[0], qkv[1], qkv[2], c.scale, &c.masks);
+    const hl_real *ids = owned[3]->data;
+    for (int s0 = 0; s0 < c.T;) {
+        int s1 = s0 + 1;
+        while (s1 < c.T && ids[s1] == ids[s0])
+            s1++;
+        for (int h = 0; h < c.H; h++) {
+            /* q, k, v of this head and document: (1,1,len,D). */
+            const int len = s1 - s0;
+            hl_tensor *part[3];
+            for (int i = 0; i < 3; i++) {
+                part[i] = hl_tensor_new("part", 4, (int[]){1, 1, len, c.D}, false);
+                memcpy(part[i]->data, qkv[i]->data + ((size_t)h * c.T + s0) * c.D,
+                       (size_t)len * c.D * sizeof(hl_real));
+            }
+            hl_attention_masks causal = {.causal = true};
+            hl_tensor *one = hl_attention(g, part[0], part[1], part[2], c.scale, &causal);
+            for (int i = 0; i < len * c.D; i++)
+                ck_assert(fabs((double)one->data[i] -
+                               (double)all->data[((size_t)h * c.T + s0) * c.D + i]) <= 1e-6);
+            for (int i = 0; i < 3; i++)
+                hl_tensor_free(part[i]);
+        }
+        s0 = s1;
+    }
+    hl_graph_free(g);
+    free_qkv(qkv);
+    for (int i = 0; i < N_OWNED; i++)
+        hl_tensor_free(owned[i]);
+}
+END_TEST
+
 START_TEST(test_attention_errors)
 {
     hl_graph *g = hl_graph_new(0);
@@ -441,6 +514,9 @@ START_TEST(test_attention_errors)
     hl_tensor *pad = hl_tensor_new("pad", 2, (int[]){2, 5}, false);
     hl_tensor *blk = hl_tensor_new("blk", 3, (int[]){3, 5, 7}, false);
     hl_tensor *add = hl_tensor_new("add", 2, (int[]){5, 8}, false);
+    hl_tensor *docs = hl_tensor_new("docs", 2, (int[]){2, 6}, false);
+    hl_tensor *k3 = hl_tensor_new("k", 4, (int[]){2, 3, 3, 4}, true);
+    hl_tensor *docs3 = hl_tensor_new("docs", 2, (int[]){2, 3}, false);
     tu_expect_error(g, hl_attention(g, q3, k, v, 1, NULL), "attention", "(2,5,4)", "rank 4",
                     NULL);
     hl_graph_reset(g);
@@ -470,10 +546,18 @@ START_TEST(test_attention_errors)
     tu_expect_error(g, hl_attention(g, q, k, v, 1, &m), "attention", "additive", "poisoned",
                     NULL);
     hl_graph_reset(g);
+    m = (hl_attention_masks){.doc_ids = docs};
+    tu_expect_error(g, hl_attention(g, q, k, v, 1, &m), "attention", "doc_ids", "(2,6)",
+                    "(B,S)", NULL);
+    hl_graph_reset(g);
+    m = (hl_attention_masks){.doc_ids = docs3};
+    tu_expect_error(g, hl_attention(g, q, k3, k3, 1, &m), "attention", "doc_ids",
+                    "T 5 > S 3", NULL);
+    hl_graph_reset(g);
     tu_expect_error(g, hl_attention(g, q, NULL, v, 1, NULL), "attention", "NULL", NULL);
     hl_graph_free(other);
     hl_graph_free(g);
-    hl_tensor *all[] = {q, k, v, q3, v6, kb, kd, vd, pad, blk, add};
+    hl_tensor *all[] = {q, k, v, q3, v6, kb, kd, vd, pad, blk, add, docs, k3, docs3};
     for (int i = 0; i < (int)(sizeof all / sizeof all[0]); i++)
         hl_tensor_free(all[i]);
 }
@@ -492,6 +576,7 @@ Suite *attention_suite(void)
     tcase_add_test(tc, test_attention_memory);
     tcase_add_test(tc, test_attention_whole_rows_eval_same);
     tcase_add_test(tc, test_attention_nan_reaches_output);
+    tcase_add_test(tc, test_attention_documents);
     tcase_add_test(tc, test_attention_errors);
     suite_add_tcase(s, tc);
     return s;

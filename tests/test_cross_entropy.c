@@ -215,6 +215,134 @@ START_TEST(test_ce_gradients)
 }
 END_TEST
 
+/* ---- soft-capped ---- */
+
+typedef struct softcap_case {
+    const int32_t *targets;
+    hl_real cap;
+} softcap_case;
+
+static hl_tensor *build_softcap(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    const softcap_case *c = ctx;
+    return hl_cross_entropy_softcap(g, in[0], c->targets, IGNORE, c->cap);
+}
+
+/* The naive loss of the capped logits, cap·tanh(x/cap), in double; and its
+ * gradient: (softmax - onehot)·(1 - tanh²) / counted. */
+static double naive_softcap(const hl_tensor *x, const int32_t *targets, double cap,
+                            double *grad)
+{
+    int V = x->shape[x->rank - 1];
+    size_t rows = x->numel / (size_t)V, counted = 0;
+    for (size_t r = 0; r < rows; r++)
+        counted += targets[r] != IGNORE;
+    double total = 0;
+    for (size_t r = 0; r < rows; r++) {
+        for (int j = 0; grad && j < V; j++)
+            grad[r * V + j] = 0;
+        if (targets[r] == IGNORE)
+            continue;
+        double s = 0;
+        for (int j = 0; j < V; j++)
+            s += exp(cap * tanh(x->data[r * V + j] / cap));
+        total += log(s) - cap * tanh(x->data[r * V + targets[r]] / cap);
+        for (int j = 0; grad && j < V; j++) {
+            const double t = tanh(x->data[r * V + j] / cap);
+            grad[r * V + j] = (exp(cap * t) / s - (j == targets[r])) * (1 - t * t) /
+                              (double)counted;
+        }
+    }
+    return counted ? total / (double)counted : 0;
+}
+
+START_TEST(test_softcap_naive)
+{
+    hl_tensor *x = tu_random("logits", 3, (int[]){2, 7, 37}, true, 40, -30, 30);
+    x->data[3] = 1e4f; /* saturates: tanh = 1, slope 0 */
+    int32_t *t = random_targets(14, 37, true, 41);
+    double *want = malloc(x->numel * sizeof *want);
+    hl_graph *g = hl_graph_new(0);
+    for (int k = 0; k < 2; k++) {
+        const double cap = k ? 3 : 15;
+        hl_tensor_zero_grad(x);
+        hl_tensor *loss = hl_cross_entropy_softcap(g, x, t, IGNORE, (hl_real)cap);
+        ck_assert(!hl_graph_failed(g));
+        const double ref = naive_softcap(x, t, cap, want);
+        ck_assert_msg(fabs((double)loss->data[0] - ref) <= LOSS_TOL * (1 + fabs(ref)),
+                      "cap %g: loss %.9g, want %.9g", cap, (double)loss->data[0], ref);
+        ck_assert_int_eq(hl_graph_backward(g, loss), HL_OK);
+        for (size_t i = 0; i < x->numel; i++)
+            ck_assert_msg(fabs((double)x->grad[i] - want[i]) <= 20 * LOSS_TOL,
+                          "cap %g: grad[%zu] %.9g, want %.9g", cap, i, (double)x->grad[i],
+                          want[i]);
+        ck_assert(x->grad[3] == 0);
+        hl_graph_reset(g);
+    }
+    free(want);
+    free(t);
+    hl_tensor_free(x);
+    hl_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_softcap_large_cap_is_plain)
+{
+    /* cap·tanh(x/cap) → x as cap grows: at 1e6 the two losses agree to rounding. */
+    hl_tensor *x = tu_random("logits", 2, (int[]){9, 11}, false, 42, -2, 2);
+    int32_t *t = random_targets(9, 11, true, 43);
+    hl_graph *g = hl_graph_new(0);
+    const double plain = hl_cross_entropy(g, x, t, IGNORE)->data[0];
+    const double capped = hl_cross_entropy_softcap(g, x, t, IGNORE, 1e6f)->data[0];
+    ck_assert_msg(fabs(plain - capped) <= 10 * LOSS_TOL, "%.9g vs %.9g", plain, capped);
+    free(t);
+    hl_tensor_free(x);
+    hl_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_softcap_gradients)
+{
+    hl_tensor *x = tu_random("logits", 3, (int[]){2, 17, 5}, true, 44, -4, 4);
+    int32_t *t = random_targets(34, 5, true, 45);
+    softcap_case c = {t, 3};
+    tu_gradcheck("cross_entropy_softcap", build_softcap, &c, &x, 1);
+    free(t);
+    hl_tensor_free(x);
+    hl_tensor *big = tu_random("logits", 3, (int[]){4, 64, 257}, true, 46, -30, 30);
+    int32_t *bt = random_targets(4 * 64, 257, true, 47);
+    ck_assert(big->numel >= HL_PARALLEL_MIN_WORK);
+    softcap_case cb = {bt, 15};
+    tu_check_threads_bitwise("cross_entropy_softcap (large)", build_softcap, &cb, &big, 1);
+    free(bt);
+    hl_tensor_free(big);
+}
+END_TEST
+
+START_TEST(test_softcap_errors)
+{
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *x = tu_random("x", 2, (int[]){3, 5}, true, 1, -1, 1);
+    const int32_t ok[] = {0, IGNORE, 4}, high[] = {0, IGNORE, 7};
+    tu_expect_error(g, hl_cross_entropy_softcap(g, x, ok, IGNORE, 0), "cross_entropy_softcap",
+                    "cap 0", "(3,5)", NULL);
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_cross_entropy_softcap(g, x, ok, IGNORE, -2),
+                    "cross_entropy_softcap", "cap -2", NULL);
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_cross_entropy_softcap(g, x, ok, IGNORE, INFINITY),
+                    "cross_entropy_softcap", "finite", NULL);
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_cross_entropy_softcap(g, x, high, IGNORE, 15),
+                    "cross_entropy_softcap", "target 7", "row 2", "(3,5)", NULL);
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_cross_entropy_softcap(g, NULL, ok, IGNORE, 15),
+                    "cross_entropy_softcap", "NULL", NULL);
+    hl_tensor_free(x);
+    hl_graph_free(g);
+}
+END_TEST
+
 START_TEST(test_ce_errors)
 {
     hl_graph *g = hl_graph_new(0);
@@ -247,6 +375,10 @@ Suite *cross_entropy_suite(void)
     tcase_add_test(tc, test_ce_all_ignored);
     tcase_add_test(tc, test_ce_gradients);
     tcase_add_test(tc, test_ce_errors);
+    tcase_add_test(tc, test_softcap_naive);
+    tcase_add_test(tc, test_softcap_large_cap_is_plain);
+    tcase_add_test(tc, test_softcap_gradients);
+    tcase_add_test(tc, test_softcap_errors);
     suite_add_tcase(s, tc);
     return s;
 }

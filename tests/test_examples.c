@@ -594,6 +594,9 @@ START_TEST(test_charlm_bad_input)
                    "unknown --norm batchnorm");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --mlp relu", 2,
                    "unknown --mlp relu");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --softcap -1", 2, "--softcap");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --resume x --qk-norm", 2,
+                   "--qk-norm or --softcap with --resume");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --pos rope --pos-init sinusoidal",
                    2, "--pos-init sinusoidal starts learned positions");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --pos rope --heads 2 --d-model 6",

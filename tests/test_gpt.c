@@ -339,6 +339,19 @@ START_TEST(test_gpt_config_round_trip)
     ck_assert_int_eq(hl_gpt_config_parse(text, &b, &err), HL_OK);
     ck_assert(b.pos == HL_GPT_POS_ROPE && b.rope_base == 500 && b.norm == HL_GPT_NORM_RMS &&
               b.mlp == HL_GPT_MLP_SWIGLU && b.tie_embeddings && b.smear_keys);
+    /* The training recipe's options: written only when set. */
+    ck_assert_ptr_null(strstr(text, "qk_norm"));
+    ck_assert_ptr_null(strstr(text, "softcap"));
+    a.mlp = HL_GPT_MLP_RELU2;
+    a.qk_norm = true;
+    a.softcap = 15.5;
+    hl_gpt_config_format(&a, text, sizeof text);
+    ck_assert_int_eq(hl_gpt_config_parse(text, &b, &err), HL_OK);
+    ck_assert(b.mlp == HL_GPT_MLP_RELU2 && b.qk_norm && b.softcap == 15.5);
+    ck_assert_str_eq(hl_gpt_mlp_name(HL_GPT_MLP_RELU2), "relu2");
+    ck_assert_int_eq(hl_gpt_mlp_parse("relu2"), HL_GPT_MLP_RELU2);
+    a.qk_norm = false;
+    a.softcap = 0;
     ck_assert_int_eq(hl_gpt_config_parse("vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 "
                                          "n_layers=1 mlp=1 layernorm=1 dropout=0 emb_std=1",
                                          &b, &err), HL_OK);
@@ -366,6 +379,14 @@ START_TEST(test_gpt_config_round_trip)
         "dropout=0 emb_std=1 layer_heads=2 rope_base=-1",
         "vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 n_layers=1 mlp=1 layernorm=1 "
         "dropout=0 emb_std=1 layer_heads=2 smear=1 tie=0 smear=0",
+        "vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 n_layers=1 mlp=1 layernorm=1 "
+        "dropout=0 emb_std=1 layer_heads=2 softcap=0",
+        "vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 n_layers=1 mlp=1 layernorm=1 "
+        "dropout=0 emb_std=1 layer_heads=2 softcap=inf",
+        "vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 n_layers=1 mlp=1 layernorm=1 "
+        "dropout=0 emb_std=1 layer_heads=2 qk_norm=2",
+        "vocab_in=3 vocab_out=3 n_ctx=4 d_model=4 n_heads=2 n_layers=1 mlp=5 layernorm=1 "
+        "dropout=0 emb_std=1",
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         ck_assert_msg(hl_gpt_config_parse(bad[i], &b, &err) == HL_ERR_FORMAT, "%s", bad[i]);
@@ -405,6 +426,71 @@ START_TEST(test_gpt_config_round_trip)
     err = (hl_error){0};
     ck_assert_ptr_null(hl_gpt_new(&odd, &err));
     ck_assert_ptr_nonnull(strstr(err.message, "HL_GPT_MAX_CTX"));
+}
+END_TEST
+
+/* The training recipe on a GPT with rotary positions: packed documents give
+ * each document's logits as if it were alone (attention is relative under
+ * rope and never crosses a boundary), on both attention paths; QK-norm
+ * makes the logits blind to the scale of q and k; the loss is the
+ * soft-capped cross-entropy. */
+START_TEST(test_gpt_recipe)
+{
+    hl_gpt_config cfg = {.vocab_in = 11, .vocab_out = 7, .n_ctx = 12, .d_model = 16,
+                         .n_heads = 2, .n_layers = 2, .mlp = HL_GPT_MLP_RELU2,
+                         .norm = HL_GPT_NORM_RMS, .pos = HL_GPT_POS_ROPE, .emb_std = 0.5,
+                         .qk_norm = true, .softcap = 4};
+    hl_error err = {0};
+    hl_gpt *m = hl_gpt_new(&cfg, &err);
+    ck_assert_msg(m, "%s", err.message);
+    hl_rng rng;
+    hl_rng_seed(&rng, 77);
+    hl_gpt_init_weights(m, &rng);
+    ck_assert(m->blocks[1].attn.k_norm->data[3] == 1); /* gains start at 1 */
+    const int T = 12, first = 5, V = 7;
+    int32_t tokens[12], targets[12];
+    for (int t = 0; t < T; t++) {
+        tokens[t] = (int32_t)((3 * t + 1) % 11);
+        targets[t] = (int32_t)((5 * t + 2) % 7);
+    }
+    hl_tensor *ids = hl_tensor_new("doc_ids", 2, (int[]){1, T}, false);
+    for (int t = 0; t < T; t++)
+        ids->data[t] = t < first ? 0 : 1;
+    hl_graph *g = hl_graph_new(0);
+    hl_mha_trace trace[2];
+    hl_tensor *fused = hl_gpt_forward(g, m, tokens, 1, T, &(hl_gpt_run){.doc_ids = ids});
+    hl_tensor *composed =
+        hl_gpt_forward(g, m, tokens, 1, T, &(hl_gpt_run){.doc_ids = ids, .trace = trace});
+    hl_tensor *head = hl_gpt_forward(g, m, tokens, 1, first, NULL);
+    hl_tensor *tail = hl_gpt_forward(g, m, tokens + first, 1, T - first, NULL);
+    ck_assert_msg(!hl_graph_failed(g), "%s", hl_graph_message(g));
+    tu_assert_close("packed, fused vs composed", fused->data, composed->data, (size_t)T * V, 1e-5);
+    tu_assert_close("first document alone", fused->data, head->data, (size_t)first * V, 1e-5);
+    tu_assert_close("second document alone", fused->data + first * V, tail->data,
+                    (size_t)(T - first) * V, 1e-4);
+    ck_assert(trace[0].attn->data[(size_t)first * T] == 0); /* no look back across */
+    /* q and k three times larger: the same logits. */
+    hl_tensor *before = hl_gpt_forward(g, m, tokens, 1, T, NULL);
+    hl_tensor *w = m->blocks[0].attn.in_proj_weight;
+    for (int i = 0; i < 2 * 16 * 16; i++)
+        w->data[i] *= 3;
+    for (int i = 0; i < 2 * 16; i++)
+        m->blocks[0].attn.in_proj_bias->data[i] *= 3;
+    hl_tensor *after = hl_gpt_forward(g, m, tokens, 1, T, NULL);
+    tu_assert_close("q and k scaled", before->data, after->data, (size_t)T * V, 1e-4);
+    /* The model's loss is the soft-capped cross-entropy. */
+    const double loss = hl_gpt_loss(g, m, after, targets, -1)->data[0];
+    ck_assert(loss == hl_cross_entropy_softcap(g, after, targets, -1, 4)->data[0]);
+    ck_assert(fabs((double)hl_gpt_logit(&m->cfg, 10) - 4 * tanh(2.5)) < 1e-6);
+    ck_assert(hl_gpt_logit(&m->cfg, -1e9f) == -4);
+    /* Document ids of the wrong shape: an error naming the mask. */
+    hl_tensor *wrong = hl_tensor_new("doc_ids", 2, (int[]){2, T}, false);
+    tu_expect_error(g, hl_gpt_forward(g, m, tokens, 1, T, &(hl_gpt_run){.doc_ids = wrong}),
+                    "doc_ids", "(2,12)", NULL);
+    hl_tensor_free(wrong);
+    hl_tensor_free(ids);
+    hl_graph_free(g);
+    hl_gpt_free(m);
 }
 END_TEST
 
@@ -502,6 +588,7 @@ Suite *gpt_suite(void)
     tcase_add_test(tc, test_gpt_sinusoidal_positions);
     tcase_add_test(tc, test_gpt_config_round_trip);
     tcase_add_test(tc, test_gpt_errors);
+    tcase_add_test(tc, test_gpt_recipe);
     tcase_add_test(tc, test_gpt_size_limits);
     suite_add_tcase(s, tc);
     return s;

@@ -1,7 +1,8 @@
 /* Tests for models/gpt_cache.c: logits fed a token at a time through the
  * key/value cache agree with hl_gpt_forward's over the whole prefix, for the
  * imported architectures (GQA, partial rotary, parallel residual, tanh GELU)
- * and for trained-model options (smeared keys, sinusoidal positions); the
+ * and for trained-model options (smeared keys, sinusoidal positions, QK-norm,
+ * ReLU², soft-capped logits); the
  * sampler's rules. */
 #include <check.h>
 #include <math.h>
@@ -21,7 +22,8 @@ static void forward_last(const hl_gpt *m, const int32_t *tokens, int T, hl_real 
     hl_tensor *logits = hl_gpt_forward(g, m, tokens, 1, T, NULL);
     ck_assert_msg(!hl_graph_failed(g), "%s", hl_graph_message(g));
     const int V = m->cfg.vocab_out;
-    memcpy(out, logits->data + (size_t)(T - 1) * V, (size_t)V * sizeof *out);
+    for (int v = 0; v < V; v++) /* soft-capped as the cache hands them out */
+        out[v] = hl_gpt_logit(&m->cfg, logits->data[(size_t)(T - 1) * V + v]);
     hl_graph_free(g);
 }
 
@@ -77,15 +79,19 @@ END_TEST
 
 START_TEST(test_cache_matches_forward_on_trained_options)
 {
-    hl_gpt_config cfgs[2] = {
+    hl_gpt_config cfgs[3] = {
         {.vocab_in = 13, .vocab_out = 13, .n_ctx = 12, .d_model = 16, .n_heads = 4,
          .n_layers = 2, .mlp = HL_GPT_MLP_SWIGLU, .norm = HL_GPT_NORM_RMS, .emb_std = 0.5,
          .pos = HL_GPT_POS_ROPE, .smear_keys = true, .tie_embeddings = true},
         {.vocab_in = 9, .vocab_out = 7, .n_ctx = 10, .d_model = 12, .n_heads = 3,
          .n_layers = 2, .mlp = HL_GPT_MLP_GELU, .norm = HL_GPT_NORM_LAYER, .emb_std = 0.5,
          .pos = HL_GPT_POS_SINUSOIDAL},
+        {.vocab_in = 11, .vocab_out = 11, .n_ctx = 12, .d_model = 16, .n_heads = 2,
+         .n_layers = 2, .mlp = HL_GPT_MLP_RELU2, .norm = HL_GPT_NORM_RMS, .emb_std = 0.5,
+         .pos = HL_GPT_POS_ROPE, .qk_norm = true, .softcap = 3},
     };
-    for (int i = 0; i < 2; i++) {
+    static const char *const what[3] = {"smeared keys", "sinusoidal", "qk-norm, relu2, softcap"};
+    for (int i = 0; i < 3; i++) {
         hl_error err = {0};
         hl_gpt *m = hl_gpt_new(&cfgs[i], &err);
         ck_assert_msg(m, "%s", err.message);
@@ -95,7 +101,11 @@ START_TEST(test_cache_matches_forward_on_trained_options)
         for (int l = 0; m->blocks[0].attn.smear && l < 2; l++) /* smearing on, not 1/2 */
             for (int h = 0; h < 4; h++)
                 m->blocks[l].attn.smear->data[h] = (hl_real)(h - 1.5);
-        expect_cache_agrees(m, i ? "sinusoidal" : "smeared keys");
+        for (int l = 0; m->blocks[0].attn.q_norm && l < 2; l++) { /* gains away from 1 */
+            hl_init_uniform(m->blocks[l].attn.q_norm, &rng, 0.5, 1.5);
+            hl_init_uniform(m->blocks[l].attn.k_norm, &rng, 0.5, 1.5);
+        }
+        expect_cache_agrees(m, what[i]);
         hl_gpt_free(m);
     }
 }

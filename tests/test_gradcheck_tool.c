@@ -151,7 +151,8 @@ START_TEST(test_cases_names)
      * qkv_heads) and the modules built of ops. */
     static const char *const more[] = {"matmul_ta",         "matmul_tb",       "matmul_tab",
                                        "rope_partial",      "qkv_heads_grouped",
-                                       "mha_self_causal",   "mha_cross_padding", "gpt"};
+                                       "mha_self_causal",   "mha_cross_padding", "gpt",
+                                       "gpt_recipe"};
     const int n_more = (int)(sizeof more / sizeof more[0]);
     const int n = hl_gradcheck_case_count();
     bool checked[HL_OP_COUNT] = {false};

@@ -264,6 +264,23 @@ static size_t compute_rows(hl_real *out, size_t cap)
         memcpy(out + used, x, n * sizeof *x);
         hl_vmath_add(dy, out + used, n);
         used += n;
+        /* ReLU² and soft-capping, forward and through the cross-entropy
+         * gradient, stored and added. */
+        ck_assert(used + 5 * n <= cap);
+        hl_vmath_relu2(x, out + used, n);
+        used += n;
+        memcpy(out + used, dy, n * sizeof *dy);
+        hl_vmath_relu2_grad(x, dy, out + used, n, false);
+        used += n;
+        hl_vmath_softcap(x, (hl_real)7.5, out + used, n);
+        used += n;
+        hl_vmath_softcap_xent_grad(x, (hl_real)7.5, 2, (hl_real)0.5, (hl_real)0.125, n / 3,
+                                   out + used, n, true);
+        used += n;
+        memcpy(out + used, dy, n * sizeof *dy);
+        hl_vmath_softcap_xent_grad(dy, (hl_real)0.3, -1, (hl_real)0.25, (hl_real)-3,
+                                   n ? n - 1 : 0, out + used, n, false);
+        used += n;
         if (n % 2 == 0) {
             hl_kernels()->rope_row(x, dy, x + n / 2, 1, out + used, n / 2, false);
             memcpy(out + used + n, x, n * sizeof *x);

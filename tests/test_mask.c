@@ -322,6 +322,51 @@ START_TEST(test_mask_threads)
 }
 END_TEST
 
+/* Document ids: every entry against the rule (kept where query t's document,
+ * the id at key position t, is key s's) on (B,H,T,S) and (B,T,S) scores with
+ * T < S (the gradient: gradcheck's mask_documents+softmax); and the errors. */
+START_TEST(test_mask_documents)
+{
+    hl_tensor *ids = hl_tensor_new("doc_ids", 2, (int[]){2, 7}, false);
+    static const hl_real values[14] = {0, 0, 1, 1, 1, 2, 2, 5, 5, 5, 5, 5, 5, 9};
+    memcpy(ids->data, values, sizeof values);
+    for (int rank = 3; rank <= 4; rank++) {
+        hl_tensor *x = rank == 4 ? tu_random("scores", 4, (int[]){2, 3, 5, 7}, true, 90, -1, 1)
+                                 : tu_random("scores", 3, (int[]){2, 5, 7}, true, 91, -1, 1);
+        hl_graph *g = hl_graph_new(0);
+        hl_tensor *y = hl_mask_documents(g, x, ids);
+        ck_assert(!hl_graph_failed(g));
+        const int H = rank == 4 ? 3 : 1;
+        for (size_t r = 0; r < x->numel / 7; r++) {
+            const int b = (int)(r / (5 * (size_t)H)), t = (int)(r % 5);
+            for (int k = 0; k < 7; k++) {
+                const bool keep = values[b * 7 + k] == values[b * 7 + t];
+                const size_t i = r * 7 + k;
+                ck_assert(keep ? y->data[i] == x->data[i] : y->data[i] == -INFINITY);
+            }
+        }
+        hl_tensor_free(x);
+        hl_graph_free(g);
+    }
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *x = tu_random("scores", 4, (int[]){2, 3, 5, 7}, false, 92, -1, 1);
+    hl_tensor *wide = tu_random("scores", 4, (int[]){2, 3, 8, 7}, false, 93, -1, 1);
+    hl_tensor *bad = hl_tensor_new("doc_ids", 2, (int[]){2, 6}, false);
+    tu_expect_error(g, hl_mask_documents(g, x, bad), "mask_documents", "(2,6)", "(2,3,5,7)",
+                    "(B,S)", NULL);
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_mask_documents(g, wide, ids), "mask_documents", "(2,7)", "(2,3,8,7)",
+                    "T <= S", NULL);
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_mask_documents(g, x, NULL), "mask_documents", "doc_ids", "NULL", NULL);
+    hl_tensor_free(x);
+    hl_tensor_free(wide);
+    hl_tensor_free(bad);
+    hl_tensor_free(ids);
+    hl_graph_free(g);
+}
+END_TEST
+
 START_TEST(test_mask_errors)
 {
     hl_graph *g = hl_graph_new(0);
@@ -410,6 +455,7 @@ Suite *mask_suite(void)
     tcase_add_test(tc, test_mask_without_grad);
     tcase_add_test(tc, test_mask_threads);
     tcase_add_test(tc, test_mask_errors);
+    tcase_add_test(tc, test_mask_documents);
     suite_add_tcase(s, tc);
     return s;
 }

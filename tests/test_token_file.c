@@ -193,7 +193,9 @@ START_TEST(test_bad_files_are_refused)
     const uint16_t bad = 280;
     unsigned char *c = malloc(size);
     memcpy(c, b, size);
-    memcpy(c + size - 2 * 4, &bad, 2);
+    hl_token_header th;
+    ck_assert_int_eq(hl_token_header_parse(b, size, size, path, &th, NULL, &err), HL_OK);
+    memcpy(c + th.tokens_at + (n - 4) * 2, &bad, 2);
     put_bytes(c, size);
     free(c);
     hl_token_file *f = hl_token_file_open(path, &err);
@@ -227,6 +229,62 @@ START_TEST(test_bad_files_are_refused)
 }
 END_TEST
 
+/* Documents: the index a writer keeps (no empty document, none at the end),
+ * a version-1 file read as one document, and a bad index refused. */
+START_TEST(test_documents)
+{
+    temp_path();
+    hl_vocab *v = hl_vocab_bytes();
+    hl_error err = {0};
+    hl_token_writer *w = hl_token_writer_begin(path, v, &err);
+    const int32_t abc[] = {'a', 'b', 'c'}, de[] = {'d', 'e'};
+    ck_assert_int_eq(hl_token_writer_end_document(w, &err), HL_OK); /* nothing yet */
+    ck_assert_int_eq(hl_token_writer_put(w, abc, 3, 3, &err), HL_OK);
+    ck_assert_int_eq(hl_token_writer_end_document(w, &err), HL_OK);
+    ck_assert_int_eq(hl_token_writer_end_document(w, &err), HL_OK); /* empty: none */
+    ck_assert_int_eq(hl_token_writer_put(w, de, 2, 2, &err), HL_OK);
+    ck_assert_int_eq(hl_token_writer_end_document(w, &err), HL_OK); /* at the end: none */
+    ck_assert_int_eq(hl_token_writer_commit(w, &err), HL_OK);
+    hl_token_file *f = hl_token_file_open(path, &err);
+    ck_assert_msg(f, "%s", err.message);
+    ck_assert_uint_eq(hl_token_file_header(f)->version, 2);
+    size_t n;
+    const uint64_t *docs = hl_token_file_docs(f, &n);
+    ck_assert_uint_eq(n, 2);
+    ck_assert(docs[0] == 0 && docs[1] == 3);
+    const hl_token_header h = *hl_token_file_header(f);
+    hl_token_file_close(f);
+    size_t size;
+    unsigned char *b = file_bytes(&size);
+    ck_assert_uint_eq(size, h.docs_at + 16);
+    ck_assert_uint_eq(h.docs_at, h.tokens_at + 10);
+    /* the index refused: out of order, past the tokens, a count that does not fit */
+    const uint64_t seven = 7, zero = 0, three = 3;
+    expect_refused(b, size, h.docs_at + 8, &seven, 8, "document 1 starts at token 7");
+    expect_refused(b, size, h.docs_at + 8, &zero, 8, "document 1 starts at token 0");
+    expect_refused(b, size, h.docs_at, &three, 8, "document 0 starts at token 3");
+    expect_refused(b, size, 56, &three, 8, "truncated");
+    /* version 1: no index, one document */
+    const uint32_t one = 1;
+    memcpy(b + 8, &one, 4);
+    memcpy(b + 56, &zero, 8);
+    put_bytes(b, (size_t)(h.tokens_at + 10));
+    f = hl_token_file_open(path, &err);
+    ck_assert_msg(f, "%s", err.message);
+    docs = hl_token_file_docs(f, &n);
+    ck_assert(n == 1 && docs[0] == 0);
+    int32_t back[5];
+    ck_assert_int_eq(hl_token_file_read(f, 0, 5, back, &err), HL_OK);
+    ck_assert(back[0] == 'a' && back[4] == 'e');
+    hl_token_file_close(f);
+    memcpy(b + 56, &three, 8); /* version 1 has no document count */
+    expect_refused(b, (size_t)(h.tokens_at + 10), 0, NULL, 0, "reserved");
+    free(b);
+    hl_vocab_free(v);
+    remove(path);
+}
+END_TEST
+
 /* The fingerprint changes with the tokens at either end and the vocabulary. */
 START_TEST(test_fingerprint)
 {
@@ -240,7 +298,9 @@ START_TEST(test_fingerprint)
     const uint64_t before = hl_token_file_fingerprint(f);
     hl_token_file_close(f);
     unsigned char *b = file_bytes(&size);
-    b[size - 2] = 'Q';
+    hl_token_header th;
+    ck_assert_int_eq(hl_token_header_parse(b, size, size, path, &th, NULL, &err), HL_OK);
+    b[th.docs_at - 2] = 'Q'; /* the last token, before the document index */
     put_bytes(b, size);
     f = hl_token_file_open(path, &err);
     ck_assert_msg(f, "%s", err.message);
@@ -261,6 +321,7 @@ Suite *token_file_suite(void)
     tcase_add_test(tc, test_round_trip_every_vocabulary);
     tcase_add_test(tc, test_bad_files_are_refused);
     tcase_add_test(tc, test_fingerprint);
+    tcase_add_test(tc, test_documents);
     suite_add_tcase(s, tc);
     return s;
 }

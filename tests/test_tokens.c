@@ -75,16 +75,48 @@ START_TEST(test_tokenize_same_for_any_thread_count)
             ck_assert_msg(tu_same_file(a, b), "%s %s: 1 and 2 threads differ", vocabs[k], name);
         }
     }
-    /* two files read as one text equal their concatenation */
+    /* Two files cut at a line break read as one text: the tokens of their
+     * concatenation, each file a document (its own encoding changes no token
+     * where a line break separates two non-spaces). */
     snprintf(command, sizeof command,
-             "head -c 9999 %s/text.txt > %s/a.txt && tail -c +10000 %s/text.txt > %s/b.txt && "
+             "head -n 300 %s/text.txt > %s/a.txt && tail -n +301 %s/text.txt > %s/b.txt && "
              HL_BUILD_DIR "/tokenize %s/a.txt %s/b.txt --learn 320 --tokenizer bpe --out %s/ab",
              dir, dir, dir, dir, dir, dir, dir);
     tu_run_ok(command);
     char a[128], b[128];
     snprintf(a, sizeof a, "%s/ab/train.tok", dir);
     snprintf(b, sizeof b, "%s/t2/train.tok", dir);
-    ck_assert(tu_same_file(a, b));
+    hl_error err = {0};
+    hl_token_file *fa = hl_token_file_open(a, &err), *fb = hl_token_file_open(b, &err);
+    ck_assert_msg(fa && fb, "%s", err.message);
+    const uint64_t n = hl_token_file_header(fa)->n_tokens;
+    ck_assert_uint_eq(n, hl_token_file_header(fb)->n_tokens);
+    int32_t *ta = malloc(n * sizeof *ta), *tb = malloc(n * sizeof *tb);
+    ck_assert_int_eq(hl_token_file_read(fa, 0, n, ta, &err), HL_OK);
+    ck_assert_int_eq(hl_token_file_read(fb, 0, n, tb, &err), HL_OK);
+    ck_assert_mem_eq(ta, tb, n * sizeof *ta);
+    size_t docs_a, docs_b;
+    const uint64_t *starts = hl_token_file_docs(fa, &docs_a);
+    hl_token_file_docs(fb, &docs_b);
+    ck_assert_uint_eq(docs_a, 2);
+    ck_assert_uint_eq(docs_b, 1);
+    ck_assert(starts[1] > 0 && starts[1] < n);
+    free(ta);
+    free(tb);
+    hl_token_file_close(fa);
+    hl_token_file_close(fb);
+    /* A form-feed line ends a document too; charlm trains on windows that
+     * start at documents and never attend across one. */
+    snprintf(command, sizeof command,
+             "(head -n 200 %s/text.txt; printf '\\f\\n'; tail -n +201 %s/text.txt) > %s/c.txt && "
+             HL_BUILD_DIR "/tokenize %s/c.txt --out %s/c && " HL_BUILD_DIR "/charlm --tokens "
+             "%s/c --doc-windows --qk-norm --mlp relu2 --softcap 10 --out %s/c/run " TINY,
+             dir, dir, dir, dir, dir, dir, dir);
+    char out[8192];
+    int rc = tu_run(command, out, sizeof out);
+    ck_assert_msg(rc == 0, "%s: exit %d: %s", command, rc, out);
+    ck_assert_msg(strstr(out, "documents: 2 in the training text, 2 of them start a window"),
+                  "%s", out);
     remove_dir();
 }
 END_TEST

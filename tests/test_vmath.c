@@ -237,6 +237,43 @@ START_TEST(test_vmath_xent_grad_and_add)
 }
 END_TEST
 
+/* Soft-capping's tanh (cap 1) against libm at every 509th float pattern and
+ * around the switch at |u| = 1/4; the double build calls libm's tanh. */
+START_TEST(test_vmath_softcap_tanh)
+{
+#ifdef HL_REAL_DOUBLE
+    const double max_ulp = 0;
+#else
+    const double max_ulp = 4;
+#endif
+    enum { N = 256 };
+    hl_real x[N], y[N];
+    uint32_t bits = 0;
+    for (;;) {
+        for (int i = 0; i < N; i++, bits += SWEEP_STEP)
+            x[i] = from_bits(bits);
+        hl_vmath_softcap(x, 1, y, N);
+        for (int i = 0; i < N; i++) {
+            const double e = ulp_error(y[i], tanh((double)x[i]));
+            ck_assert_msg(e <= max_ulp, "tanh(%.9g) = %.9g, want %.9g (%.2f ulp)", (double)x[i],
+                          (double)y[i], tanh((double)x[i]), e);
+        }
+        if (bits < (uint32_t)N * SWEEP_STEP)
+            break; /* wrapped */
+    }
+    for (int i = 0; i < N; i++)
+        x[i] = (hl_real)(0.24 + 0.02 * i / N) * (i % 2 ? -1 : 1);
+    hl_vmath_softcap(x, 1, y, N);
+    for (int i = 0; i < N; i++)
+        ck_assert(ulp_error(y[i], tanh((double)x[i])) <= max_ulp);
+    /* cap·tanh(x/cap) at a large cap is x to rounding; ±inf caps to ±cap. */
+    x[0] = 2, x[1] = -3, x[2] = INFINITY, x[3] = -INFINITY, x[4] = NAN;
+    hl_vmath_softcap(x, 1000, y, 5);
+    ck_assert(fabs((double)y[0] - 2) < 1e-5 && fabs((double)y[1] + 3) < 1e-5);
+    ck_assert(y[2] == 1000 && y[3] == -1000 && isnan((double)y[4]));
+}
+END_TEST
+
 Suite *vmath_suite(void)
 {
     Suite *s = suite_create("vmath");
@@ -246,6 +283,7 @@ Suite *vmath_suite(void)
     tcase_add_test(tc, test_vmath_erf);
     tcase_add_test(tc, test_vmath_rows);
     tcase_add_test(tc, test_vmath_xent_grad_and_add);
+    tcase_add_test(tc, test_vmath_softcap_tanh);
     suite_add_tcase(s, tc);
     return s;
 }

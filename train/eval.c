@@ -121,13 +121,13 @@ typedef struct {
 } eval_sums;
 
 /* Adds one batch's losses (weighted by target counts) and hits into the sums. */
-static void score_batch(hl_graph *g, const hl_eval_set *set, const hl_eval_batch *b,
-                        hl_tensor *logits, eval_sums *s)
+static void score_batch(hl_graph *g, const hl_gpt *m, const hl_eval_set *set,
+                        const hl_eval_batch *b, hl_tensor *logits, eval_sums *s)
 {
     const hl_tensor *predicted = hl_argmax(g, logits); /* (B,T) */
     for (int k = 0; k < set->n_groups && !hl_graph_failed(g); k++) {
         const int32_t *targets = b->targets[k];
-        hl_tensor *ce = hl_cross_entropy(g, logits, targets, HL_EVAL_IGNORE);
+        hl_tensor *ce = hl_gpt_loss(g, m, logits, targets, HL_EVAL_IGNORE);
         if (hl_graph_failed(g))
             return;
         int64_t n = 0;
@@ -172,7 +172,7 @@ hl_status hl_eval_loss(const hl_gpt *m, const hl_eval_set *whole, const hl_gpt_r
     hl_status s = HL_OK;
     for (hl_eval_batch b = {0}; s == HL_OK && hl_eval_set_next(set, &b);) {
         hl_tensor *logits = hl_gpt_forward(g, m, b.tokens, b.B, set->T, run);
-        score_batch(g, set, &b, logits, &sums);
+        score_batch(g, m, set, &b, logits, &sums);
         if (hl_graph_failed(g))
             s = hl_error_set(err, hl_graph_status(g), "eval: %s", hl_graph_message(g));
         else if (hook)
@@ -192,20 +192,28 @@ hl_status hl_eval_loss(const hl_gpt *m, const hl_eval_set *whole, const hl_gpt_r
     return HL_OK;
 }
 
+/* -log softmax(row)[target] of the logits as cfg's loss reads them (soft-capped
+ * when it has a softcap: hl_gpt_logit). */
+static double token_loss(const hl_real *row, int V, int32_t target, const hl_gpt_config *cfg)
+{
+    double max = hl_gpt_logit(cfg, row[0]), sum = 0;
+    for (int v = 1; v < V; v++)
+        max = fmax(max, hl_gpt_logit(cfg, row[v]));
+    for (int v = 0; v < V; v++)
+        sum += exp((double)hl_gpt_logit(cfg, row[v]) - max);
+    return max + log(sum) - (double)hl_gpt_logit(cfg, row[target]);
+}
+
 double hl_eval_token_loss(const hl_real *row, int V, int32_t target)
 {
-    double max = row[0], sum = 0;
-    for (int v = 1; v < V; v++)
-        max = fmax(max, row[v]);
-    for (int v = 0; v < V; v++)
-        sum += exp((double)row[v] - max);
-    return max + log(sum) - (double)row[target];
+    return token_loss(row, V, target, &(hl_gpt_config){0});
 }
 
 typedef struct {
     int T;
     double *sum;
     int64_t *count;
+    const hl_gpt_config *cfg;
 } position_sums;
 
 static hl_status position_hook(void *ctx, const hl_eval_batch *b, const hl_tensor *logits,
@@ -218,7 +226,7 @@ static hl_status position_hook(void *ctx, const hl_eval_batch *b, const hl_tenso
         const int32_t y = b->targets[0][i];
         if (y == HL_EVAL_IGNORE)
             continue;
-        p->sum[i % p->T] += hl_eval_token_loss(logits->data + (size_t)i * V, V, y);
+        p->sum[i % p->T] += token_loss(logits->data + (size_t)i * V, V, y, p->cfg);
         p->count[i % p->T]++;
     }
     return HL_OK;
@@ -230,7 +238,7 @@ hl_status hl_eval_position_loss(const hl_gpt *m, const hl_eval_set *set, const h
     if (!set)
         return hl_error_set(err, HL_ERR_ARG, "eval: no set");
     position_sums p = {set->T, calloc((size_t)set->T, sizeof(double)),
-                       calloc((size_t)set->T, sizeof(int64_t))};
+                       calloc((size_t)set->T, sizeof(int64_t)), &m->cfg};
     hl_status s = p.sum && p.count ? hl_eval_loss(m, set, run, position_hook, &p, out, err)
                                    : hl_error_set(err, HL_ERR_NOMEM, "eval: out of memory");
     for (int t = 0; s == HL_OK && t < set->T; t++)

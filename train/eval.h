@@ -3,7 +3,8 @@
  *
  * An evaluation set is a fixed set of token sequences (N,T) with one or more
  * groups of targets (the toy task has "scored" and "other"; a text has one),
- * each group scored on its own: mean cross-entropy and argmax accuracy.
+ * each group scored on its own: mean cross-entropy (the model's loss,
+ * hl_gpt_loss: soft-capped when its config says so) and argmax accuracy.
  * Batches are taken in order, `batch` sequences at a time (the last may have
  * fewer), so results never depend on anything but the set and the model.
  *
@@ -103,7 +104,8 @@ typedef hl_status (*hl_eval_hook)(void *ctx, const hl_eval_batch *b, const hl_te
 hl_status hl_eval_loss(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run *run,
                        hl_eval_hook hook, void *ctx, hl_eval_result *out, hl_error *err);
 
-/* -log softmax(row)[target] over V logits, in double. */
+/* -log softmax(row)[target] over V logits, in double (not soft-capped;
+ * hl_eval_position_loss caps them as the model's loss does). */
 double hl_eval_token_loss(const hl_real *row, int V, int32_t target);
 
 /* hl_eval_loss (with the run's gates, offsets and patches; run may be NULL),

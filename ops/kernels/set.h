@@ -30,6 +30,13 @@ void HL_SIMD_FN(hl_vmath_swiglu_grad)(const hl_real *gate, const hl_real *up, co
                                       hl_real *dgate, hl_real *dup, size_t n, bool overwrite);
 void HL_SIMD_FN(hl_vmath_xent_grad)(const hl_real *x, hl_real a, hl_real b, hl_real scale,
                                     size_t hot, hl_real *y, size_t n, bool overwrite);
+void HL_SIMD_FN(hl_vmath_relu2)(const hl_real *x, hl_real *y, size_t n);
+void HL_SIMD_FN(hl_vmath_relu2_grad)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
+                                     bool overwrite);
+void HL_SIMD_FN(hl_vmath_softcap)(const hl_real *x, hl_real cap, hl_real *y, size_t n);
+void HL_SIMD_FN(hl_vmath_softcap_xent_grad)(const hl_real *x, hl_real cap, hl_real a, hl_real b,
+                                            hl_real scale, size_t hot, hl_real *y, size_t n,
+                                            bool overwrite);
 void HL_SIMD_FN(hl_vmath_add)(const hl_real *x, hl_real *y, size_t n);
 void HL_SIMD_FN(hl_rope_row)(const hl_real *x, const hl_real *cosines, const hl_real *sines,
                              hl_real sign, hl_real *y, size_t half, bool accumulate);

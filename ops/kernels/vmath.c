@@ -130,6 +130,42 @@ void HL_SIMD_FN(hl_vmath_xent_grad)(const hl_real *x, hl_real a, hl_real b, hl_r
     }
 }
 
+void HL_SIMD_FN(hl_vmath_relu2)(const hl_real *x, hl_real *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const hl_real r = x[i] < 0 ? 0 : x[i]; /* NaN stays NaN, as the vector max keeps it */
+        y[i] = r * r;
+    }
+}
+
+void HL_SIMD_FN(hl_vmath_relu2_grad)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
+                                     bool overwrite)
+{
+    for (size_t i = 0; i < n; i++) {
+        const hl_real r = x[i] < 0 ? 0 : x[i];
+        const hl_real d = dy[i] * (r + r);
+        dx[i] = overwrite ? d : dx[i] + d;
+    }
+}
+
+void HL_SIMD_FN(hl_vmath_softcap)(const hl_real *x, hl_real cap, hl_real *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = cap * tanh(x[i] / cap);
+}
+
+void HL_SIMD_FN(hl_vmath_softcap_xent_grad)(const hl_real *x, hl_real cap, hl_real a, hl_real b,
+                                            hl_real scale, size_t hot, hl_real *y, size_t n,
+                                            bool overwrite)
+{
+    for (size_t i = 0; i < n; i++) {
+        const hl_real t = tanh(x[i] / cap);
+        const hl_real p = vexp1(cap * t - a - b);
+        const hl_real d = scale * (p - (hl_real)(i == hot)) * (1 - t * t);
+        y[i] = overwrite ? d : y[i] + d;
+    }
+}
+
 void HL_SIMD_FN(hl_vmath_add)(const hl_real *x, hl_real *y, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -457,6 +493,90 @@ void HL_SIMD_FN(hl_vmath_xent_grad)(const hl_real *x, hl_real a, hl_real b, hl_r
     if (i < n) {
         const hl_vmask m = hl_vmask_first((int)(n - i));
         const hl_vec d = xent_grad(hl_vload_mask(x + i, m), va, vb, vscale, i, hot);
+        hl_vstore_mask(y + i, overwrite ? d : hl_vadd(hl_vload_mask(y + i, m), d), m);
+    }
+}
+
+/* ---- ReLU², relu(x)²: the max keeps NaN (its second operand), and the
+ * slope 2·relu(x) is exact. */
+HL_SIMD_INLINE hl_vec relu(hl_vec x) { return hl_vmax(hl_vzero(), x); }
+
+HL_SIMD_INLINE hl_vec relu2(hl_vec x)
+{
+    const hl_vec r = relu(x);
+    return hl_vmul(r, r);
+}
+
+void HL_SIMD_FN(hl_vmath_relu2)(const hl_real *x, hl_real *y, size_t n) { ROW_MAP(x, y, n, relu2); }
+
+void HL_SIMD_FN(hl_vmath_relu2_grad)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
+                                     bool overwrite)
+{
+    size_t i = 0;
+    for (; i + V <= n; i += V) {
+        const hl_vec r = relu(hl_vload(x + i));
+        const hl_vec d = hl_vmul(hl_vload(dy + i), hl_vadd(r, r));
+        hl_vstore(dx + i, overwrite ? d : hl_vadd(hl_vload(dx + i), d));
+    }
+    if (i < n) {
+        const hl_vmask m = hl_vmask_first((int)(n - i));
+        const hl_vec r = relu(hl_vload_mask(x + i, m));
+        const hl_vec d = hl_vmul(hl_vload_mask(dy + i, m), hl_vadd(r, r));
+        hl_vstore_mask(dx + i, overwrite ? d : hl_vadd(hl_vload_mask(dx + i, m), d), m);
+    }
+}
+
+/* ---- Logit soft-capping, cap·tanh(x/cap). With a = |u|: below TANH_SMALL
+ * tanh's odd Taylor series to u⁹ (truncation below 1e-8 relative), else
+ * sign(u)·(1 - e)/(1 + e) with e = e^(-2a) ≤ e^(-1/2), so 1 - e does not
+ * cancel and nothing overflows: a few ulp either way. ±inf → ±1, NaN → NaN. */
+#define TANH_SMALL 0.25f
+
+HL_SIMD_INLINE hl_vec vtanh(hl_vec u)
+{
+    const hl_vec one = hl_vset1(1), a = hl_vabs(u), z = hl_vmul(u, u);
+    hl_vec p = hl_vset1(62.0f / 2835);
+    p = hl_vfma(p, z, hl_vset1(-17.0f / 315));
+    p = hl_vfma(p, z, hl_vset1(2.0f / 15));
+    p = hl_vfma(p, z, hl_vset1(-1.0f / 3));
+    const hl_vec small = hl_vfma(hl_vmul(p, z), u, u);
+    const hl_vec e = vexp(hl_vmul(hl_vset1(-2), a));
+    const hl_vec large = hl_vcopysign(hl_vdiv(hl_vsub(one, e), hl_vadd(one, e)), u);
+    return hl_vselect_lt(a, hl_vset1(TANH_SMALL), small, large);
+}
+
+void HL_SIMD_FN(hl_vmath_softcap)(const hl_real *x, hl_real cap, hl_real *y, size_t n)
+{
+    const hl_vec c = hl_vset1(cap);
+#define SOFTCAP(v) hl_vmul(c, vtanh(hl_vdiv(v, c)))
+    ROW_MAP(x, y, n, SOFTCAP);
+#undef SOFTCAP
+}
+
+/* scale·(exp((cap·t - a) - b) - onehot)·(1 - t²), t = tanh(x/cap): the
+ * cross-entropy's gradient through the cap, cap·t rounded as the forward
+ * rounds it. */
+HL_SIMD_INLINE hl_vec softcap_xent_grad(hl_vec x, hl_vec c, hl_vec va, hl_vec vb, hl_vec vscale,
+                                        size_t i, size_t hot)
+{
+    const hl_vec t = vtanh(hl_vdiv(x, c));
+    const hl_vec g = xent_grad(hl_vmul(c, t), va, vb, vscale, i, hot);
+    return hl_vmul(g, hl_vsub(hl_vset1(1), hl_vmul(t, t)));
+}
+
+void HL_SIMD_FN(hl_vmath_softcap_xent_grad)(const hl_real *x, hl_real cap, hl_real a, hl_real b,
+                                            hl_real scale, size_t hot, hl_real *y, size_t n,
+                                            bool overwrite)
+{
+    const hl_vec c = hl_vset1(cap), va = hl_vset1(a), vb = hl_vset1(b), vscale = hl_vset1(scale);
+    size_t i = 0;
+    for (; i + V <= n; i += V) {
+        const hl_vec d = softcap_xent_grad(hl_vload(x + i), c, va, vb, vscale, i, hot);
+        hl_vstore(y + i, overwrite ? d : hl_vadd(hl_vload(y + i), d));
+    }
+    if (i < n) {
+        const hl_vmask m = hl_vmask_first((int)(n - i));
+        const hl_vec d = softcap_xent_grad(hl_vload_mask(x + i, m), c, va, vb, vscale, i, hot);
         hl_vstore_mask(y + i, overwrite ? d : hl_vadd(hl_vload_mask(y + i, m), d), m);
     }
 }

@@ -368,7 +368,8 @@ int hl_fuzz_token_file(const uint8_t *data, size_t size)
     hl_token_header h;
     hl_vocab *v = NULL;
     if (hl_token_header_parse(data, size, size, "fuzz", &h, &v, &err) == HL_OK &&
-        (h.tokens_at + h.n_tokens * h.width != size || h.tokens_at % HL_TOKEN_ALIGN ||
+        (h.docs_at + 8 * h.n_docs != size || h.docs_at < h.tokens_at + h.n_tokens * h.width ||
+         h.tokens_at % HL_TOKEN_ALIGN ||
          hl_vocab_size(v) != (int)h.vocab_size))
         abort(); /* accepted what the format forbids */
     hl_vocab_free(v);
