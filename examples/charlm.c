@@ -48,7 +48,7 @@
 
 typedef struct {
     const char *data, *tokens, *out, *resume, *prompt, *init_from;
-    const char *schedule, *pos_init, *tokenizer, *pos, *norm, *mlp, *optim;
+    const char *schedule, *pos_init, *tokenizer, *pos, *norm, *mlp, *optim, *preset;
     int steps, batch, ctx, d_model, heads, layers, eval_every, sample, threads, seed, warmup;
     int vocab, val_windows, kv_heads, rotary_dims;
     int copy_span;
@@ -79,6 +79,10 @@ static void usage(FILE *f)
         "  --out DIR            where train.csv and checkpoint.safetensors go (out/charlm)\n"
         "  --resume CKPT        continue a run from its checkpoint (the model config comes\n"
         "                       from the checkpoint; --steps is the new total)\n"
+        "  --preset NAME        speedrun: the recipe of today's small-GPT speedruns (rope,\n"
+        "                       rmsnorm, --qk-norm, --mlp relu2, --zero-init, --softcap 30,\n"
+        "                       --optim muon, --lr 3e-3, --schedule wsd --decay-frac 0.3),\n"
+        "                       printed at the start; any of those flags given overrides it\n"
         "  --init-from DIR      fine-tune a pretrained model: a Hugging Face folder (GPT-2,\n"
         "                       Pythia, Llama; config.json, model.safetensors and its\n"
         "                       tokenizer) or a headlab model file; its architecture and\n"
@@ -148,6 +152,37 @@ static void usage(FILE *f)
             "file that cannot be written (the previous file is kept).\n");
 }
 
+/* --preset speedrun: the training recipe of today's small-GPT speedruns
+ * (modded-nanogpt) on charlm's model: rotary positions, RMSNorm, QK-norm,
+ * a ReLU² MLP, zero-initialised output projections and head, logits
+ * soft-capped at 30, Muon on the hidden matrices with AdamW on the rest, a
+ * warm-up, stable, decay schedule. It sets defaults: flags after it (or
+ * before) still override each one. Returns false for an unknown name. */
+static bool apply_preset(options *o, const char *name)
+{
+    if (strcmp(name, "speedrun"))
+        return false;
+    o->pos = "rope";
+    o->norm = "rmsnorm";
+    o->mlp = "relu2";
+    o->qk_norm = true;
+    o->zero_init = true;
+    o->softcap = 30;
+    o->optim = "muon";
+    o->lr = 3e-3;
+    o->schedule = "wsd";
+    o->decay_frac = 0.3;
+    return true;
+}
+
+static void print_preset(const options *o)
+{
+    printf("preset %s: --pos %s --norm %s --mlp %s%s%s --softcap %g --optim %s --muon-lr %g "
+           "--lr %g --schedule %s --decay-frac %g\n", o->preset, o->pos, o->norm, o->mlp,
+           o->qk_norm ? " --qk-norm" : "", o->zero_init ? " --zero-init" : "", o->softcap,
+           o->optim, o->muon_lr, o->lr, o->schedule, o->decay_frac);
+}
+
 static options parse_options(int argc, char **argv)
 {
     options o = {.out = "out/charlm", .prompt = "\n", .steps = 2000, .batch = 16, .ctx = 64,
@@ -156,7 +191,12 @@ static options parse_options(int argc, char **argv)
                  .schedule = "cosine", .pos_init = "normal", .emb_std = 0.02,
                  .pos = "learned", .norm = "layernorm", .mlp = "gelu", .rope_base = 10000,
                  .optim = "adamw", .muon_lr = 0.02, .decay_frac = 0.2};
+    /* A preset first, whatever its place: the other flags override it. */
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--preset") && !apply_preset(&o, argv[i + 1]))
+            hl_cli_bad_input("charlm", "unknown --preset %s (speedrun)", argv[i + 1]);
     const hl_opt opts[] = {
+        HL_OPTION_TEXT("preset", &o.preset),
         HL_OPTION_TEXT("data", &o.data),
         HL_OPTION_TEXT("tokens", &o.tokens),
         HL_OPTION_TEXT("out", &o.out),
@@ -214,6 +254,10 @@ static options parse_options(int argc, char **argv)
         {0},
     };
     hl_cli_parse_or_exit("charlm", opts, argc, argv, usage);
+    if (o.preset && (o.resume || o.init_from))
+        hl_cli_bad_input("charlm", "--preset with %s: the model and its training come from %s",
+                         o.resume ? "--resume" : "--init-from",
+                         o.resume ? "the checkpoint" : "the pretrained model");
     if (!o.data == !o.tokens)
         hl_cli_bad_input("charlm", "one of --data FILE or --tokens DIR is required (see --help)");
     if (o.tokens && (o.vocab || o.tokenizer))
@@ -1158,6 +1202,8 @@ static void setup(run *r, const options *o)
                                                                  : "bytes",
                r->train.size, r->val.size, bytes_per_token(r), hl_params_n_values(r->m->params),
                r->B, hl_dist_size(), r->config);
+    if (r->lead && o->preset)
+        print_preset(o);
     if (r->lead)
         print_training(r);
     if (r->lead && r->copy_span)
