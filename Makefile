@@ -177,7 +177,8 @@ install: $(LIB) $(SHARED) $(EXAMPLES)
 	ln -sf libheadlab.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libheadlab.so
 	for h in $(PUBLIC_HEADERS); do install -D -m 644 $$h $(DESTDIR)$(INCLUDEDIR)/headlab/$$h || exit 1; done
 	install -m 755 $(EXAMPLES) $(DESTDIR)$(BINDIR)/
-	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
+	printf '%s\n' '# headlab is under the MIT licence (LICENSE in its source).' \
+	    'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
 	    'Name: headlab' \
 	    'Description: graph-based autodiff for training small transformers and studying attention heads' \
 	    'Version: $(VERSION)' 'Requires.private: libpng libcjson libpcre2-8' \

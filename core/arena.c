@@ -98,14 +98,6 @@ void *hl_arena_alloc(hl_arena *a, size_t bytes)
     return p;
 }
 
-void *hl_arena_calloc(hl_arena *a, size_t bytes)
-{
-    void *p = hl_arena_alloc(a, bytes);
-    if (p)
-        memset(p, 0, bytes);
-    return p;
-}
-
 void hl_arena_reset(hl_arena *a)
 {
     for (hl_arena_chunk *c = a->chunks; c; c = c->next)

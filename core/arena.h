@@ -37,7 +37,6 @@ typedef struct hl_arena {
 void hl_arena_init(hl_arena *a, size_t initial_bytes);
 /* Aligned, uninitialised memory, or NULL when the system is out of memory. */
 void *hl_arena_alloc(hl_arena *a, size_t bytes);
-void *hl_arena_calloc(hl_arena *a, size_t bytes);
 void hl_arena_reset(hl_arena *a);
 void hl_arena_free(hl_arena *a);
 /* Bytes of all chunks now held. */

@@ -28,7 +28,7 @@
  * q·kᵀ and its exponentials: six tile products instead of seven, one pass
  * of exponentials instead of two. Long contexts keep O(T) per head.
  *
- * The tile products are ops/tile_gemm.c's, read in place on the calling
+ * The tile products are ops/kernels/tile_gemm.c's, read in place on the calling
  * thread; the key and value tiles are transposed into per-thread scratch so
  * q·kᵀ and dO·vᵀ read rows. Scratch, log-sum-exps, kept probabilities and D
  * live in the graph's arena. */

@@ -1,4 +1,4 @@
-/* Tests for ops/vmath.c: exp and erf against libm over the whole float range,
+/* Tests for ops/kernels/vmath.c: exp and erf against libm over the whole float range,
  * the special values, and the row kernels' partial vectors and sums. */
 #include <float.h>
 #include <math.h>

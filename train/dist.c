@@ -144,12 +144,6 @@ hl_status hl_dist_check_same(const char *text, hl_error *err)
     return check_hashes(fnv1a(text, strlen(text)), "configuration", err);
 }
 
-void hl_dist_broadcast(void *bytes, size_t n)
-{
-    if (hl_dist_size() > 1)
-        bcast_chunked(bytes, n, MPI_BYTE, 1);
-}
-
 double hl_dist_sum(double value)
 {
     double total = value;
@@ -203,12 +197,6 @@ hl_status hl_dist_check_same(const char *text, hl_error *err)
     (void)text;
     (void)err;
     return HL_OK;
-}
-
-void hl_dist_broadcast(void *bytes, size_t n)
-{
-    (void)bytes;
-    (void)n;
 }
 
 double hl_dist_sum(double value) { return value; }

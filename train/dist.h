@@ -44,8 +44,6 @@ _Noreturn void hl_dist_abort(int status);
  * differ, on every rank. */
 hl_status hl_dist_check_same(const char *text, hl_error *err);
 
-/* Copies rank 0's n bytes to every rank (optimizer state, step, RNG). */
-void hl_dist_broadcast(void *bytes, size_t n);
 /* The sum of value over the ranks, on every rank (e.g. a loss for display). */
 double hl_dist_sum(double value);
 /* Copies rank 0's parameter values to every rank. */
