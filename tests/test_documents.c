@@ -71,6 +71,7 @@ Suite *documents_suite(void)
 {
     Suite *s = suite_create("documents");
     TCase *tc = tcase_create("documents");
+    tcase_set_timeout(tc, 0);
     tcase_add_test(tc, test_documents_form_feed_rule);
     tcase_add_test(tc, test_documents_encode_and_windows);
     suite_add_tcase(s, tc);

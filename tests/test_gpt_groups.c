@@ -131,6 +131,7 @@ Suite *gpt_groups_suite(void)
 {
     Suite *s = suite_create("gpt_groups");
     TCase *tc = tcase_create("gpt_groups");
+    tcase_set_timeout(tc, 0);
     tcase_add_test(tc, test_hidden_matrices);
     tcase_add_test(tc, test_groups_build_an_optimizer);
     tcase_add_test(tc, test_zero_init);
