@@ -39,8 +39,10 @@ typedef struct hl_repeat {
 /* Tokens per half at most of a repeated-random-tokens set when its length is
  * left to the context (the probe, tasks/probe.h; patching's induction task,
  * analysis/patching.h): a GPT-2-sized context of 1,024 would make every
- * traced sequence hold 144 (1,024 x 1,024) attention maps. */
-#define HL_REPEAT_HALF_MAX 256
+ * traced sequence hold 144 (1,024 x 1,024) attention maps, and circuits'
+ * causal check runs the probe once per head. Contexts up to 257 keep their
+ * whole half. */
+#define HL_REPEAT_HALF_MAX 128
 
 /* A forward pass of hl_eval_loss holds at most about this many bytes of
  * logits and traced attention: larger batches are split (train/eval.c). */
