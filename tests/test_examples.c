@@ -572,7 +572,7 @@ START_TEST(test_charlm_bad_input)
                    "--lr");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --ctx 4000", 2, "at least");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --schedule linear", 2,
-                   "unknown --schedule linear (cosine or constant)");
+                   "unknown --schedule linear (cosine, constant or wsd)");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --warmup -1", 2, "--warmup");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --vocab 100", 2,
                    "--vocab 100: 0 for the bytes, or more than 256 for learnt words");
