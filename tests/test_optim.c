@@ -453,7 +453,7 @@ START_TEST(test_muon_matches_torch)
         t[i] = hl_params_add(p, muon_tensors[i].name, muon_tensors[i].rank,
                              muon_tensors[i].shape);
     ck_assert_int_eq(hl_params_commit(p), HL_OK);
-    char name[HL_NAME_MAX + 16];
+    char name[HL_NAME_MAX + 32];
     for (int i = 0; i < MUON_TENSORS; i++) {
         snprintf(name, sizeof name, "w0.%s", t[i]->name);
         copy(f, name, t[i]->data, t[i]);
