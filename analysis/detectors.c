@@ -48,8 +48,13 @@ static double matched_mass(const int32_t *x, const hl_real *row, int t, int at)
     return any ? mass : -1;
 }
 
+static bool wanted(unsigned skip, hl_detector d)
+{
+    return !(skip >> d & 1u);
+}
+
 /* One query row of one head; repeat is the sequence's, or NULL for text. */
-static void add_row(double *sum, const int32_t *x, const hl_real *row, int t,
+static void add_row(double *sum, unsigned skip, const int32_t *x, const hl_real *row, int t,
                     const hl_repeat *repeat)
 {
     sum[HL_DETECT_PREVIOUS] += row[t - 1];
@@ -59,18 +64,20 @@ static void add_row(double *sum, const int32_t *x, const hl_real *row, int t,
     sum[HL_DETECT_SELF] += row[t];
     for (int j = t - 3 < 0 ? 0 : t - 3; j < t; j++)
         sum[HL_DETECT_LOCAL] += row[j];
-    double entropy = 0;
-    for (int j = 0; j <= t; j++)
-        if (row[j] > 0)
-            entropy -= row[j] * log(row[j]);
-    sum[HL_DETECT_ENTROPY] += entropy;
-    double dup = matched_mass(x, row, t, 0);
+    if (wanted(skip, HL_DETECT_ENTROPY)) {
+        double entropy = 0;
+        for (int j = 0; j <= t; j++)
+            if (row[j] > 0)
+                entropy -= row[j] * log(row[j]);
+        sum[HL_DETECT_ENTROPY] += entropy;
+    }
+    double dup = wanted(skip, HL_DETECT_DUPLICATE) ? matched_mass(x, row, t, 0) : -1;
     if (dup >= 0)
         sum[HL_DETECT_DUPLICATE] += dup;
     if (repeat) {
         if (t >= repeat->begin && t < repeat->end)
             sum[HL_DETECT_INDUCTION] += row[t - repeat->lag + 1];
-    } else {
+    } else if (wanted(skip, HL_DETECT_INDUCTION)) {
         double ind = matched_mass(x, row, t, 1);
         if (ind >= 0)
             sum[HL_DETECT_INDUCTION] += ind;
@@ -134,17 +141,22 @@ hl_status hl_detector_sums_add(hl_detector_sums *s, const int32_t *tokens, const
     const int B = attn->shape[0], H = s->H, T = attn->shape[2];
     if (repeats && hl_eval_repeats_check(repeats, B, T, "detectors", err) != HL_OK)
         return err->status;
-    for (int b = 0; b < B; b++) {
-        const int32_t *x = tokens + (size_t)b * T;
-        const hl_repeat *repeat = repeats ? &repeats[b] : NULL;
-        for (int h = 0; h < H; h++) {
+    const unsigned tl = 1u << HL_DETECT_PREVIOUS_TL | 1u << HL_DETECT_DUPLICATE_TL |
+                        1u << HL_DETECT_INDUCTION_TL;
+    const bool any_tl = (s->skip & tl) != tl;
+#pragma omp parallel for schedule(static)
+    for (int h = 0; h < H; h++)
+        for (int b = 0; b < B; b++) {
+            const int32_t *x = tokens + (size_t)b * T;
+            const hl_repeat *repeat = repeats ? &repeats[b] : NULL;
             const hl_real *A = attn->data + ((size_t)b * H + h) * T * T;
             for (int t = 1; t < T; t++)
-                add_row(s->sum[h], x, A + (size_t)t * T, t, repeat);
-            add_transformer_lens(s->sum[h], x, A, T);
+                add_row(s->sum[h], s->skip, x, A + (size_t)t * T, t, repeat);
+            if (any_tl)
+                add_transformer_lens(s->sum[h], x, A, T);
         }
-        add_counts(s->count, x, T, repeat);
-    }
+    for (int b = 0; b < B; b++)
+        add_counts(s->count, tokens + (size_t)b * T, T, repeats ? &repeats[b] : NULL);
     return HL_OK;
 }
 
@@ -152,7 +164,7 @@ void hl_detector_sums_finish(const hl_detector_sums *s, hl_head_scores *out)
 {
     for (int h = 0; h < s->H; h++)
         for (int d = 0; d < HL_DETECTORS; d++)
-            out[h].v[d] = d != HL_DETECT_COPYING && s->count[d] > 0
+            out[h].v[d] = d != HL_DETECT_COPYING && wanted(s->skip, d) && s->count[d] > 0
                               ? s->sum[h][d] / s->count[d] : NAN;
 }
 

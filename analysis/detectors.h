@@ -80,16 +80,20 @@ typedef struct hl_head_scores {
 
 typedef struct hl_detector_sums {
     int H;
+    /* Bits (1u << d) of the detectors not measured (left NaN): entropy and the
+     * matches cost a pass over each row, the rest one read. begin clears it. */
+    unsigned skip;
     double sum[HL_HEADS_MAX][HL_DETECTORS];
     double count[HL_DETECTORS];
 } hl_detector_sums;
 
 void hl_detector_sums_begin(hl_detector_sums *s, int H);
 /* tokens (B,T) and their attention attn (B,H,T,T); repeats (B) where each
- * sequence repeats itself (hl_eval_set.repeats), or NULL for text. */
+ * sequence repeats itself (hl_eval_set.repeats), or NULL for text. The heads
+ * are summed in parallel, each in the same order at any thread count. */
 hl_status hl_detector_sums_add(hl_detector_sums *s, const int32_t *tokens, const hl_tensor *attn,
                                const hl_repeat *repeats, hl_error *err);
-/* The means of the attention detectors; copying is left NaN. */
+/* The means of the attention detectors; copying and skipped ones are NaN. */
 void hl_detector_sums_finish(const hl_detector_sums *s, hl_head_scores *out /* H */);
 
 /* ---- every head of a model ----------------------------------------------- */

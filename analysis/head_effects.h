@@ -5,7 +5,8 @@
  *
  *     hl_ablation_effect *rows;
  *     int n;
- *     hl_heads_ablation_effects(m, probe.set, scores, &rows, &n, &err);
+ *     int k = hl_heads_ablation_sequences(m, probe.set);
+ *     hl_heads_ablation_effects(m, probe.set, k, scores, &rows, &n, &err);
  *     ... rows[i].before, rows[i].after ...
  *     free(rows);
  */
@@ -21,11 +22,17 @@ typedef struct hl_ablation_effect {
     double before, after;     /* its score without and with src ablated */
 } hl_ablation_effect;
 
+/* The sequences of set a sweep reads by default: all of a small model's, and
+ * as many as keep the work within about 2^21 block passes of one position (a
+ * GPT-2-small-sized model: 8 sequences of 257 positions). */
+int hl_heads_ablation_sequences(const hl_gpt *m, const hl_eval_set *set);
+
 /* One row for every head d of layer >= 1 and every head s of an earlier
- * layer, ordered by d then s. scores are the unablated detectors on the same
- * set (hl_heads_detect; row stride cfg.n_heads). *out is malloc'ed (the
- * caller frees it); NULL with *n = 0 for a one-layer model. */
-hl_status hl_heads_ablation_effects(const hl_gpt *m, const hl_eval_set *set,
+ * layer, ordered by d then s, over the first `sequences` sequences of set
+ * (before and after both). d's detector is its main one on scores (every
+ * head's detectors, hl_heads_detect; row stride cfg.n_heads). *out is
+ * malloc'ed (the caller frees it); NULL with *n = 0 for a one-layer model. */
+hl_status hl_heads_ablation_effects(const hl_gpt *m, const hl_eval_set *set, int sequences,
                                     const hl_head_scores *scores, hl_ablation_effect **out,
                                     int *n, hl_error *err);
 

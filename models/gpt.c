@@ -373,6 +373,64 @@ static hl_tensor *mlp(hl_graph *g, const hl_gpt *m, const hl_gpt_block *b, hl_te
     return hl_linear(g, hidden, b->proj_w, b->proj_b);
 }
 
+/* False, with the graph's error set, unless each of the run's patches names a
+ * layer and an activation. */
+static bool patches_valid(hl_graph *g, const hl_gpt *m, const hl_gpt_run *run)
+{
+    for (int i = 0; run && i < run->n_patches; i++)
+        if (run->patches[i].layer < 0 || run->patches[i].layer >= m->cfg.n_layers ||
+            run->patches[i].act < 0 || run->patches[i].act >= HL_ACTS) {
+            hl_error_set(&g->error, HL_ERR_ARG, "gpt: patch %d names layer %d, activation %d "
+                         "(layers 0..%d, activations 0..%d)", i, run->patches[i].layer,
+                         (int)run->patches[i].act, m->cfg.n_layers - 1, HL_ACTS - 1);
+            return false;
+        }
+    return true;
+}
+
+/* Blocks first..n_layers-1 on the residual stream *h. Leaves the stream in *h
+ * and, in *branch, the last block's output where it is still to be added (the
+ * next norm's fused op adds it; NULL where it was added already). */
+static void run_blocks(hl_graph *g, const hl_gpt *m, int first, const hl_gpt_run *run,
+                       hl_tensor **h, hl_tensor **branch)
+{
+    const hl_real p = (hl_real)m->cfg.dropout;
+    const hl_mha_masks causal = {.causal = true, .doc_ids = run ? run->doc_ids : NULL};
+    hl_act_patch *mine = run && run->n_patches
+                             ? hl_graph_alloc(g, sizeof *mine * (size_t)run->n_patches)
+                             : NULL;
+    *branch = NULL;
+    for (int l = first; l < m->cfg.n_layers; l++) {
+        const hl_gpt_block *b = &m->blocks[l];
+        int n = 0; /* this layer's patches */
+        for (int i = 0; mine && i < run->n_patches; i++)
+            if (run->patches[i].layer == l)
+                mine[n++] = run->patches[i];
+        *h = hl_act_patch_apply(g, *h, HL_ACT_RESID_PRE, mine, n);
+        hl_tensor *a = add_normalize(g, m, h, *branch, b->ln1_w, b->ln1_b);
+        if (run && run->resid)
+            run->resid[l] = *h;
+        hl_mha_run layer = {0};
+        if (run)
+            layer = (hl_mha_run){.gate = run->gate[l], .head_offset = run->head_offset[l],
+                                 .trace = run->trace ? &run->trace[l] : NULL,
+                                 .patches = mine, .n_patches = n};
+        hl_tensor *y = hl_mha_forward(g, &b->attn, a, a, a, &causal, run ? &layer : NULL);
+        *branch = p > 0 ? hl_dropout(g, y, p) : y;
+        if (b->fc_w && m->cfg.parallel_residual) { /* the MLP reads the block's input too */
+            y = mlp(g, m, b, hl_gpt_normalize(g, m, *h, b->ln2_w, b->ln2_b));
+            *branch = hl_add(g, *branch, p > 0 ? hl_dropout(g, y, p) : y);
+        } else if (b->fc_w) {
+            y = mlp(g, m, b, add_normalize(g, m, h, *branch, b->ln2_w, b->ln2_b));
+            *branch = p > 0 ? hl_dropout(g, y, p) : y;
+        }
+        if (mine) { /* patches: the sum now, for RESID_POST and the next RESID_PRE */
+            *h = hl_act_patch_apply(g, hl_add(g, *h, *branch), HL_ACT_RESID_POST, mine, n);
+            *branch = NULL;
+        }
+    }
+}
+
 hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, int B, int T,
                           const hl_gpt_run *run)
 {
@@ -384,7 +442,8 @@ hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, i
                      m->cfg.n_ctx);
         return &g->poison;
     }
-    const hl_real p = (hl_real)m->cfg.dropout;
+    if (!patches_valid(g, m, run))
+        return &g->poison;
     int32_t *positions = hl_graph_alloc(g, (size_t)B * T * sizeof *positions);
     if (!positions)
         return &g->poison;
@@ -394,52 +453,10 @@ hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, i
     hl_tensor *pos = m->pos_emb ? m->pos_emb : m->pos_table; /* NULL: rotary or none */
     if (pos)
         h = hl_add(g, h, hl_embedding(g, pos, positions, 2, (int[]){B, T}));
-    if (p > 0)
-        h = hl_dropout(g, h, p);
-    for (int i = 0; run && i < run->n_patches; i++)
-        if (run->patches[i].layer < 0 || run->patches[i].layer >= m->cfg.n_layers ||
-            run->patches[i].act < 0 || run->patches[i].act >= HL_ACTS) {
-            hl_error_set(&g->error, HL_ERR_ARG, "gpt: patch %d names layer %d, activation %d "
-                         "(layers 0..%d, activations 0..%d)", i, run->patches[i].layer,
-                         (int)run->patches[i].act, m->cfg.n_layers - 1, HL_ACTS - 1);
-            return &g->poison;
-        }
-    const hl_mha_masks causal = {.causal = true, .doc_ids = run ? run->doc_ids : NULL};
-    hl_act_patch *mine = run && run->n_patches
-                             ? hl_graph_alloc(g, sizeof *mine * (size_t)run->n_patches)
-                             : NULL;
-    /* A block's output is added to the residual stream by the next norm's
-     * fused op, unless a patch must see the sum first. */
-    hl_tensor *branch = NULL;
-    for (int l = 0; l < m->cfg.n_layers; l++) {
-        const hl_gpt_block *b = &m->blocks[l];
-        int n = 0; /* this layer's patches */
-        for (int i = 0; mine && i < run->n_patches; i++)
-            if (run->patches[i].layer == l)
-                mine[n++] = run->patches[i];
-        h = hl_act_patch_apply(g, h, HL_ACT_RESID_PRE, mine, n);
-        hl_tensor *a = add_normalize(g, m, &h, branch, b->ln1_w, b->ln1_b);
-        if (run && run->resid)
-            run->resid[l] = h;
-        hl_mha_run layer = {0};
-        if (run)
-            layer = (hl_mha_run){.gate = run->gate[l], .head_offset = run->head_offset[l],
-                                 .trace = run->trace ? &run->trace[l] : NULL,
-                                 .patches = mine, .n_patches = n};
-        hl_tensor *y = hl_mha_forward(g, &b->attn, a, a, a, &causal, run ? &layer : NULL);
-        branch = p > 0 ? hl_dropout(g, y, p) : y;
-        if (b->fc_w && m->cfg.parallel_residual) { /* the MLP reads the block's input too */
-            y = mlp(g, m, b, hl_gpt_normalize(g, m, h, b->ln2_w, b->ln2_b));
-            branch = hl_add(g, branch, p > 0 ? hl_dropout(g, y, p) : y);
-        } else if (b->fc_w) {
-            y = mlp(g, m, b, add_normalize(g, m, &h, branch, b->ln2_w, b->ln2_b));
-            branch = p > 0 ? hl_dropout(g, y, p) : y;
-        }
-        if (mine) { /* patches: the sum now, for RESID_POST and the next RESID_PRE */
-            h = hl_act_patch_apply(g, hl_add(g, h, branch), HL_ACT_RESID_POST, mine, n);
-            branch = NULL;
-        }
-    }
+    if (m->cfg.dropout > 0)
+        h = hl_dropout(g, h, (hl_real)m->cfg.dropout);
+    hl_tensor *branch;
+    run_blocks(g, m, 0, run, &h, &branch);
     hl_tensor *x = add_normalize(g, m, &h, branch, m->lnf_w, m->lnf_b);
     if (run && run->resid)
         run->resid[m->cfg.n_layers] = h;
@@ -447,6 +464,28 @@ hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, i
     if (!hl_graph_failed(g))
         hl_tensor_set_name(logits, "logits");
     return hl_graph_failed(g) ? &g->poison : logits;
+}
+
+hl_tensor *hl_gpt_forward_from(hl_graph *g, const hl_gpt *m, hl_tensor *h, int first,
+                               const hl_gpt_run *run)
+{
+    if (hl_graph_failed(g))
+        return &g->poison;
+    if (first < 0 || first >= m->cfg.n_layers || !h || h->rank != 3 ||
+        h->shape[2] != m->cfg.d_model || h->shape[1] > m->cfg.n_ctx) {
+        hl_error_set(&g->error, HL_ERR_SHAPE,
+                     "gpt: forward from layer %d of 0..%d needs a residual stream (B,T,%d) "
+                     "with T <= n_ctx %d", first, m->cfg.n_layers - 1, m->cfg.d_model,
+                     m->cfg.n_ctx);
+        return &g->poison;
+    }
+    if (!patches_valid(g, m, run))
+        return &g->poison;
+    hl_tensor *branch;
+    run_blocks(g, m, first, run, &h, &branch);
+    if (branch)
+        h = hl_add(g, h, branch);
+    return hl_graph_failed(g) ? &g->poison : h;
 }
 
 hl_tensor *hl_gpt_loss(hl_graph *g, const hl_gpt *m, hl_tensor *logits, const int32_t *targets,

@@ -217,6 +217,15 @@ typedef struct hl_gpt_run {
 hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, int B, int T,
                           const hl_gpt_run *run);
 
+/* The blocks from layer `first` on: h (B,T,E) is the residual stream entering
+ * block first (hl_gpt_run.resid[first] of a pass on the same tokens), run
+ * (may be NULL) as in hl_gpt_forward for those layers. Returns the stream
+ * leaving the last block, before the final norm. For studies that change one
+ * layer and read only what follows it: a sweep over every head then reruns a
+ * part of the model for each (analysis/head_effects.c). */
+hl_tensor *hl_gpt_forward_from(hl_graph *g, const hl_gpt *m, hl_tensor *h, int first,
+                               const hl_gpt_run *run);
+
 /* The model's loss on its logits (B,T,vocab_out): hl_cross_entropy, or
  * hl_cross_entropy_softcap at cfg.softcap when that is > 0. */
 hl_tensor *hl_gpt_loss(hl_graph *g, const hl_gpt *m, hl_tensor *logits, const int32_t *targets,

@@ -475,7 +475,10 @@ static hl_status study_measure(study *s, hl_error *err)
             return err->status;
         s->base[k] = hl_composition_baseline(c->d_model, c->d_model / c->n_heads, 200, 1);
     }
-    return hl_heads_ablation_effects(s->m, s->probe.set, s->scores, &s->effects,
+    /* --sequences given: all of them; else as many as the sweep's budget takes. */
+    const int k = s->o->probe.sequences ? s->probe.set->n
+                                        : hl_heads_ablation_sequences(s->m, s->probe.set);
+    return hl_heads_ablation_effects(s->m, s->probe.set, k, s->scores, &s->effects,
                                      &s->n_effects, err);
 }
 

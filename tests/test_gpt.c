@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/rng.h"
 #include "io/safetensors.h"
 #include "models/gpt.h"
 #include "tests/head_models.h"
@@ -200,6 +201,55 @@ static bool same_head_rows(const hl_tensor *got, const hl_tensor *want, int h, i
             }
     return true;
 }
+
+/* Running the blocks from layer k on the residual stream a full pass kept
+ * entering k gives bitwise the stream that pass left before its final norm,
+ * for each k, with layer or RMS norms, sequential or parallel residual; a
+ * missing stream or a layer out of range fails the graph. */
+START_TEST(test_gpt_forward_from)
+{
+    for (int variant = 0; variant < 2; variant++) {
+        hl_gpt_config cfg = {.vocab_in = 11, .vocab_out = 9, .n_ctx = 7, .d_model = 8,
+                             .n_heads = 2, .n_layers = 3, .mlp = true, .emb_std = 1,
+                             .norm = variant ? HL_GPT_NORM_RMS : HL_GPT_NORM_LAYER,
+                             .parallel_residual = variant == 1};
+        hl_error err = {0};
+        hl_gpt *m = hl_gpt_new(&cfg, &err);
+        ck_assert_msg(m, "%s", err.message);
+        hl_rng rng;
+        hl_rng_seed(&rng, 9 + variant);
+        hl_gpt_init_weights(m, &rng);
+        const int B = 2, T = 7;
+        int32_t x[14];
+        for (int i = 0; i < B * T; i++)
+            x[i] = (int32_t)((i * 5 + 2) % 11);
+        hl_graph *g = hl_graph_new(0), *rest = hl_graph_new(0);
+        hl_graph_set_grad_enabled(g, false);
+        hl_graph_set_grad_enabled(rest, false);
+        hl_tensor *resid[4];
+        hl_gpt_forward(g, m, x, B, T, &(hl_gpt_run){.resid = resid});
+        ck_assert_msg(!hl_graph_failed(g), "%s", hl_graph_message(g));
+        for (int k = 0; k < 3; k++) {
+            const hl_tensor *out = hl_gpt_forward_from(rest, m, resid[k], k, NULL);
+            ck_assert_msg(!hl_graph_failed(rest), "%s", hl_graph_message(rest));
+            ck_assert_int_eq(out->numel, resid[3]->numel);
+            ck_assert_msg(!memcmp(out->data, resid[3]->data,
+                                  out->numel * sizeof(hl_real)),
+                          "variant %d: from layer %d differs", variant, k);
+            hl_graph_reset(rest);
+        }
+        hl_gpt_forward_from(rest, m, resid[0], 3, NULL);
+        ck_assert(hl_graph_failed(rest));
+        ck_assert_ptr_nonnull(strstr(hl_graph_message(rest), "forward from layer 3"));
+        hl_graph_reset(rest);
+        hl_gpt_forward_from(rest, m, NULL, 0, NULL);
+        ck_assert(hl_graph_failed(rest));
+        hl_graph_free(g);
+        hl_graph_free(rest);
+        hl_gpt_free(m);
+    }
+}
+END_TEST
 
 /* Patching replaces exactly what it names: the residual stream entering
  * layer 0 makes a corrupted run the clean one; q and k make the pattern the
@@ -585,6 +635,7 @@ Suite *gpt_suite(void)
     tcase_add_test(tc, test_gpt_modern_matches_pytorch);
     tcase_add_test(tc, test_gpt_gradcheck);
     tcase_add_test(tc, test_gpt_patches);
+    tcase_add_test(tc, test_gpt_forward_from);
     tcase_add_test(tc, test_gpt_sinusoidal_positions);
     tcase_add_test(tc, test_gpt_config_round_trip);
     tcase_add_test(tc, test_gpt_errors);

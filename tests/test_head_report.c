@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 #include "analysis/head_effects.h"
+#include "analysis/heads.h"
 #include "analysis/head_maps.h"
+#include "analysis/roles.h"
 #include "report/head_files.h"
 #include "report/head_report.h"
 #include "report/html.h"
@@ -145,7 +147,8 @@ START_TEST(test_ablation_effects_rows)
     ck_assert_int_eq(hl_heads_detect(m, p.set, NULL, s, &err), HL_OK);
     hl_ablation_effect *rows;
     int n;
-    ck_assert_int_eq(hl_heads_ablation_effects(m, p.set, s, &rows, &n, &err), HL_OK);
+    ck_assert_int_eq(hl_heads_ablation_sequences(m, p.set), p.set->n);
+    ck_assert_int_eq(hl_heads_ablation_effects(m, p.set, p.set->n, s, &rows, &n, &err), HL_OK);
     ck_assert_int_eq(n, H * H);
     for (int r = 0; r < n; r++) {
         const hl_ablation_effect *e = &rows[r];
@@ -167,6 +170,50 @@ START_TEST(test_ablation_effects_rows)
         hl_gpt_free(cut);
     }
     free(rows);
+    hl_probe_free(&p);
+    hl_gpt_free(m);
+}
+END_TEST
+
+/* Three layers over the first 3 sequences: each row's before and after are
+ * the detectors of full forward passes on those sequences alone, with no head
+ * and with its source head gated off (hl_heads_run_ablate), though the sweep
+ * reruns only the layers from the source's on. Bad sequence counts fail. */
+START_TEST(test_ablation_effects_match_full_passes)
+{
+    enum { L = 3, H = 2 };
+    hl_gpt *m = hm_random_model(L, H, 16, 8);
+    hl_probe p;
+    hl_error err = {0};
+    ck_assert_int_eq(hl_probe_new(m, &(hl_probe_opts){.bos = -1}, &p, &err), HL_OK);
+    hl_head_scores s[L * H], clean[L * H], cut[L * H];
+    ck_assert_int_eq(hl_heads_detect(m, p.set, NULL, s, &err), HL_OK);
+    hl_eval_set part = *p.set;
+    part.n = 3;
+    ck_assert_int_eq(hl_heads_detect(m, &part, NULL, clean, &err), HL_OK);
+    hl_ablation_effect *rows;
+    int n;
+    ck_assert_int_eq(hl_heads_ablation_effects(m, p.set, 3, s, &rows, &n, &err), HL_OK);
+    ck_assert_int_eq(n, H * H + H * 2 * H);
+    for (int r = 0; r < n; r++) {
+        const hl_ablation_effect *e = &rows[r];
+        ck_assert(e->src_layer < e->dst_layer);
+        const int d = e->dst_layer * H + e->dst_head;
+        ck_assert_int_eq(e->detector, hl_head_main_detector(&s[d]));
+        ck_assert_double_eq_tol(e->before, clean[d].v[e->detector], 1e-12);
+        hl_head_set off = {0};
+        off.on[e->src_layer][e->src_head] = true;
+        hl_heads_run run;
+        ck_assert_int_eq(hl_heads_run_ablate(&run, m, part.T, &off, NULL, &err), HL_OK);
+        ck_assert_int_eq(hl_heads_detect(m, &part, &run.run, cut, &err), HL_OK);
+        hl_heads_run_free(&run);
+        ck_assert_double_eq_tol(e->after, cut[d].v[e->detector], 1e-12);
+    }
+    free(rows);
+    ck_assert_int_eq(hl_heads_ablation_effects(m, p.set, 0, s, &rows, &n, &err), HL_ERR_ARG);
+    ck_assert_int_eq(hl_heads_ablation_effects(m, p.set, p.set->n + 1, s, &rows, &n, &err),
+                     HL_ERR_ARG);
+    ck_assert_ptr_null(rows);
     hl_probe_free(&p);
     hl_gpt_free(m);
 }
@@ -433,6 +480,7 @@ Suite *head_report_suite(void)
     tcase_add_test(tc, test_token_labels);
     tcase_add_test(tc, test_maps_label_axes_with_tokens);
     tcase_add_test(tc, test_ablation_effects_rows);
+    tcase_add_test(tc, test_ablation_effects_match_full_passes);
     tcase_add_test(tc, test_diagram_draws_edges_and_refuses_bad_ones);
     tcase_add_test(tc, test_report_holds_every_section);
     tcase_add_test(tc, test_report_opens_in_chromium);

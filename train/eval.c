@@ -142,14 +142,12 @@ static void score_batch(hl_graph *g, const hl_gpt *m, const hl_eval_set *set,
     }
 }
 
-/* Sequences per forward pass: the set's batch, or fewer where a pass would
- * hold more than HL_EVAL_PASS_BYTES of logits and, traced, attention
- * probabilities (a GPT-2-sized model: 206 MB of logits and 604 MB of maps a
- * sequence of 1,024). Every sequence's numbers are the same in any batch. */
-static int pass_batch(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run *run)
+/* A GPT-2-sized model holds 206 MB of logits and 604 MB of maps a sequence of
+ * 1,024. Every sequence's numbers are the same in any batch. */
+int hl_eval_pass_batch(const hl_gpt *m, const hl_eval_set *set, bool traced)
 {
     double per_sequence = (double)set->T * m->cfg.vocab_out;
-    for (int l = 0; run && run->trace && l < m->cfg.n_layers; l++)
+    for (int l = 0; traced && l < m->cfg.n_layers; l++)
         per_sequence += (double)hl_gpt_layer_heads(&m->cfg, l) * set->T * set->T;
     const double fit = HL_EVAL_PASS_BYTES / (per_sequence * sizeof(hl_real));
     return fit >= set->batch ? set->batch : fit >= 1 ? (int)fit : 1;
@@ -161,7 +159,7 @@ hl_status hl_eval_loss(const hl_gpt *m, const hl_eval_set *whole, const hl_gpt_r
     if (hl_eval_set_check(whole, m, err) != HL_OK)
         return err->status;
     hl_eval_set pass = *whole;
-    pass.batch = pass_batch(m, whole, run);
+    pass.batch = hl_eval_pass_batch(m, whole, run && run->trace);
     const hl_eval_set *set = &pass;
     hl_graph *g = hl_graph_new(0);
     if (!g)

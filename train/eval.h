@@ -95,6 +95,11 @@ typedef struct hl_eval_result {
     double total_loss;                   /* Σ_group loss */
 } hl_eval_result;
 
+/* Sequences per forward pass: the set's batch, or fewer where a pass would
+ * hold more than HL_EVAL_PASS_BYTES of logits and, traced, attention
+ * probabilities. */
+int hl_eval_pass_batch(const hl_gpt *m, const hl_eval_set *set, bool traced);
+
 /* Called after each batch's forward pass with its logits (B,T,V) and, when the
  * run asks for one, its trace. */
 typedef hl_status (*hl_eval_hook)(void *ctx, const hl_eval_batch *b, const hl_tensor *logits,

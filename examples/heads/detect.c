@@ -345,12 +345,17 @@ int heads_run_circuits(const options *o)
     hl_ablation_effect *rows;
     int n;
     char path[4200];
+    /* The causal sweep reruns the model once per head: on a large model, over
+     * fewer sequences unless --sequences says how many. */
+    const int swept = in.probe.sequences ? p.set->n : hl_heads_ablation_sequences(in.m, p.set);
     if (hl_heads_detect(in.m, p.set, NULL, s, &err) != HL_OK ||
-        hl_heads_ablation_effects(in.m, p.set, s, &rows, &n, &err) != HL_OK ||
+        hl_heads_ablation_effects(in.m, p.set, swept, s, &rows, &n, &err) != HL_OK ||
         hl_ablation_effects_write_csv(out_path(o, "ablation_effects.csv", path), in.m, rows, n, &err) !=
             HL_OK)
         heads_fail(&err);
     print_induction_circuit(in.m, s, comp[HL_COMPOSE_K], rows, n);
+    printf("ablation effects over %d of the probe's %d sequences%s\n", swept, p.set->n,
+           swept < p.set->n ? " (--sequences N: all N)" : "");
     printf("wrote %s/composition.csv, composition_{q,k,v}.png, circuit.png, "
            "ablation_effects.csv\n", o->out);
     free(rows);
