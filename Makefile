@@ -219,9 +219,10 @@ deps:
 test-deps:
 	@tools/deps.sh chromium $(MPI_PKGS)
 
-# The main job: train the toy model of docs/toy-task.md and draw its heads.
+# The main job: build every program, train the toy model of docs/toy-task.md
+# and draw its heads.
 demo: deps
-	@$(MAKE) --no-print-directory $(BUILD)/toy_heads
+	@$(MAKE) --no-print-directory examples
 	$(BUILD)/toy_heads --out out/toy_heads
 
 # Runs one build's suite once per thread count in TEST_THREADS (used by test

@@ -52,10 +52,10 @@ const char *hl_head_roles(const hl_head_scores *s, char *buf, size_t size)
 const hl_role *hl_head_label_role(const hl_head_scores *s, hl_role *roles)
 {
     const double *v = s->v;
-    roles[0] = (hl_role){"prev", v[HL_DETECT_PREVIOUS], HL_ROLE_PREVIOUS};
-    roles[1] = (hl_role){"2-back", v[HL_DETECT_TWO_BACK], HL_ROLE_TWO_BACK};
+    roles[0] = (hl_role){"previous-token", v[HL_DETECT_PREVIOUS], HL_ROLE_PREVIOUS};
+    roles[1] = (hl_role){"two-back", v[HL_DETECT_TWO_BACK], HL_ROLE_TWO_BACK};
     roles[2] = (hl_role){"induction", v[HL_DETECT_INDUCTION], HL_ROLE_INDUCTION};
-    roles[3] = (hl_role){"bos", v[HL_DETECT_FIRST], HL_ROLE_FIRST};
+    roles[3] = (hl_role){"first-token", v[HL_DETECT_FIRST], HL_ROLE_FIRST};
     return hl_roles_first(roles, HL_LABEL_ROLES);
 }
 

@@ -46,8 +46,8 @@ const hl_role *hl_roles_first(const hl_role *roles, int n);
  * "self". */
 const char *hl_head_roles(const hl_head_scores *s, char *buf, size_t size);
 
-/* The role a head is labelled by in a picture, by priority: "prev"
- * (previous_token), "2-back" (two_back), "induction", "bos" (first_token),
+/* The role a head is labelled by in a picture, by priority: "previous-token"
+ * (previous_token), "two-back" (two_back), "induction", "first-token" (first_token),
  * the first on at the thresholds above, or NULL. roles has room for
  * HL_LABEL_ROLES; the result points into it. */
 #define HL_LABEL_ROLES 4

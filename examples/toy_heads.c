@@ -1,6 +1,6 @@
 /*
  * toy_heads: train the 2-layer attention-only transformer of docs/toy-task.md and
- * watch its heads specialise (previous-token, 2-back, induction), in numbers,
+ * watch its heads specialise (previous-token, two-back, induction), in numbers,
  * CSV and PNG attention maps.
  *
  *     build/toy_heads [--seed N] [--steps N] [--threads N] [--out DIR]
@@ -256,7 +256,7 @@ static void print_table(const evaluation *e, const double *deltas, int sequences
         }
 }
 
-/* "L0H1 prev 0.97": the head and what it does best, with that score; just the
+/* "L0H1 previous-token 0.97": the head and what it does best, with that score; just the
  * head's name when there are no scores. */
 static void head_label(char *buf, size_t size, int l, int k, const evaluation *e)
 {

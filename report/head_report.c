@@ -30,7 +30,7 @@ typedef struct {
     double *comp[HL_COMPOSE_KINDS];      /* (N,N) each */
     double base[HL_COMPOSE_KINDS];
     hl_ablation_effect *effects;
-    int n_effects;
+    int n_effects, effect_sequences; /* the probe's first sequences they were measured on */
 } study;
 
 /* A table's cells as text. */
@@ -275,8 +275,9 @@ static hl_status section_circuit(study *s, hl_error *err)
         snprintf(cell(&t, i, 3), sizeof t.text[0], "%.3f", e->before);
         snprintf(cell(&t, i, 4), sizeof t.text[0], "%.3f", e->after);
     }
-    hl_html_text(s->html, "Each later head's own detector on the probe, with one earlier head "
-                 "zero-ablated (ablation_effects.csv).");
+    hl_html_text(s->html, "Each later head's own detector on the first %d of the probe's %d "
+                 "sequences, with one earlier head zero-ablated (ablation_effects.csv).",
+                 s->effect_sequences, s->probe.set->n);
     table_emit(s->html, &t, (const char *[]){"ablated", "head", "detector", "before", "after"});
     return HL_OK;
 }
@@ -476,10 +477,10 @@ static hl_status study_measure(study *s, hl_error *err)
         s->base[k] = hl_composition_baseline(c->d_model, c->d_model / c->n_heads, 200, 1);
     }
     /* --sequences given: all of them; else as many as the sweep's budget takes. */
-    const int k = s->o->probe.sequences ? s->probe.set->n
-                                        : hl_heads_ablation_sequences(s->m, s->probe.set);
-    return hl_heads_ablation_effects(s->m, s->probe.set, k, s->scores, &s->effects,
-                                     &s->n_effects, err);
+    s->effect_sequences = s->o->probe.sequences ? s->probe.set->n
+                                                : hl_heads_ablation_sequences(s->m, s->probe.set);
+    return hl_heads_ablation_effects(s->m, s->probe.set, s->effect_sequences, s->scores,
+                                     &s->effects, &s->n_effects, err);
 }
 
 hl_status hl_head_report_write(const hl_gpt *m, const hl_head_report_opts *o, const char *dir,

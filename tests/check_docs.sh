@@ -19,7 +19,12 @@
 #       each subcommand ("## `heads scores`");
 #   (c) a tracked file (git ls-files; outside git, every file but build/ and
 #       out/) names the shared/ folder beside the checkout: a path out of the
-#       repository, which users do not have.
+#       repository, which users do not have;
+#   (d) a source path named in README.md, docs/ (dated studies and recorded
+#       benchmarks aside) or a comment of a .c or .h file does not exist: a
+#       path under one of the source folders (core/gelu.c, ops/kernels/set.h),
+#       or a header of a folder's list in a page ("`analysis/` (`roles.h`,
+#       `heads.h`)").
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -181,7 +186,54 @@ while read -r f; do
     problem "$f: names $needle, a path outside the repository"
 done <"$tmp/outside"
 
+# ---- (d) source paths that exist -----------------------------------------------------
+
+folders='analysis|bench|cli|core|data|examples|files|gradcheck|io|models|ops|report|tasks|tests|text|tools|train|viz'
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git ls-files README.md 'docs/*.md' '*.c' '*.h' >"$tmp/named_in"
+else
+    { echo README.md; find docs examples "$(echo "$folders" | tr '|' ' ')" -type f \
+        \( -name '*.md' -o -name '*.c' -o -name '*.h' \) 2>/dev/null; } >"$tmp/named_in"
+fi
+grep -v -e '^docs/studies/' -e '^docs/bench/' "$tmp/named_in" >"$tmp/scan" || true
+# "FILE:LINE:PATH" for every path under a source folder, not inside a longer
+# path; in C, on comment lines only (tests spell made-up paths in strings).
+# Upper-case names are placeholders (examples/NAME.c).
+while read -r f; do
+    [ -f "$f" ] || continue
+    case $f in
+    *.c | *.h) grep -nE '^[ \t]*(/\*|\*|//)' "$f" ;;
+    *) grep -n '' "$f" ;;
+    esac | grep -oE "^[0-9]+:|(^|[^A-Za-z0-9_./-])($folders)/[a-z0-9_/.-]*[a-z0-9_]\.(c|h|md|sh|py)([^A-Za-z0-9_]|\$)" |
+        awk -v f="$f" '/^[0-9]+:$/ { line = $0; sub(/:$/, "", line); next }
+            { sub(/^[^a-z]*/, ""); sub(/[^a-z]$/, ""); print f ":" line ":" $0 }'
+done <"$tmp/scan" >"$tmp/paths"
+# Headers listed after a folder in a page: "`analysis/` (`roles.h`, `heads.h`)".
+grep -e '^README.md$' -e '^docs/.*\.md$' "$tmp/scan" | while read -r f; do
+    awk -v f="$f" 'BEGIN { RS = "" }
+    {
+        text = $0
+        gsub(/\n/, " ", text)
+        while (match(text, /`[a-z]+\/` \([^)]*\)/)) {
+            list = substr(text, RSTART, RLENGTH)
+            text = substr(text, RSTART + RLENGTH)
+            folder = list
+            sub(/\/`.*/, "", folder)
+            sub(/^`/, "", folder)
+            sub(/^[^(]*\(/, "", list)
+            while (match(list, /`[A-Za-z0-9_]+\.[a-z]+`/)) {
+                print f ":list:" folder "/" substr(list, RSTART + 1, RLENGTH - 2)
+                list = substr(list, RSTART + RLENGTH)
+            }
+        }
+    }' "$f"
+done >>"$tmp/paths"
+while IFS=: read -r f line path; do
+    [ -e "$path" ] || problem "$f:$line: names $path, which does not exist"
+done <"$tmp/paths"
+
 if [ "$status" = 0 ]; then
-    echo "docs: links resolve, every program's flags are on its page, no path outside the repository"
+    echo "docs: links resolve, every program's flags are on its page, no path outside the"
+    echo "  repository, every source path named exists"
 fi
 exit "$status"

@@ -194,10 +194,11 @@ END_TEST
 START_TEST(test_roles_join_and_first)
 {
     const hl_role roles[] = {
-        {"prev", 0.49, 0.5}, {"2-back", NAN, 0.5}, {"induction", 0.5, 0.5}, {"bos", 0.9, 0.5},
+        {"previous-token", 0.49, 0.5}, {"two-back", NAN, 0.5}, {"induction", 0.5, 0.5},
+        {"first-token", 0.9, 0.5},
     };
     char buf[64];
-    ck_assert_str_eq(hl_roles_join(roles, 4, buf, sizeof buf), "induction+bos");
+    ck_assert_str_eq(hl_roles_join(roles, 4, buf, sizeof buf), "induction+first-token");
     ck_assert_ptr_eq(hl_roles_first(roles, 4), &roles[2]);
     ck_assert_ptr_eq(hl_roles_first(roles, 2), NULL);
     ck_assert_str_eq(hl_roles_join(roles, 2, buf, sizeof buf), "-");
@@ -219,12 +220,12 @@ START_TEST(test_roles_join_and_first)
     sc.v[HL_DETECT_TWO_BACK] = HL_ROLE_TWO_BACK;
     ck_assert_str_eq(hl_head_roles(&sc, buf, sizeof buf), "two-back+induction");
     hl_role label[HL_LABEL_ROLES];
-    ck_assert_str_eq(hl_head_label_role(&sc, label)->name, "2-back");
+    ck_assert_str_eq(hl_head_label_role(&sc, label)->name, "two-back");
     sc.v[HL_DETECT_TWO_BACK] = NAN;
     sc.v[HL_DETECT_FIRST] = 1;
     ck_assert_str_eq(hl_head_label_role(&sc, label)->name, "induction");
     sc.v[HL_DETECT_INDUCTION] = HL_ROLE_INDUCTION / 2;
-    ck_assert_str_eq(hl_head_label_role(&sc, label)->name, "bos");
+    ck_assert_str_eq(hl_head_label_role(&sc, label)->name, "first-token");
     sc.v[HL_DETECT_FIRST] = NAN;
     ck_assert_ptr_eq(hl_head_label_role(&sc, label), NULL);
 }

@@ -647,9 +647,9 @@ START_TEST(test_program_outputs)
     ck_assert_int_eq(count_lines(path, first, sizeof first), 1 + 1 + 2 * 8);
     ck_assert_str_eq(first, "heads,ablation,scored_loss,scored_accuracy,other_loss,"
                             "other_accuracy,delta_scored_loss,delta_other_loss\n");
-    /* A set of heads together. */
+    /* A set of heads together, named either way. */
     snprintf(command, sizeof command,
-             HEADS "ablate --model %s/toy/model.safetensors --sequences 50 --heads 1.3,0.2 "
+             HEADS "ablate --model %s/toy/model.safetensors --sequences 50 --heads L1H3,0.2 "
              "--out %s/b", work, work);
     tu_run_ok(command);
     snprintf(path, sizeof path, "%s/b/ablation.csv", work);

@@ -55,7 +55,7 @@ static void usage(FILE *f)
         "       heads logit-lens --model FILE [TASK]\n"
         "What each attention head of a toy_heads or charlm model does and is worth.\n"
         "Heads are named L<layer>H<head> by their index as trained, in every command and\n"
-        "file and in --heads: a pruned model's heads keep their names.\n"
+        "file; --heads takes L1H3 or 1.3. A pruned model's heads keep their names.\n"
         "  scores      detectors for every head on the induction probe (random tokens\n"
         "              repeated once: toy models 15 of their 16 tokens after BOS, charlm\n"
         "              models n_ctx/2 letters a..z, or learnt words for a model of\n"

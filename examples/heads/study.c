@@ -235,34 +235,45 @@ int heads_total(const hl_gpt *m)
     return n;
 }
 
-/* --heads "1.3,0.2" (indices as trained) -> the heads of m; exits 2 on a
- * head it does not have. */
+/* One head at *p, as "1.3" or as the files name it, "L1H3" (either case);
+ * moves *p past it. */
+static bool read_head(const char **p, long *l, long *h)
+{
+    const bool named = **p == 'L' || **p == 'l';
+    const char *q = *p + named;
+    char *end;
+    if (*q < '0' || *q > '9')
+        return false;
+    *l = strtol(q, &end, 10);
+    if (named ? *end != 'H' && *end != 'h' : *end != '.')
+        return false;
+    q = end + 1;
+    if (*q < '0' || *q > '9')
+        return false;
+    *h = strtol(q, &end, 10);
+    *p = end;
+    return true;
+}
+
+/* --heads "1.3,0.2" or "L1H3,L0H2" (indices as trained) -> the heads of m;
+ * exits 2 on a head it does not have. */
 hl_head_set heads_parse_list(const hl_gpt *m, const char *list)
 {
     hl_head_set set = {0};
     for (const char *p = list; *p;) {
-        char *end;
-        long l = strtol(p, &end, 10), h = -1;
-        bool ok = end != p && *end == '.';
-        if (ok) {
-            const char *q = end + 1;
-            h = strtol(q, &end, 10);
-            ok = end != q && (*end == ',' || (*end == '\0' && end[-1] != ','));
-        }
-        if (!ok)
-            heads_bad_input("--heads wants layer.head pairs separated by commas (e.g. 1.3,0.2), "
-                            "not \"%s\"", list);
+        long l, h;
+        if (!read_head(&p, &l, &h) || (*p && *p != ',') || (*p == ',' && !p[1]))
+            heads_bad_input("--heads wants heads separated by commas, each layer.head or "
+                            "LlayerHhead (e.g. 1.3,0.2 or L1H3,L0H2), not \"%s\"", list);
         if (l < 0 || l >= m->cfg.n_layers || h < 0 || h >= m->cfg.n_heads)
-            heads_bad_input("head %ld.%ld is out of range: the model has layers 0..%d, heads "
+            heads_bad_input("head L%ldH%ld is out of range: the model has layers 0..%d, heads "
                             "0..%d per layer as trained", l, h, m->cfg.n_layers - 1,
                             m->cfg.n_heads - 1);
         int current = hl_gpt_head_current(m, (int)l, (int)h);
         if (current < 0)
-            heads_bad_input("head %ld.%ld was pruned from this model", l, h);
+            heads_bad_input("head L%ldH%ld was pruned from this model", l, h);
         set.on[l][current] = true;
-        p = *end ? end + 1 : end;
-        if (*end && !*p)
-            heads_bad_input("--heads \"%s\" ends with a comma", list);
+        p += *p == ',';
     }
     if (!hl_head_set_count(&set))
         heads_bad_input("--heads names no head");
