@@ -785,7 +785,7 @@ START_TEST(test_program_names_heads_as_trained)
     snprintf(command, sizeof command,
              HEADS "maps --model %s --text '1 2 3' --heads 0.1 --out %s/n2", model, work);
     ck_assert_int_eq(tu_run(command, out, sizeof out), 2);
-    ck_assert_msg(strstr(out, "0.1 was pruned"), "%s", out);
+    ck_assert_msg(strstr(out, "L0H1 was pruned"), "%s", out);
     snprintf(command, sizeof command, HEADS "circuits --model %s --out %s/n", model, work);
     tu_run_ok(command);
     snprintf(path, sizeof path, "%s/n/composition.csv", work);
