@@ -226,12 +226,16 @@ demo: deps
 	$(BUILD)/toy_heads --out out/toy_heads
 
 # Runs one build's suite once per thread count in TEST_THREADS (used by test
-# and asan); TEST_SUITES names some suites (default: all).
+# and asan); TEST_SUITES names some suites (default: all). Check's per-test
+# timeouts only catch a hang: TEST_TIMEOUT_SCALE multiplies them (Check's
+# CK_TIMEOUT_MULTIPLIER), so that a slower or busy machine passes too.
 TEST_THREADS ?= 1 2
 TEST_SUITES ?=
+TEST_TIMEOUT_SCALE ?= 4
 test-one: $(TEST_BIN)
 	@for t in $(TEST_THREADS); do echo "OMP_NUM_THREADS=$$t $(TEST_BIN) $(TEST_SUITES)"; \
-	    OMP_NUM_THREADS=$$t $(TEST_BIN) $(TEST_SUITES) || exit 1; done
+	    CK_TIMEOUT_MULTIPLIER=$(TEST_TIMEOUT_SCALE) OMP_NUM_THREADS=$$t $(TEST_BIN) \
+	    $(TEST_SUITES) || exit 1; done
 
 # The suites that start the example programs, and the rest (the library's).
 PROGRAM_SUITES := examples faults heads heads_patch heads_pretrained gradcheck_tool head_report \
@@ -244,7 +248,7 @@ LIBRARY_SUITES := $(filter-out $(PROGRAM_SUITES),\
 test-other-sets: $(TEST_BIN)
 	@for isa in $$($(TEST_BIN) --other-kernel-sets); do \
 	    echo "HL_ISA=$$isa OMP_NUM_THREADS=1 $(TEST_BIN)"; \
-	    HL_ISA=$$isa OMP_NUM_THREADS=1 $(TEST_BIN) || exit 1; done
+	    CK_TIMEOUT_MULTIPLIER=$(TEST_TIMEOUT_SCALE) HL_ISA=$$isa OMP_NUM_THREADS=1 $(TEST_BIN) || exit 1; done
 
 test: test-deps
 	@$(MAKE) --no-print-directory lib
@@ -270,7 +274,7 @@ arm:
 	@PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig \
 	    $(MAKE) --no-print-directory CC=aarch64-linux-gnu-gcc BUILD=build/arm64 \
 	    build/arm64/test_headlab
-	OMP_NUM_THREADS=1 qemu-aarch64 -L / build/arm64/test_headlab $(LIBRARY_SUITES)
+	CK_TIMEOUT_MULTIPLIER=20 OMP_NUM_THREADS=1 qemu-aarch64 -L / build/arm64/test_headlab $(LIBRARY_SUITES)
 
 # OpenBLAS is loaded at run time and PyTorch runs in bench/torch_worker.py: neither is
 # needed to build, and a missing one only empties its columns.
@@ -288,9 +292,9 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 # in either precision and the float pass has run them.
 asan: test-deps
 	@$(MAKE) --no-print-directory test-one REAL=float BUILD=build/asan OPT="-O1 -g" \
-	    SAN="$(SAN_FLAGS)" TEST_THREADS=1
+	    SAN="$(SAN_FLAGS)" TEST_THREADS=1 TEST_TIMEOUT_SCALE=20
 	@$(MAKE) --no-print-directory test-one REAL=double BUILD=build/asan-double OPT="-O1 -g" \
-	    SAN="$(SAN_FLAGS)" TEST_THREADS=1 TEST_SUITES="$(LIBRARY_SUITES)"
+	    SAN="$(SAN_FLAGS)" TEST_THREADS=1 TEST_SUITES="$(LIBRARY_SUITES)" TEST_TIMEOUT_SCALE=20
 
 # libFuzzer (Debian's clang 14 and its runtime, libclang-rt-14-dev): one program
 # per harness of tests/fuzz/, each run FUZZ_SECONDS (default 60) from the seed
