@@ -388,46 +388,57 @@ static bool patches_valid(hl_graph *g, const hl_gpt *m, const hl_gpt_run *run)
     return true;
 }
 
-/* Blocks first..n_layers-1 on the residual stream *h. Leaves the stream in *h
- * and, in *branch, the last block's output where it is still to be added (the
- * next norm's fused op adds it; NULL where it was added already). */
+/* Block l on the residual stream x: x = x + attn(norm1(x)), then
+ * x = x + mlp(norm2(x)) (with a parallel residual, x = x + attn(norm1(x)) +
+ * mlp(norm2(x))). Each addition is left to the next norm's fused add-norm
+ * op (add_normalize): on entry and exit *h is the stream without *branch,
+ * the output still to be added (NULL: none). A patch of this layer (mine,
+ * n) needs the sum itself, so with patches the additions are made here. */
+static void block(hl_graph *g, const hl_gpt *m, int l, const hl_gpt_run *run,
+                  const hl_act_patch *mine, int n, hl_tensor **h, hl_tensor **branch)
+{
+    const hl_gpt_block *b = &m->blocks[l];
+    const hl_real p = (hl_real)m->cfg.dropout;
+    *h = hl_act_patch_apply(g, *h, HL_ACT_RESID_PRE, mine, n);
+    hl_tensor *a = add_normalize(g, m, h, *branch, b->ln1_w, b->ln1_b);
+    if (run && run->resid)
+        run->resid[l] = *h;
+    const hl_mha_masks causal = {.causal = true, .doc_ids = run ? run->doc_ids : NULL};
+    hl_mha_run hooks = {0};
+    if (run)
+        hooks = (hl_mha_run){.gate = run->gate[l], .head_offset = run->head_offset[l],
+                             .trace = run->trace ? &run->trace[l] : NULL,
+                             .patches = mine, .n_patches = n};
+    hl_tensor *y = hl_mha_forward(g, &b->attn, a, a, a, &causal, run ? &hooks : NULL);
+    *branch = p > 0 ? hl_dropout(g, y, p) : y;
+    if (b->fc_w && m->cfg.parallel_residual) { /* the MLP reads the block's input too */
+        y = mlp(g, m, b, hl_gpt_normalize(g, m, *h, b->ln2_w, b->ln2_b));
+        *branch = hl_add(g, *branch, p > 0 ? hl_dropout(g, y, p) : y);
+    } else if (b->fc_w) {
+        y = mlp(g, m, b, add_normalize(g, m, h, *branch, b->ln2_w, b->ln2_b));
+        *branch = p > 0 ? hl_dropout(g, y, p) : y;
+    }
+    if (mine) { /* patches: the sum now, for RESID_POST and the next RESID_PRE */
+        *h = hl_act_patch_apply(g, hl_add(g, *h, *branch), HL_ACT_RESID_POST, mine, n);
+        *branch = NULL;
+    }
+}
+
+/* Blocks first..n_layers-1 on the residual stream *h, as block() leaves it:
+ * the stream in *h, the last output still to be added in *branch. */
 static void run_blocks(hl_graph *g, const hl_gpt *m, int first, const hl_gpt_run *run,
                        hl_tensor **h, hl_tensor **branch)
 {
-    const hl_real p = (hl_real)m->cfg.dropout;
-    const hl_mha_masks causal = {.causal = true, .doc_ids = run ? run->doc_ids : NULL};
     hl_act_patch *mine = run && run->n_patches
                              ? hl_graph_alloc(g, sizeof *mine * (size_t)run->n_patches)
                              : NULL;
     *branch = NULL;
     for (int l = first; l < m->cfg.n_layers; l++) {
-        const hl_gpt_block *b = &m->blocks[l];
         int n = 0; /* this layer's patches */
         for (int i = 0; mine && i < run->n_patches; i++)
             if (run->patches[i].layer == l)
                 mine[n++] = run->patches[i];
-        *h = hl_act_patch_apply(g, *h, HL_ACT_RESID_PRE, mine, n);
-        hl_tensor *a = add_normalize(g, m, h, *branch, b->ln1_w, b->ln1_b);
-        if (run && run->resid)
-            run->resid[l] = *h;
-        hl_mha_run layer = {0};
-        if (run)
-            layer = (hl_mha_run){.gate = run->gate[l], .head_offset = run->head_offset[l],
-                                 .trace = run->trace ? &run->trace[l] : NULL,
-                                 .patches = mine, .n_patches = n};
-        hl_tensor *y = hl_mha_forward(g, &b->attn, a, a, a, &causal, run ? &layer : NULL);
-        *branch = p > 0 ? hl_dropout(g, y, p) : y;
-        if (b->fc_w && m->cfg.parallel_residual) { /* the MLP reads the block's input too */
-            y = mlp(g, m, b, hl_gpt_normalize(g, m, *h, b->ln2_w, b->ln2_b));
-            *branch = hl_add(g, *branch, p > 0 ? hl_dropout(g, y, p) : y);
-        } else if (b->fc_w) {
-            y = mlp(g, m, b, add_normalize(g, m, h, *branch, b->ln2_w, b->ln2_b));
-            *branch = p > 0 ? hl_dropout(g, y, p) : y;
-        }
-        if (mine) { /* patches: the sum now, for RESID_POST and the next RESID_PRE */
-            *h = hl_act_patch_apply(g, hl_add(g, *h, *branch), HL_ACT_RESID_POST, mine, n);
-            *branch = NULL;
-        }
+        block(g, m, l, run, mine, n, h, branch);
     }
 }
 
