@@ -65,7 +65,7 @@ enum {
 };
 
 typedef struct {
-    bool quick;
+    bool quick, scaling;
     const char *csv, *python, *worker, *openblas;
     int threads[MAX_THREAD_COUNTS], n_threads;
     unsigned sections;
@@ -107,29 +107,30 @@ static const struct {
     const char *name;
     bench_gpt_shape shape;
     int modes; /* the variants measured; 0: all, or the training step alone when modern */
+    bool scaling; /* one of --scaling's training steps */
 } gpt_configs[] = {
     {"4x4 heads, d 128",
-     {.layers = 4, .heads = 4, .d_model = 128, .ctx = 64, .batch = 16, .vocab = 256}, 0},
+     {.layers = 4, .heads = 4, .d_model = 128, .ctx = 64, .batch = 16, .vocab = 256}, 0, true},
     {"6x6 heads, d 384",
-     {.layers = 6, .heads = 6, .d_model = 384, .ctx = 256, .batch = 8, .vocab = 256}, 0},
+     {.layers = 6, .heads = 6, .d_model = 384, .ctx = 256, .batch = 8, .vocab = 256}, 0, true},
     {"4x4 d 128 rope+rms+swiglu",
      {.layers = 4, .heads = 4, .d_model = 128, .ctx = 64, .batch = 16, .vocab = 256,
-      .modern = true}, 0},
+      .modern = true}, 0, false},
     {"6x6 d 384 rope+rms+swiglu",
      {.layers = 6, .heads = 6, .d_model = 384, .ctx = 256, .batch = 8, .vocab = 256,
-      .modern = true}, 0},
+      .modern = true}, 0, false},
     {"4x4 d 128 modern, V 4096",
      {.layers = 4, .heads = 4, .d_model = 128, .ctx = 64, .batch = 16, .vocab = 4096,
-      .modern = true}, 0},
+      .modern = true}, 0, false},
     {"6x6 d 384 modern, V 8192",
      {.layers = 6, .heads = 6, .d_model = 384, .ctx = 256, .batch = 8, .vocab = 8192,
-      .modern = true}, 0},
+      .modern = true}, 0, false},
     {"12x12 d 768 (GPT-2 small), V 50257",
      {.layers = 12, .heads = 12, .d_model = 768, .ctx = 256, .batch = 4, .vocab = 50257},
-     GPT_STEPS | GPT_EVAL | GPT_GENERATE},
+     GPT_STEPS | GPT_EVAL | GPT_GENERATE, true},
     {"GPT-2 small, 1024 tokens",
      {.layers = 12, .heads = 12, .d_model = 768, .ctx = 1024, .batch = 1, .vocab = 50257},
-     GPT_EVAL}};
+     GPT_EVAL, false}};
 #define N_GPT_CONFIGS (int)(sizeof gpt_configs / sizeof gpt_configs[0])
 
 /* ---- options ---- */
@@ -137,14 +138,18 @@ static const struct {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: bench [--quick] [--csv FILE] [--threads LIST] [--only LIST] [--isa LIST]\n"
-            "             [--python PATH] [--torch-worker PATH] [--openblas LIB]\n"
+            "usage: bench [--quick | --scaling] [--csv FILE] [--threads LIST] [--only LIST]\n"
+            "             [--isa LIST] [--python PATH] [--torch-worker PATH] [--openblas LIB]\n"
             "Times headlab's GEMM, multi-head attention, toy and GPT training steps against\n"
             "OpenBLAS and PyTorch in the same run, prints a table and writes FILE.\n"
             "  --quick              a few sizes and runs: a smoke test of a minute or two\n"
             "                       (without the long-context rows unless --only names long)\n"
+            "  --scaling            the training steps of the 4x4, 6x6 and GPT-2 small models,\n"
+            "                       a few runs each, at 1, 2, 4, ... threads up to every core,\n"
+            "                       on the best kernel set unless --isa says (bench/scaling.sh)\n"
             "  --csv FILE           where the rows go (default bench.csv)\n"
-            "  --threads LIST       thread counts, e.g. 1,2 (the default)\n"
+            "  --threads LIST       thread counts, e.g. 1,2 (the default; with --scaling 1, 2,\n"
+            "                       4, ... and the machine's cores)\n"
             "  --only LIST          some of gemm,mha,toy,gpt,gpt2,rss,long,busy (default all);\n"
             "                       gpt2: GPT-2 small's shape (train step at 4 x 256, forward\n"
             "                       over 1,024 tokens; not with --quick unless named); long:\n"
@@ -234,6 +239,17 @@ static void parse_isas(options *o, const char *list)
         bad_option("--isa takes some of avx512,avx2,portable, got \"%s\"", list);
 }
 
+/* --scaling's thread counts: 1, 2, 4, ... below the machine's cores, then
+ * the cores themselves. */
+static void scaling_threads(options *o)
+{
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    o->n_threads = 0;
+    for (int t = 1; t < cores && o->n_threads < MAX_THREAD_COUNTS - 1; t *= 2)
+        o->threads[o->n_threads++] = t;
+    o->threads[o->n_threads++] = cores > 1 ? (int)cores : 1;
+}
+
 static options parse_options(int argc, char **argv)
 {
     options o = {.csv = "bench.csv", .python = "/usr/bin/python3",
@@ -244,7 +260,7 @@ static options parse_options(int argc, char **argv)
     for (int i = HL_ISA_COUNT - 1; i >= 0; i--)
         if (hl_isa_supported((hl_isa)i))
             o.isas[o.n_isas++] = (hl_isa)i;
-    bool only = false;
+    bool only = false, threads_given = false, isas_given = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -252,14 +268,16 @@ static options parse_options(int argc, char **argv)
             exit(0);
         } else if (!strcmp(a, "--quick")) {
             o.quick = true;
+        } else if (!strcmp(a, "--scaling")) {
+            o.scaling = true;
         } else if (!v) {
             bad_option("unknown or incomplete option %s", a);
         } else if (!strcmp(a, "--csv") && *v) {
             o.csv = v, i++;
         } else if (!strcmp(a, "--threads")) {
-            parse_threads(&o, v), i++;
+            parse_threads(&o, v), i++, threads_given = true;
         } else if (!strcmp(a, "--isa")) {
-            parse_isas(&o, v), i++;
+            parse_isas(&o, v), i++, isas_given = true;
         } else if (!strcmp(a, "--only")) {
             parse_sections(&o, v), i++, only = true;
         } else if (!strcmp(a, "--python")) {
@@ -276,6 +294,12 @@ static options parse_options(int argc, char **argv)
      * program runs: not for a smoke run unless asked. */
     if (o.quick && !only)
         o.sections &= ~(unsigned)(SECTION_LONG | SECTION_BUSY | SECTION_GPT2);
+    if (o.scaling && !only)
+        o.sections = SECTION_GPT | SECTION_GPT2;
+    if (o.scaling && !threads_given)
+        scaling_threads(&o);
+    if (o.scaling && !isas_given)
+        o.n_isas = 1; /* the best set only */
     return o;
 }
 
@@ -635,13 +659,16 @@ static void gpt_section(bench_run *run, bool gpt2)
             continue;
         if (run->o.quick && i != 0 && i != 2) /* the small model, classic and modern */
             continue;
+        if (run->o.scaling && !gpt_configs[i].scaling)
+            continue;
         bench_gpt *work = bench_gpt_new(&gpt_configs[i].shape);
         if (!work) {
             fprintf(stderr, "bench: cannot build the GPT %s\n", gpt_configs[i].name);
             run->failed = true;
             continue;
         }
-        const int modes = gpt_configs[i].modes         ? gpt_configs[i].modes
+        const int modes = run->o.scaling                ? GPT_STEPS
+                          : gpt_configs[i].modes         ? gpt_configs[i].modes
                           : gpt_configs[i].shape.modern ? GPT_STEPS
                                                         : GPT_STEPS | GPT_EVAL | GPT_FIRST;
         for (int mode = BENCH_GPT_STEP; mode <= BENCH_GPT_GENERATE; mode++)
@@ -772,7 +799,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench: %s\n", err.message);
         return 2;
     }
-    if (run.o.quick) {
+    if (run.o.quick || run.o.scaling) {
         run.gemm = run.mha = run.long_ctx = (bench_plan){.rounds = 1, .reps = 3, .warmup = 1};
         run.toy = (bench_plan){.rounds = 1, .reps = 5, .warmup = 2};
         run.gpt = (bench_plan){.rounds = 1, .reps = 3, .warmup = 1};
