@@ -24,7 +24,7 @@ typedef struct hl_ablation_effect {
 
 /* The sequences of set a sweep reads by default: all of a small model's, and
  * as many as keep the work within about 2^21 block passes of one position (a
- * GPT-2-small-sized model: 8 sequences of 257 positions). */
+ * GPT-2-small-sized model: 8 sequences of 256 positions). */
 int hl_heads_ablation_sequences(const hl_gpt *m, const hl_eval_set *set);
 
 /* One row for every head d of layer >= 1 and every head s of an earlier
