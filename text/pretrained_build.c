@@ -66,7 +66,8 @@ bool hl_pretrained_spec_set(hl_pretrained_spec *spec, int32_t id, const unsigned
         spec->bytes = grown;
         spec->cap_bytes = cap;
     }
-    memcpy(spec->bytes + spec->n_bytes, bytes, len);
+    if (len) /* an empty token may come before any bytes, with spec->bytes still NULL */
+        memcpy(spec->bytes + spec->n_bytes, bytes, len);
     spec->start[id] = spec->n_bytes;
     spec->len[id] = len;
     spec->present[id] = true;
