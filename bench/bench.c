@@ -145,7 +145,7 @@ static void usage(FILE *f)
             "  --quick              a few sizes and runs: a smoke test of a minute or two\n"
             "                       (without the long-context rows unless --only names long)\n"
             "  --scaling            the training steps of the 4x4, 6x6 and GPT-2 small models,\n"
-            "                       a few runs each, at 1, 2, 4, ... threads up to every core,\n"
+            "                       a few runs each, at 1, 2, 4, ... threads up to every CPU,\n"
             "                       on the best kernel set unless --isa says (bench/scaling.sh)\n"
             "  --csv FILE           where the rows go (default bench.csv)\n"
             "  --threads LIST       thread counts, e.g. 1,2 (the default; with --scaling 1, 2,\n"
@@ -239,15 +239,20 @@ static void parse_isas(options *o, const char *list)
         bad_option("--isa takes some of avx512,avx2,portable, got \"%s\"", list);
 }
 
-/* --scaling's thread counts: 1, 2, 4, ... below the machine's cores, then
- * the cores themselves. */
+/* --scaling's thread counts: 1, 2, 4, ... below the CPUs this process may
+ * run on (OpenMP's count: logical CPUs, within its affinity), then that
+ * count itself. */
 static void scaling_threads(options *o)
 {
-    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int cores = 1;
+#ifdef _OPENMP
+    cores = omp_get_num_procs();
+#endif
+    cores = cores > 256 ? 256 : cores;
     o->n_threads = 0;
     for (int t = 1; t < cores && o->n_threads < MAX_THREAD_COUNTS - 1; t *= 2)
         o->threads[o->n_threads++] = t;
-    o->threads[o->n_threads++] = cores > 1 ? (int)cores : 1;
+    o->threads[o->n_threads++] = cores > 1 ? cores : 1;
 }
 
 static options parse_options(int argc, char **argv)
@@ -294,6 +299,9 @@ static options parse_options(int argc, char **argv)
      * program runs: not for a smoke run unless asked. */
     if (o.quick && !only)
         o.sections &= ~(unsigned)(SECTION_LONG | SECTION_BUSY | SECTION_GPT2);
+    if (o.scaling && o.quick)
+        bad_option("%s: --scaling has its own few runs; give one of --quick and --scaling",
+                   "--quick");
     if (o.scaling && !only)
         o.sections = SECTION_GPT | SECTION_GPT2;
     if (o.scaling && !threads_given)

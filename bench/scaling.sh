@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench/scaling.sh [BUILD] [PYTHON]: how the GPT training steps scale with
 # threads on this machine, against the PyTorch it has: bench --scaling (the
-# 4x4, 6x6 and GPT-2 small steps at 1, 2, 4, ... threads up to every core, a
+# 4x4, 6x6 and GPT-2 small steps at 1, 2, 4, ... threads up to every CPU, a
 # few runs each, on the CPU's best kernel set). BUILD holds bench (default
 # build); PYTHON is the Python with torch (default python3, looked for on
 # PATH). Writes scaling-HOST-DATE.txt (the printout) and .csv in the current
@@ -12,6 +12,9 @@ python=${2:-python3}
 [ -x "$build/bench" ] || { echo "scaling: no $build/bench (make $build/bench)" >&2; exit 2; }
 worker=$(dirname "$0")/torch_worker.py
 name="scaling-$(hostname)-$(date -u +%Y-%m-%d-%H%M)"
-"$build/bench" --scaling --python "$python" --torch-worker "$worker" --csv "$name.csv" |
-    tee "$name.txt"
+status=0
+"$build/bench" --scaling --python "$python" --torch-worker "$worker" --csv "$name.csv" \
+    >"$name.txt" || status=$?
+cat "$name.txt"
+[ "$status" = 0 ] || { echo "scaling: bench failed (exit $status); see $name.txt" >&2; exit "$status"; }
 echo "scaling: wrote $name.txt and $name.csv"

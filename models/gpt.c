@@ -442,8 +442,7 @@ static void run_blocks(hl_graph *g, const hl_gpt *m, int first, const hl_gpt_run
     }
 }
 
-hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, int B, int T,
-                          const hl_gpt_run *run)
+hl_tensor *hl_gpt_embed(hl_graph *g, const hl_gpt *m, const int32_t *tokens, int B, int T)
 {
     if (hl_graph_failed(g))
         return &g->poison;
@@ -453,8 +452,6 @@ hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, i
                      m->cfg.n_ctx);
         return &g->poison;
     }
-    if (!patches_valid(g, m, run))
-        return &g->poison;
     int32_t *positions = hl_graph_alloc(g, (size_t)B * T * sizeof *positions);
     if (!positions)
         return &g->poison;
@@ -464,9 +461,16 @@ hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, i
     hl_tensor *pos = m->pos_emb ? m->pos_emb : m->pos_table; /* NULL: rotary or none */
     if (pos)
         h = hl_add(g, h, hl_embedding(g, pos, positions, 2, (int[]){B, T}));
-    if (m->cfg.dropout > 0)
-        h = hl_dropout(g, h, (hl_real)m->cfg.dropout);
-    hl_tensor *branch;
+    const hl_real p = (hl_real)m->cfg.dropout;
+    return p > 0 ? hl_dropout(g, h, p) : h;
+}
+
+hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, int B, int T,
+                          const hl_gpt_run *run)
+{
+    if (hl_graph_failed(g) || !patches_valid(g, m, run))
+        return &g->poison;
+    hl_tensor *h = hl_gpt_embed(g, m, tokens, B, T), *branch;
     run_blocks(g, m, 0, run, &h, &branch);
     hl_tensor *x = add_normalize(g, m, &h, branch, m->lnf_w, m->lnf_b);
     if (run && run->resid)
@@ -496,6 +500,8 @@ hl_tensor *hl_gpt_forward_from(hl_graph *g, const hl_gpt *m, hl_tensor *h, int f
     run_blocks(g, m, first, run, &h, &branch);
     if (branch)
         h = hl_add(g, h, branch);
+    if (run && run->resid)
+        run->resid[m->cfg.n_layers] = h;
     return hl_graph_failed(g) ? &g->poison : h;
 }
 

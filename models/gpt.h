@@ -217,12 +217,18 @@ typedef struct hl_gpt_run {
 hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, int B, int T,
                           const hl_gpt_run *run);
 
+/* The residual stream entering block 0 (B,T,E): token embeddings plus learned
+ * or sinusoidal positions (dropout in training mode). */
+hl_tensor *hl_gpt_embed(hl_graph *g, const hl_gpt *m, const int32_t *tokens, int B, int T);
+
 /* The blocks from layer `first` on: h (B,T,E) is the residual stream entering
- * block first (hl_gpt_run.resid[first] of a pass on the same tokens), run
- * (may be NULL) as in hl_gpt_forward for those layers. Returns the stream
- * leaving the last block, before the final norm. For studies that change one
- * layer and read only what follows it: a sweep over every head then reruns a
- * part of the model for each (analysis/head_effects.c). */
+ * block first (hl_gpt_embed's for 0, else hl_gpt_run.resid[first] of a pass
+ * on the same tokens), run (may be NULL) as in hl_gpt_forward for those
+ * layers (patches of earlier layers do nothing). Returns the stream leaving
+ * the last block, before the final norm (also run->resid[n_layers]), with no
+ * unembedding. For studies that change one layer and read only what follows
+ * it: a sweep over every head reruns a part of the model for each
+ * (analysis/head_effects.c). */
 hl_tensor *hl_gpt_forward_from(hl_graph *g, const hl_gpt *m, hl_tensor *h, int first,
                                const hl_gpt_run *run);
 

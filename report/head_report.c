@@ -175,10 +175,14 @@ static const hl_eval_set *eval_set(const study *s)
     return s->o->eval ? s->o->eval : s->probe.set;
 }
 
+/* Each head ablated alone reruns the model: on the probe, over the sequences
+ * the causal check reads (all of a small model's; see study_measure). */
 static hl_status section_ablation(study *s, hl_error *err)
 {
     const hl_gpt_config *c = &s->m->cfg;
-    const hl_eval_set *set = eval_set(s);
+    hl_eval_set probe_part = *s->probe.set;
+    probe_part.n = s->effect_sequences;
+    const hl_eval_set *set = s->o->eval ? s->o->eval : &probe_part;
     hl_eval_result base, r;
     table t;
     if (hl_heads_evaluate(s->m, set, NULL, NULL, &base, err) != HL_OK ||
@@ -198,7 +202,10 @@ static hl_status section_ablation(study *s, hl_error *err)
     hl_html_section(s->html, "ablation", "Ablation");
     hl_html_text(s->html, "Each head gated to 0 alone, on %s (%d sequences of %d tokens): loss "
                  "of the target group \"%s\"; unablated %.4f, accuracy %.4f.",
-                 s->o->eval ? "the evaluation set" : "the induction probe's repeated half",
+                 s->o->eval                   ? "the evaluation set"
+                 : set->n < s->probe.set->n ? "the induction probe's repeated half (its first "
+                                              "sequences)"
+                                            : "the induction probe's repeated half",
                  set->n, set->T, set->group_names[0], base.loss[0], base.accuracy[0]);
     table_emit(s->html, &t, (const char *[]){"head ablated", "loss", "change", "accuracy"});
     return st;

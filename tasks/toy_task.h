@@ -1,7 +1,7 @@
 /*
  * toy_task.h: the head-specialisation task of docs/toy-task.md — random
  * sequences with one repeated segment, where a 2-layer attention-only
- * transformer grows a previous-token head, a 2-back head and induction heads.
+ * transformer grows a previous-token head, a two-back head and induction heads.
  * The heads are scored by the detectors of analysis/detectors.h, induction on
  * the copied segment (the evaluation set's repeats).
  *

@@ -192,19 +192,23 @@ folders='analysis|bench|cli|core|data|examples|files|gradcheck|io|models|ops|rep
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     git ls-files README.md 'docs/*.md' '*.c' '*.h' >"$tmp/named_in"
 else
-    { echo README.md; find docs examples "$(echo "$folders" | tr '|' ' ')" -type f \
-        \( -name '*.md' -o -name '*.c' -o -name '*.h' \) 2>/dev/null; } >"$tmp/named_in"
+    # shellcheck disable=SC2046 # the folders are words
+    { echo README.md; find docs $(echo "$folders" | tr '|' ' ') -type f \
+        \( -name '*.md' -o -name '*.c' -o -name '*.h' \) 2>/dev/null || true; } >"$tmp/named_in"
 fi
 grep -v -e '^docs/studies/' -e '^docs/bench/' "$tmp/named_in" >"$tmp/scan" || true
 # "FILE:LINE:PATH" for every path under a source folder, not inside a longer
-# path; in C, on comment lines only (tests spell made-up paths in strings).
-# Upper-case names are placeholders (examples/NAME.c).
+# path; in C, on the lines that start a comment or go on with one (tests spell
+# made-up paths in strings). Upper-case names are placeholders
+# (examples/NAME.c). Every separator is doubled first, so that two paths one
+# character apart are both matched.
 while read -r f; do
     [ -f "$f" ] || continue
     case $f in
-    *.c | *.h) grep -nE '^[ \t]*(/\*|\*|//)' "$f" ;;
+    *.c | *.h) grep -nE '^[[:blank:]]*(/\*|\*|//)' "$f" ;;
     *) grep -n '' "$f" ;;
-    esac | grep -oE "^[0-9]+:|(^|[^A-Za-z0-9_./-])($folders)/[a-z0-9_/.-]*[a-z0-9_]\.(c|h|md|sh|py)([^A-Za-z0-9_]|\$)" |
+    esac | sed 's/^\([0-9]*:\)/\1 /; s/\([^A-Za-z0-9_./-]\)/\1\1/g' |
+        grep -oE "^[0-9]+:|(^|[^A-Za-z0-9_./-])($folders)/[a-z0-9_/.-]*[a-z0-9_]\.(c|h|md|sh|py)([^A-Za-z0-9_]|\$)" |
         awk -v f="$f" '/^[0-9]+:$/ { line = $0; sub(/:$/, "", line); next }
             { sub(/^[^a-z]*/, ""); sub(/[^a-z]$/, ""); print f ":" line ":" $0 }'
 done <"$tmp/scan" >"$tmp/paths"

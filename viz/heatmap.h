@@ -5,7 +5,7 @@
  * keys), each cell a square of viridis colour, with a label above each tile,
  * an optional title and token labels, and a colorbar at the right:
  *
- *     const char *labels[] = {"L0H0 prev 0.97", "L0H1 2-back 0.86"};
+ *     const char *labels[] = {"L0H0 previous-token 0.97", "L0H1 two-back 0.86"};
  *     hl_heatmap_opts opts = {.labels = labels, .title = "step 1000"};
  *     hl_error err = {0};
  *     if (hl_heatmap_write(attn, "heads.png", &opts, &err) != HL_OK)   // attn (2,T,T)

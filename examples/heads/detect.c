@@ -294,7 +294,7 @@ static void print_induction_circuit(const hl_gpt *m, const hl_head_scores *s, co
                            s[l * c->n_heads + h].v[HL_DETECT_PREVIOUS],
                            s[l * c->n_heads + h].v[HL_DETECT_LOCAL]);
     }
-    printf("its own detector with each earlier head ablated:\n");
+    printf("its own detector on those sequences, with each earlier head ablated:\n");
     for (int i = 0; i < n; i++)
         if (rows[i].dst_layer == best_l && rows[i].dst_head == best_h)
             printf("  without %-6s %s %.3f -> %.3f\n",
@@ -353,9 +353,9 @@ int heads_run_circuits(const options *o)
         hl_ablation_effects_write_csv(out_path(o, "ablation_effects.csv", path), in.m, rows, n, &err) !=
             HL_OK)
         heads_fail(&err);
-    print_induction_circuit(in.m, s, comp[HL_COMPOSE_K], rows, n);
     printf("ablation effects over %d of the probe's %d sequences%s\n", swept, p.set->n,
            swept < p.set->n ? " (--sequences N: all N)" : "");
+    print_induction_circuit(in.m, s, comp[HL_COMPOSE_K], rows, n);
     printf("wrote %s/composition.csv, composition_{q,k,v}.png, circuit.png, "
            "ablation_effects.csv\n", o->out);
     free(rows);

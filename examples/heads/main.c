@@ -144,7 +144,7 @@ static void usage(FILE *f)
         "  --temperature X       generate: logits divided by X (1; 0 takes the most likely)\n"
         "  --top-k K             generate: sample among the K most likely (0: all)\n"
         "  --out DIR             where the files go (out/heads)\n"
-        "  --heads L.H,...       heads by layer and head index, e.g. 1.3,0.2\n"
+        "  --heads L.H,...       heads by layer and head index, e.g. 1.3,0.2 or L1H3,L0H2\n"
         "  --text STR            maps, report: the input (charlm: text, in the model's\n"
         "                        vocabulary)\n"
         "  --offset N            maps, report with --data: the token the input starts at (0)\n"
