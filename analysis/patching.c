@@ -303,10 +303,18 @@ static hl_tensor *unit_mask(const unit_range *r, int B, bool resid)
     return w;
 }
 
-/* Copies per forward pass so that copies·B stays within HL_PATCH_MAX_ROWS. */
-static int copies_per_pass(int B)
+/* Copies per forward pass: copies·B within HL_PATCH_MAX_ROWS sequences, and
+ * the pass's logits and activations (about T·(V + 16·L·E) values a sequence)
+ * within HL_EVAL_PASS_BYTES. A GPT-2-sized model's 20 induction sequences of
+ * 257 tokens are then one copy a pass, where 256 rows would hold 12 GB of
+ * logits alone. */
+static int copies_per_pass(const hl_gpt *m, int B, int T)
 {
-    return B >= HL_PATCH_MAX_ROWS ? 1 : HL_PATCH_MAX_ROWS / B;
+    const hl_gpt_config *c = &m->cfg;
+    const double per_sequence =
+        (double)T * (c->vocab_out + 16.0 * c->n_layers * c->d_model) * sizeof(hl_real);
+    const double rows = fmin(HL_PATCH_MAX_ROWS, HL_EVAL_PASS_BYTES / per_sequence);
+    return rows <= B ? 1 : (int)(rows / B);
 }
 
 /* Runs the corrupted input with, in copy c, `value` patched into activation
@@ -366,7 +374,7 @@ hl_status hl_patch_heads(const hl_gpt *m, const hl_patch_task *t, hl_act act, bo
         return hl_error_set(err, HL_ERR_NOMEM, "patching: out of memory");
     captured cl;
     hl_status s = capture(g, m, t->clean, t->B, t->T, &cl, NULL, NULL, err);
-    const int step = copies_per_pass(t->B);
+    const int step = copies_per_pass(m, t->B, t->T);
     for (int l = 0; s == HL_OK && l < c->n_layers; l++) {
         const int H = hl_gpt_layer_heads(c, l), units = H * per;
         for (int u0 = 0; s == HL_OK && u0 < units; u0 += step) {
@@ -391,7 +399,7 @@ hl_status hl_patch_resid(const hl_gpt *m, const hl_patch_task *t, double *out, h
         return hl_error_set(err, HL_ERR_NOMEM, "patching: out of memory");
     captured cl;
     hl_status s = capture(g, m, t->clean, t->B, T, &cl, NULL, NULL, err);
-    const int step = copies_per_pass(t->B);
+    const int step = copies_per_pass(m, t->B, t->T);
     for (int l = 0; s == HL_OK && l <= L; l++) {
         /* After the last layer: leaving it (resid_post) instead of entering. */
         const int layer = l < L ? l : L - 1;

@@ -74,7 +74,8 @@ hl_status hl_patch_sequence_metrics(const hl_gpt *m, const hl_patch_task *t, dou
  * normalised metric into out[l * n_heads + h] or out[(l * n_heads + h) * T + t]
  * (entries past a pruned layer's heads NaN). The heads of a layer (and the
  * positions) run as one batch: L forward passes, split when the copies of
- * the task would exceed HL_PATCH_MAX_ROWS sequences; the task's own B
+ * the task would exceed HL_PATCH_MAX_ROWS sequences or about
+ * HL_EVAL_PASS_BYTES of logits and activations; the task's own B
  * sequences (a pairs file's pairs) always run together, so its memory grows
  * with B (analysis/patch_pairs.h caps B). */
 #define HL_PATCH_MAX_ROWS 256
