@@ -18,17 +18,13 @@
 #include "analysis/roles.h"
 #include "core/graph.h"
 
-/* Block-passes of one sequence position in the sweep at most (summed over the
- * ablations: layers from the ablated one on), over the sequences it reads. */
-#define EFFECT_WORK (1 << 21)
-
 int hl_heads_ablation_sequences(const hl_gpt *m, const hl_eval_set *set)
 {
     const hl_gpt_config *c = &m->cfg;
     double per_sequence = 0;
     for (int l = 0; l + 1 < c->n_layers; l++)
         per_sequence += (double)hl_gpt_layer_heads(c, l) * (c->n_layers - l) * set->T;
-    const double fit = per_sequence > 0 ? EFFECT_WORK / per_sequence : set->n;
+    const double fit = per_sequence > 0 ? HL_SWEEP_WORK / per_sequence : set->n;
     return fit >= set->n ? set->n : fit >= 1 ? (int)fit : 1;
 }
 

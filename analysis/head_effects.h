@@ -22,9 +22,14 @@ typedef struct hl_ablation_effect {
     double before, after;     /* its score without and with src ablated */
 } hl_ablation_effect;
 
+/* The work a study that reruns the model once per head does by default, in
+ * blocks run on one position: about two minutes of GPT-2 small on 2 cores. */
+#define HL_SWEEP_WORK (1 << 21)
+
 /* The sequences of set a sweep reads by default: all of a small model's, and
- * as many as keep the work within about 2^21 block passes of one position (a
- * GPT-2-small-sized model: 8 sequences of 256 positions). */
+ * as many as keep the work within HL_SWEEP_WORK (summed over the ablations:
+ * the blocks from the ablated head's layer on; a GPT-2-small-sized model: 8
+ * sequences of 256 positions). */
 int hl_heads_ablation_sequences(const hl_gpt *m, const hl_eval_set *set);
 
 /* One row for every head d of layer >= 1 and every head s of an earlier

@@ -357,6 +357,18 @@ static hl_status measure_patching(const study *s, const hl_patch_task *t, patch_
                                p->paths, err);
 }
 
+/* The induction task's sequences: 20, fewer (2 at least) where patching
+ * every head's z and k and the paths of 8 senders, about 6 passes per head
+ * through every layer, would pass HL_SWEEP_WORK. */
+static int patching_sequences(const hl_gpt *m)
+{
+    const hl_gpt_config *c = &m->cfg;
+    const int half = c->n_ctx / 2 < HL_REPEAT_HALF_MAX ? c->n_ctx / 2 : HL_REPEAT_HALF_MAX;
+    const double per_sequence = 6.0 * hl_gpt_total_heads(c) * c->n_layers * (2 * half + 1);
+    const double fit = HL_SWEEP_WORK / per_sequence;
+    return fit >= 20 ? 20 : fit >= 2 ? (int)fit : 2;
+}
+
 /* Activation, path and attribution patching and direct logit attribution on
  * the induction task (analysis/patching.h) built on the probe's tokens. */
 static hl_status section_patching(study *s, hl_error *err)
@@ -372,7 +384,8 @@ static hl_status section_patching(study *s, hl_error *err)
     hl_error local = {0};
     /* A task the model cannot take (a short context, a one-token vocabulary)
      * or two runs that score alike leave the section's reason, not a failure. */
-    if (hl_patch_induction_task(s->m, 20, po->bos, range ? po->token_lo : 0,
+    if (hl_patch_induction_task(s->m, patching_sequences(s->m), po->bos,
+                                range ? po->token_lo : 0,
                                 range ? po->token_hi : common, po->seed, &t, &buf,
                                 &local) != HL_OK ||
         measure_patching(s, &t, &p, &local) != HL_OK) {
@@ -383,13 +396,13 @@ static hl_status section_patching(study *s, hl_error *err)
         hl_html_text(s->html, "Not computed: %s.", local.message);
         return HL_OK;
     }
-    hl_html_text(s->html, "The induction task: 20 sequences of random tokens repeated once; "
+    hl_html_text(s->html, "The induction task: %d sequences of random tokens repeated once; "
                  "corrupted by drawing the first half's tokens at even offsets again, so "
                  "that at the second half's even offsets the answer is still in place and "
                  "only the label saying which token comes before it is wrong. Loss: clean "
                  "%.4f, corrupted %.4f. Patching scores are (patched - corrupted) / (clean - "
                  "corrupted): 0 as corrupted, 1 as clean (heads patch, paths, attrib, "
-                 "logit-lens).", p.clean, p.corrupt);
+                 "logit-lens).", t.B, p.clean, p.corrupt);
     const int N = hl_gpt_total_heads(c);
     table tb;
     hl_status st = table_new(&tb, 5, N, err);
