@@ -35,6 +35,7 @@
 #endif
 
 #include "bench/bench.h"
+#include "cli/cli.h"
 
 #define MAX_THREAD_COUNTS 8
 #define WHY_SIZE 512
@@ -135,42 +136,20 @@ static const struct {
 
 /* ---- options ---- */
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: bench [--quick | --scaling] [--csv FILE] [--threads LIST] [--only LIST]\n"
-            "             [--isa LIST] [--python PATH] [--torch-worker PATH] [--openblas LIB]\n"
-            "Times headlab's GEMM, multi-head attention, toy and GPT training steps against\n"
-            "OpenBLAS and PyTorch in the same run, prints a table and writes FILE.\n"
-            "  --quick              a few sizes and runs: a smoke test of a minute or two\n"
-            "                       (without the long-context rows unless --only names long)\n"
-            "  --scaling            the training steps of the 4x4, 6x6 and GPT-2 small models,\n"
-            "                       a few runs each, at 1, 2, 4, ... threads up to every CPU,\n"
-            "                       on the best kernel set unless --isa says (bench/scaling.sh)\n"
-            "  --csv FILE           where the rows go (default bench.csv)\n"
-            "  --threads LIST       thread counts, e.g. 1,2 (the default; with --scaling 1, 2,\n"
-            "                       4, ... and the machine's cores)\n"
-            "  --only LIST          some of gemm,mha,toy,gpt,gpt2,rss,long,busy (default all);\n"
-            "                       gpt2: GPT-2 small's shape (train step at 4 x 256, forward\n"
-            "                       over 1,024 tokens; not with --quick unless named); long:\n"
-            "                       MHA (1,4096,256,4) fwd+bwd causal, its time and peak RSS;\n"
-            "                       busy: toy_heads and charlm runs with one core taken\n"
-            "  --isa LIST           kernel sets, e.g. avx512,avx2 (default: every set this CPU\n"
-            "                       has); each runs everything, OpenBLAS on the same set\n"
-            "  --python PATH        the Python with torch (default /usr/bin/python3; a name\n"
-            "                       without a slash is looked for on PATH)\n"
-            "  --torch-worker PATH  the PyTorch side (default bench/torch_worker.py)\n"
-            "  --openblas LIB       the OpenBLAS to dlopen (default libopenblas.so.0)\n"
-            "A missing Python, torch or OpenBLAS makes its columns say \"absent\".\n"
-            "speed-up = the other's median time / headlab's (> 1: headlab is faster).\n");
-}
+static const hl_usage usage = {
+    "usage: bench [--quick | --scaling] [--csv FILE] [--threads LIST] [--only LIST]\n"
+    "             [--isa LIST] [--python PATH] [--torch-worker PATH] [--openblas LIB]\n"
+    "Times headlab's GEMM, multi-head attention, toy and GPT training steps against\n"
+    "OpenBLAS and PyTorch in the same run, prints a table and writes FILE.\n",
+    "A missing Python, torch or OpenBLAS makes its columns say \"absent\".\n"
+    "speed-up = the other's median time / headlab's (> 1: headlab is faster).\n",
+};
 
 static void bad_option(const char *fmt, const char *what)
 {
     fprintf(stderr, "bench: ");
     fprintf(stderr, fmt, what);
-    fprintf(stderr, "\n");
-    usage(stderr);
+    fprintf(stderr, " (see --help)\n");
     exit(2);
 }
 
@@ -265,36 +244,43 @@ static options parse_options(int argc, char **argv)
     for (int i = HL_ISA_COUNT - 1; i >= 0; i--)
         if (hl_isa_supported((hl_isa)i))
             o.isas[o.n_isas++] = (hl_isa)i;
-    bool only = false, threads_given = false, isas_given = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            exit(0);
-        } else if (!strcmp(a, "--quick")) {
-            o.quick = true;
-        } else if (!strcmp(a, "--scaling")) {
-            o.scaling = true;
-        } else if (!v) {
-            bad_option("unknown or incomplete option %s", a);
-        } else if (!strcmp(a, "--csv") && *v) {
-            o.csv = v, i++;
-        } else if (!strcmp(a, "--threads")) {
-            parse_threads(&o, v), i++, threads_given = true;
-        } else if (!strcmp(a, "--isa")) {
-            parse_isas(&o, v), i++, isas_given = true;
-        } else if (!strcmp(a, "--only")) {
-            parse_sections(&o, v), i++, only = true;
-        } else if (!strcmp(a, "--python")) {
-            o.python = v, i++;
-        } else if (!strcmp(a, "--torch-worker")) {
-            o.worker = v, i++;
-        } else if (!strcmp(a, "--openblas")) {
-            o.openblas = v, i++;
-        } else {
-            bad_option("unknown or incomplete option %s", a);
-        }
-    }
+    const char *threads = NULL, *only = NULL, *isas = NULL;
+    const hl_opt opts[] = {
+        HL_OPTION_FLAG("quick", &o.quick,
+                       "a few sizes and runs: a smoke test of a minute or two (without the "
+                       "long-context rows unless --only names long)"),
+        HL_OPTION_FLAG("scaling", &o.scaling,
+                       "the training steps of the 4x4, 6x6 and GPT-2 small models, a few runs "
+                       "each, at 1, 2, 4, ... threads up to every CPU, on the best kernel set "
+                       "unless --isa says (bench/scaling.sh)"),
+        HL_OPTION_TEXT("csv", &o.csv, "FILE", "where the rows go"),
+        HL_OPTION_TEXT("threads", &threads, "LIST",
+                       "thread counts, up to 8 of them in 1..256 (with --scaling: 1, 2, 4, ... "
+                       "and the machine's CPUs)", .dflt = "1,2"),
+        HL_OPTION_TEXT("only", &only, "LIST",
+                       "some of gemm,mha,toy,gpt,gpt2,rss,long,busy. gpt2: GPT-2 small's shape "
+                       "(train step at 4 x 256, forward over 1,024 tokens; not with --quick "
+                       "unless named); long: MHA (1,4096,256,4) fwd+bwd causal, its time and "
+                       "peak RSS; busy: toy_heads and charlm runs with one core taken",
+                       .dflt = "every section"),
+        HL_OPTION_TEXT("isa", &isas, "LIST",
+                       "kernel sets, e.g. avx512,avx2; each runs everything, OpenBLAS on the "
+                       "same set", .dflt = "every set the CPU has"),
+        HL_OPTION_TEXT("python", &o.python, "PATH",
+                       "the Python with torch; a name without a slash is looked for on PATH"),
+        HL_OPTION_TEXT("torch-worker", &o.worker, "PATH", "the PyTorch side"),
+        HL_OPTION_TEXT("openblas", &o.openblas, "LIB", "the OpenBLAS to dlopen"),
+        {0},
+    };
+    hl_cli_parse_or_exit("bench", &usage, opts, argc, argv);
+    if (!*o.csv)
+        bad_option("%s needs a file name", "--csv");
+    if (threads)
+        parse_threads(&o, threads);
+    if (isas)
+        parse_isas(&o, isas);
+    if (only)
+        parse_sections(&o, only);
     /* A long-context call takes about a second, and the busy rows are whole
      * program runs: not for a smoke run unless asked. */
     if (o.quick && !only)
@@ -304,9 +290,9 @@ static options parse_options(int argc, char **argv)
                    "--quick");
     if (o.scaling && !only)
         o.sections = SECTION_GPT | SECTION_GPT2;
-    if (o.scaling && !threads_given)
+    if (o.scaling && !threads)
         scaling_threads(&o);
-    if (o.scaling && !isas_given)
+    if (o.scaling && !isas)
         o.n_isas = 1; /* the best set only */
     return o;
 }

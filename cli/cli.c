@@ -131,15 +131,92 @@ hl_cli_status hl_cli_parse(const char *program, const hl_opt *opts, int first, i
     return status;
 }
 
-void hl_cli_parse_or_exit(const char *program, const hl_opt *opts, int argc, char **argv,
-                          void (*usage)(FILE *))
+enum { USAGE_WIDTH = 79, USAGE_INDENT = 24 };
+
+/* The default as --help shows it into buf, or "" for none. */
+static const char *default_text(const hl_opt *o, char *buf, size_t size)
 {
+    if (o->dflt)
+        return o->dflt;
+    buf[0] = '\0';
+    if (o->kind == HL_OPT_INT)
+        snprintf(buf, size, "%d", *(const int *)o->value);
+    else if (o->kind == HL_OPT_REAL)
+        snprintf(buf, size, "%g", *(const double *)o->value);
+    else if (o->kind == HL_OPT_TEXT && *(const char *const *)o->value)
+        snprintf(buf, size, "%s", *(const char *const *)o->value);
+    return buf;
+}
+
+/* Prints text from column `column` on, word-wrapped to USAGE_WIDTH, each
+ * further line indented USAGE_INDENT; a word longer than a line stays whole,
+ * and a newline in text starts a line. */
+static void print_wrapped(FILE *out, const char *text, int column)
+{
+    bool line_start = true;
+    for (const char *w = text; *w;) {
+        const char *end = w + strcspn(w, " \n");
+        const int len = (int)(end - w);
+        if (!line_start && column + 1 + len > USAGE_WIDTH) {
+            fprintf(out, "\n%*s", USAGE_INDENT, "");
+            column = USAGE_INDENT;
+        } else if (!line_start) {
+            fputc(' ', out);
+            column++;
+        }
+        column += fprintf(out, "%.*s", len, w);
+        line_start = false;
+        for (w = end; *w == ' ' || *w == '\n'; w++)
+            if (*w == '\n') {
+                fprintf(out, "\n%*s", USAGE_INDENT, "");
+                column = USAGE_INDENT;
+                line_start = true;
+            }
+    }
+    fputc('\n', out);
+}
+
+void hl_cli_usage(FILE *out, const hl_usage *usage, const hl_opt *opts)
+{
+    if (usage && usage->synopsis)
+        fputs(usage->synopsis, out);
+    for (const hl_opt *o = opts; o->name; o++) {
+        if (o->group)
+            fprintf(out, "%s\n", o->group);
+        int column = fprintf(out, "  --%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+        if (column >= USAGE_INDENT) {
+            fprintf(out, "\n");
+            column = 0;
+        }
+        fprintf(out, "%*s", USAGE_INDENT - column, "");
+        char buf[64], text[1024];
+        const char *dflt = default_text(o, buf, sizeof buf);
+        snprintf(text, sizeof text, *dflt ? "%s (default: %s)" : "%s", o->help ? o->help : "",
+                 dflt);
+        print_wrapped(out, text, USAGE_INDENT);
+    }
+    if (usage && usage->epilog)
+        fputs(usage->epilog, out);
+}
+
+void hl_cli_parse_or_exit(const char *program, const hl_usage *usage, const hl_opt *opts,
+                          int argc, char **argv)
+{
+    /* The usage as it stands before parsing: defaults, not the flags given. */
+    char *help = NULL;
+    size_t help_size = 0;
+    FILE *f = open_memstream(&help, &help_size);
+    if (f) {
+        hl_cli_usage(f, usage, opts);
+        fclose(f);
+    }
     hl_cli_status s = hl_cli_parse(program, opts, 1, argc, argv, stderr);
     if (s == HL_CLI_HELP) {
-        usage(stdout);
+        fputs(help ? help : "", stdout);
         hl_cli_print_kernels(stdout);
         exit(0);
     }
+    free(help);
     if (s == HL_CLI_BAD)
         exit(2);
 }

@@ -6,13 +6,20 @@
  *     const char *out = "out/run";
  *     bool quiet = false;
  *     const hl_opt opts[] = {
- *         HL_OPTION_INT("steps", &steps, 0, 1e8),
- *         HL_OPTION_TEXT("out", &out),
- *         HL_OPTION_FLAG("quiet", &quiet),
+ *         HL_OPTION_INT("steps", &steps, 0, 1e8, "N", "training steps"),
+ *         HL_OPTION_TEXT("out", &out, "DIR", "where the files go"),
+ *         HL_OPTION_FLAG("quiet", &quiet, "print nothing"),
  *         {0},
  *     };
+ *     const hl_usage usage = {"usage: prog [options]\nTrains a model.\n", NULL};
  *     hl_cli_init();
- *     hl_cli_parse_or_exit("prog", opts, argc, argv, usage);
+ *     hl_cli_parse_or_exit("prog", &usage, opts, argc, argv);
+ *
+ * The table is the one source of a flag: its name, its range, its help and its
+ * default. --help prints each flag's help followed by "(default: X)", X read
+ * from the variable before parsing (so a default is written once, where the
+ * variable starts) or given as words in .dflt; tests/check_docs.sh compares
+ * those defaults with the program's page.
  *
  * Behaviour every program keeps: --help (or -h) prints the usage on stdout and
  * exits 0; an unknown flag, a missing value or a value out of range prints a
@@ -47,16 +54,38 @@ typedef struct hl_opt {
     double min, max;  /* INT and REAL */
     bool min_open;    /* REAL: min itself is refused */
     bool *given;      /* when not NULL, set when the flag appears */
+    /* The usage: */
+    const char *arg;  /* the value's placeholder, "N" or "FILE"; NULL for a FLAG */
+    const char *help; /* what the flag does */
+    const char *dflt; /* the default in words where the variable's start is not
+                       * it ("ctx/4"); "" shows none; NULL shows the start value
+                       * (none for FLAG, LIST and a NULL TEXT) */
+    const char *group; /* a heading printed before this flag ("prune --curve:") */
 } hl_opt;
 
-/* Table entries; use designated initialisers for the rest (min_open, given). */
-#define HL_OPTION_FLAG(n, p) {.name = (n), .kind = HL_OPT_FLAG, .value = (p)}
-#define HL_OPTION_INT(n, p, lo, hi) \
-    {.name = (n), .kind = HL_OPT_INT, .value = (p), .min = (lo), .max = (hi)}
-#define HL_OPTION_REAL(n, p, lo, hi) \
-    {.name = (n), .kind = HL_OPT_REAL, .value = (p), .min = (lo), .max = (hi)}
-#define HL_OPTION_TEXT(n, p) {.name = (n), .kind = HL_OPT_TEXT, .value = (p)}
-#define HL_OPTION_LIST(n, p) {.name = (n), .kind = HL_OPT_LIST, .value = (p)}
+/* Table entries: the name, the variable, the range (INT, REAL), the value's
+ * placeholder (not for FLAG), the help, then any designated initialisers
+ * (.given, .dflt, .group, .min_open): HL_OPTION_INT("ctx", &ctx, 1, 8192, "N",
+ * "context length", .given = &ctx_given). */
+#define HL_OPTION_FLAG(n, p, ...) {.name = (n), .kind = HL_OPT_FLAG, .value = (p), .help = __VA_ARGS__}
+#define HL_OPTION_INT(n, p, lo, hi, a, ...) \
+    {.name = (n), .kind = HL_OPT_INT, .value = (p), .min = (lo), .max = (hi), .arg = (a), \
+     .help = __VA_ARGS__}
+#define HL_OPTION_REAL(n, p, lo, hi, a, ...) \
+    {.name = (n), .kind = HL_OPT_REAL, .value = (p), .min = (lo), .max = (hi), .arg = (a), \
+     .help = __VA_ARGS__}
+#define HL_OPTION_TEXT(n, p, a, ...) \
+    {.name = (n), .kind = HL_OPT_TEXT, .value = (p), .arg = (a), .help = __VA_ARGS__}
+#define HL_OPTION_LIST(n, p, a, ...) \
+    {.name = (n), .kind = HL_OPT_LIST, .value = (p), .arg = (a), .help = __VA_ARGS__}
+
+/* What --help prints around the flags: `synopsis` (the usage lines and what
+ * the program does) before them, `epilog` (exit status, notes) after; either
+ * may be NULL. */
+typedef struct hl_usage {
+    const char *synopsis;
+    const char *epilog;
+} hl_usage;
 
 typedef enum { HL_CLI_OK, HL_CLI_HELP, HL_CLI_BAD } hl_cli_status;
 
@@ -66,10 +95,16 @@ typedef enum { HL_CLI_OK, HL_CLI_HELP, HL_CLI_BAD } hl_cli_status;
 hl_cli_status hl_cli_parse(const char *program, const hl_opt *opts, int first, int argc,
                            char **argv, FILE *errors);
 
-/* hl_cli_parse from argv[1], then: HL_CLI_HELP prints usage(stdout) and exits
- * 0; HL_CLI_BAD exits 2. */
-void hl_cli_parse_or_exit(const char *program, const hl_opt *opts, int argc, char **argv,
-                          void (*usage)(FILE *));
+/* Prints the usage: the synopsis, then every flag of opts ("  --name ARG" and
+ * its help, wrapped to 79 columns, ending "(default: X)" where it has one),
+ * then the epilog. Call it before parsing: defaults are read from the
+ * variables. */
+void hl_cli_usage(FILE *out, const hl_usage *usage, const hl_opt *opts);
+
+/* hl_cli_parse from argv[1], then: HL_CLI_HELP prints the usage and the
+ * kernel line on stdout and exits 0; HL_CLI_BAD exits 2. */
+void hl_cli_parse_or_exit(const char *program, const hl_usage *usage, const hl_opt *opts,
+                          int argc, char **argv);
 
 /* Prints "program: message" on stderr and exits 2 (bad input). */
 _Noreturn void hl_cli_bad_input(const char *program, const char *fmt, ...)

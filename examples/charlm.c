@@ -60,97 +60,12 @@ typedef struct {
     double softcap;
 } options;
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-        "usage: charlm (--data FILE | --tokens DIR) [options]\n"
-        "Trains a transformer on the text in FILE and samples from it.\n"
-        "  --data FILE          training text (any bytes; 90%% train, 10%% validation)\n"
-        "  --tokens DIR         DIR/train.tok and DIR/val.tok, token files of build/tokenize\n"
-        "                       (memory-mapped: a corpus larger than memory); the vocabulary\n"
-        "                       is theirs\n"
-        "  --vocab N            tokens: 0 = the bytes (the default); N > 256 = the bytes and\n"
-        "                       the N-256 most frequent words of the training text, stored\n"
-        "                       with the model (a word is a run of letters with the space\n"
-        "                       before it, a run of digits, or one other byte)\n"
-        "  --tokenizer NAME     bytes (the default without --vocab), words (the default\n"
-        "                       with it) or bpe: byte-level BPE of N tokens (--vocab N),\n"
-        "                       GPT-2's merges learnt from the training text\n"
-        "  --out DIR            where train.csv and checkpoint.safetensors go (out/charlm)\n"
-        "  --resume CKPT        continue a run from its checkpoint (the model config comes\n"
-        "                       from the checkpoint; --steps is the new total)\n"
-        "  --preset NAME        speedrun: the recipe of today's small-GPT speedruns (rope,\n"
-        "                       rmsnorm, --qk-norm, --mlp relu2, --zero-init, --softcap 30,\n"
-        "                       --optim muon, --lr 3e-3, --schedule wsd --decay-frac 0.3),\n"
-        "                       printed at the start; any of those flags given overrides it\n"
-        "  --init-from DIR      fine-tune a pretrained model: a Hugging Face folder (GPT-2,\n"
-        "                       Pythia, Llama; config.json, model.safetensors and its\n"
-        "                       tokenizer) or a headlab model file; its architecture and\n"
-        "                       vocabulary, windows of --ctx tokens if given (at most its\n"
-        "                       positions, else all of them)\n"
-        "  --steps N            training steps (2000)      --batch N       sequences (16)\n"
-        "  --ctx N              context length (64)        --d-model N     width (128)\n"
-        "  --heads N            attention heads (4)        --layers N      blocks (4)\n"
-        "  --pos NAME           positions: learned (the default), sinusoidal (fixed, of RMS\n"
-        "                       --emb-std), rope (rotary, rotate-half, on q and k) or none\n"
-        "  --rope-base X        the rotary base (10000)\n"
-        "  --norm NAME          layernorm (the default), rmsnorm or none\n"
-        "  --mlp NAME           gelu (4x wide, the default), gelu_tanh (GELU's tanh\n"
-        "                       approximation, GPT-2's gelu_new), swiglu (8/3 x wide, rounded\n"
-        "                       up to a multiple of 16), relu2 (relu(x)^2, 4x wide) or none\n"
-        "                       (attention only)\n"
-        "  --qk-norm            RMSNorm of every head's q and k before rotation, with a\n"
-        "                       learned gain per layer (QK-norm)\n"
-        "  --softcap C          the loss reads C*tanh(logits/C): logit soft-capping (0: off)\n"
-        "  --doc-windows        training windows start where a document does, and attention\n"
-        "                       never crosses a document boundary inside one (documents:\n"
-        "                       the token files' index, or for --data the lines holding\n"
-        "                       only a form feed)\n"
-        "  --kv-heads N         key/value heads, dividing --heads: grouped-query attention\n"
-        "                       (0: one per head)\n"
-        "  --rotary-dims N      with --pos rope: rotate only the first N (even) dims of each\n"
-        "                       head, as GPT-NeoX (0: all)\n"
-        "  --parallel           parallel residual: attention and MLP both read the block's\n"
-        "                       input (GPT-NeoX)\n"
-        "  --no-bias            the attention and MLP linears without bias (Llama)\n"
-        "  --no-head-bias       the output head without bias (GPT-2, GPT-NeoX, Llama: needed\n"
-        "                       to export the model with heads export)\n"
-        "  --no-mlp             the same as --mlp none\n"
-        "  --no-layernorm       the same as --norm none\n"
-        "  --tie                the output head shares the token embedding's weights\n"
-        "  --smear              smeared keys: each head mixes every key with the one before\n"
-        "                       by a learned weight (Olsson et al. 2022)\n"
-        "  --no-report          skip the head report at the end (DIR/report/)\n"
-        "  --emb-std X          token and position embeddings start as N(0, X) (0.02)\n"
-        "  --pos-init NAME      learned positions at the start: normal (the default) or\n"
-        "                       sinusoidal (Vaswani et al.'s, of RMS --emb-std)\n"
-        "  --zero-init          start every block's attention out_proj and MLP proj weights\n"
-        "                       and the head weight (unless tied) at zero\n"
-        "  --optim NAME         adamw (the default) or muon: Muon on the hidden matrices\n"
-        "                       (attention q, k, v, out_proj, MLP fc, proj), AdamW on the rest\n"
-        "  --lr X               peak learning rate of AdamW (1e-3)  --dropout X  (0)\n"
-        "  --muon-lr X          peak learning rate of Muon's group (0.02)\n"
-        "  --warmup N           steps of linear warm-up (100)\n"
-        "  --schedule NAME      after warm-up: cosine (down to 0.1 of the peak at the last\n"
-        "                       step; the default), constant, or wsd (constant, then linear\n"
-        "                       decay to 0 over the last --decay-frac of the steps)\n"
-        "  --decay-frac F       the decay's share of the steps with --schedule wsd (0.2)\n"
-        "  --clip X             gradient-norm clip, 0 = off (1.0)\n"
-        "  --copy-windows F     a training-data intervention: in this fraction of the\n"
-        "                       training windows a span of the window recurs later in it\n"
-        "                       (copied over what followed); validation text is never\n"
-        "                       changed (0)\n"
-        "  --copy-span N        the copied span's length in tokens, at most (ctx+1)/2 (ctx/4)\n"
-        "  --eval-every N       validation interval (200)  --seed N        (0)\n"
-        "  --val-windows N      validation windows of ctx+1 tokens, evenly spread (0: as\n"
-        "                       many as the validation text holds apart, at most 512)\n"
-        "  --sample N           tokens to sample at the end (400)\n"
-        "  --temperature X      sampling temperature (0.8) --prompt TEXT   sampling prompt\n"
-        "  --threads N          OpenMP threads (default: OMP_NUM_THREADS, else each step\n"
-        "                       takes 1, 2, 4.. cores, whichever its timed steps ran fastest)\n"
-        "Exit status: 0 done, 1 training failed (e.g. non-finite loss), 2 bad input or a\n"
-            "file that cannot be written (the previous file is kept).\n");
-}
+static const hl_usage usage = {
+    "usage: charlm (--data FILE | --tokens DIR) [options]\n"
+    "Trains a transformer on the text in FILE and samples from it.\n",
+    "Exit status: 0 done, 1 training failed (e.g. non-finite loss), 2 bad input or a\n"
+    "file that cannot be written (the previous file is kept).\n",
+};
 
 /* --preset speedrun: the training recipe of today's small-GPT speedruns
  * (modded-nanogpt) on charlm's model: rotary positions, RMSNorm, QK-norm,
@@ -196,64 +111,129 @@ static options parse_options(int argc, char **argv)
         if (!strcmp(argv[i], "--preset") && !apply_preset(&o, argv[i + 1]))
             hl_cli_bad_input("charlm", "unknown --preset %s (speedrun)", argv[i + 1]);
     const hl_opt opts[] = {
-        HL_OPTION_TEXT("preset", &o.preset),
-        HL_OPTION_TEXT("data", &o.data),
-        HL_OPTION_TEXT("tokens", &o.tokens),
-        HL_OPTION_TEXT("out", &o.out),
-        HL_OPTION_TEXT("resume", &o.resume),
-        HL_OPTION_TEXT("init-from", &o.init_from),
-        HL_OPTION_INT("kv-heads", &o.kv_heads, 0, 256),
-        HL_OPTION_INT("rotary-dims", &o.rotary_dims, 0, 8192),
-        HL_OPTION_FLAG("parallel", &o.parallel),
-        HL_OPTION_FLAG("no-bias", &o.no_bias),
-        HL_OPTION_FLAG("no-head-bias", &o.no_head_bias),
-        HL_OPTION_TEXT("prompt", &o.prompt),
-        HL_OPTION_TEXT("schedule", &o.schedule),
-        HL_OPTION_TEXT("optim", &o.optim),
-        {.name = "muon-lr", .kind = HL_OPT_REAL, .value = &o.muon_lr, .min = 0, .max = 10,
-         .given = &o.muon_lr_given},
-        {.name = "decay-frac", .kind = HL_OPT_REAL, .value = &o.decay_frac, .min = 1e-6, .max = 1,
-         .given = &o.decay_frac_given},
-        HL_OPTION_FLAG("zero-init", &o.zero_init),
-        HL_OPTION_TEXT("pos-init", &o.pos_init),
-        {.name = "pos", .kind = HL_OPT_TEXT, .value = &o.pos, .given = &o.model_given},
-        {.name = "norm", .kind = HL_OPT_TEXT, .value = &o.norm, .given = &o.norm_given},
-        {.name = "mlp", .kind = HL_OPT_TEXT, .value = &o.mlp, .given = &o.mlp_given},
-        {.name = "rope-base", .kind = HL_OPT_REAL, .value = &o.rope_base, .min = 1.001,
-         .max = 1e12, .given = &o.rope_base_given},
-        HL_OPTION_FLAG("tie", &o.tie),
-        HL_OPTION_FLAG("smear", &o.smear),
-        HL_OPTION_TEXT("tokenizer", &o.tokenizer),
-        HL_OPTION_INT("warmup", &o.warmup, 0, 1e8),
-        HL_OPTION_INT("vocab", &o.vocab, 0, HL_VOCAB_MAX),
-        HL_OPTION_INT("val-windows", &o.val_windows, 0, 1 << 20),
-        HL_OPTION_INT("steps", &o.steps, 0, 1e8),
-        HL_OPTION_INT("batch", &o.batch, 1, 4096),
-        {.name = "ctx", .kind = HL_OPT_INT, .value = &o.ctx, .min = 2, .max = 4096,
-         .given = &o.ctx_given},
-        HL_OPTION_INT("d-model", &o.d_model, 1, 8192),
-        HL_OPTION_INT("heads", &o.heads, 1, 256),
-        HL_OPTION_INT("layers", &o.layers, 1, HL_GPT_MAX_LAYERS),
-        HL_OPTION_INT("eval-every", &o.eval_every, 1, 1e8),
-        HL_OPTION_INT("sample", &o.sample, 0, 1000000),
-        HL_OPTION_INT("threads", &o.threads, 1, 1024),
-        HL_OPTION_INT("seed", &o.seed, 0, 1 << 30),
-        HL_OPTION_REAL("lr", &o.lr, 0, 10),
-        HL_OPTION_REAL("dropout", &o.dropout, 0, 0.99),
-        HL_OPTION_REAL("emb-std", &o.emb_std, 1e-6, 100),
-        HL_OPTION_REAL("clip", &o.clip, 0, 1e9),
-        HL_OPTION_REAL("copy-windows", &o.copy_windows, 0, 1),
-        HL_OPTION_INT("copy-span", &o.copy_span, 1, 4096),
-        HL_OPTION_REAL("temperature", &o.temperature, 1e-3, 100),
-        HL_OPTION_FLAG("no-mlp", &o.no_mlp),
-        HL_OPTION_FLAG("no-layernorm", &o.no_layernorm),
-        HL_OPTION_FLAG("no-report", &o.no_report),
-        HL_OPTION_FLAG("qk-norm", &o.qk_norm),
-        HL_OPTION_REAL("softcap", &o.softcap, 0, 1e6),
-        HL_OPTION_FLAG("doc-windows", &o.doc_windows),
+        HL_OPTION_TEXT("data", &o.data, "FILE",
+                       "training text (any bytes; the first 90% trains, the last 10% validates)"),
+        HL_OPTION_TEXT("tokens", &o.tokens, "DIR",
+                       "DIR/train.tok and DIR/val.tok, token files of build/tokenize "
+                       "(memory-mapped: a corpus larger than memory); the vocabulary is theirs"),
+        HL_OPTION_INT("vocab", &o.vocab, 0, HL_VOCAB_MAX, "N",
+                      "tokens: 0 = the bytes; N > 256 = the bytes and the N-256 most frequent "
+                      "words of the training text, stored with the model (a word is a run of "
+                      "letters with the space before it, a run of digits, or one other byte)"),
+        HL_OPTION_TEXT("tokenizer", &o.tokenizer, "NAME",
+                       "bytes, words or bpe: byte-level BPE of N tokens (--vocab N), GPT-2's "
+                       "merges learnt from the training text",
+                       .dflt = "bytes, or words with --vocab"),
+        HL_OPTION_TEXT("out", &o.out, "DIR", "where train.csv and checkpoint.safetensors go"),
+        HL_OPTION_TEXT("resume", &o.resume, "CKPT",
+                       "continue a run from its checkpoint (the model config comes from the "
+                       "checkpoint; --steps is the new total)"),
+        HL_OPTION_TEXT("preset", &o.preset, "NAME",
+                       "speedrun: the recipe of today's small-GPT speedruns (rope, rmsnorm, "
+                       "--qk-norm, --mlp relu2, --zero-init, --softcap 30, --optim muon, --lr "
+                       "3e-3, --schedule wsd --decay-frac 0.3), printed at the start; any of "
+                       "those flags given overrides it"),
+        HL_OPTION_TEXT("init-from", &o.init_from, "DIR",
+                       "fine-tune a pretrained model: a Hugging Face folder (GPT-2, Pythia, "
+                       "Llama; config.json, model.safetensors and its tokenizer) or a headlab "
+                       "model file; its architecture and vocabulary, windows of --ctx tokens if "
+                       "given (at most its positions, else all of them)"),
+        HL_OPTION_INT("steps", &o.steps, 0, 1e8, "N", "training steps"),
+        HL_OPTION_INT("batch", &o.batch, 1, 4096, "N", "sequences per step"),
+        HL_OPTION_INT("ctx", &o.ctx, 2, 4096, "N", "context length", .given = &o.ctx_given),
+        HL_OPTION_INT("d-model", &o.d_model, 1, 8192, "N", "width"),
+        HL_OPTION_INT("heads", &o.heads, 1, 256, "N", "attention heads"),
+        HL_OPTION_INT("layers", &o.layers, 1, HL_GPT_MAX_LAYERS, "N", "blocks"),
+        HL_OPTION_TEXT("pos", &o.pos, "NAME",
+                       "positions: learned, sinusoidal (fixed, of RMS --emb-std), rope "
+                       "(rotary, rotate-half, on q and k) or none",
+                       .given = &o.model_given),
+        HL_OPTION_REAL("rope-base", &o.rope_base, 1.001, 1e12, "X", "the rotary base",
+                       .given = &o.rope_base_given),
+        HL_OPTION_TEXT("norm", &o.norm, "NAME", "layernorm, rmsnorm or none",
+                       .given = &o.norm_given),
+        HL_OPTION_TEXT("mlp", &o.mlp, "NAME",
+                       "gelu (4x wide), gelu_tanh (GELU's tanh approximation, GPT-2's "
+                       "gelu_new), swiglu (8/3 x wide, rounded up to a multiple of 16), relu2 "
+                       "(relu(x)^2, 4x wide) or none (attention only)",
+                       .given = &o.mlp_given),
+        HL_OPTION_FLAG("qk-norm", &o.qk_norm,
+                       "RMSNorm of every head's q and k before rotation, with a learned gain "
+                       "per layer (QK-norm)"),
+        HL_OPTION_REAL("softcap", &o.softcap, 0, 1e6, "C",
+                       "the loss reads C*tanh(logits/C): logit soft-capping (0: off)"),
+        HL_OPTION_FLAG("doc-windows", &o.doc_windows,
+                       "training windows start where a document does, and attention never "
+                       "crosses a document boundary inside one (documents: the token files' "
+                       "index, or for --data the lines holding only a form feed)"),
+        HL_OPTION_INT("kv-heads", &o.kv_heads, 0, 256, "N",
+                      "key/value heads, dividing --heads: grouped-query attention (0: one per "
+                      "head)"),
+        HL_OPTION_INT("rotary-dims", &o.rotary_dims, 0, 8192, "N",
+                      "with --pos rope: rotate only the first N (even) dims of each head, as "
+                      "GPT-NeoX (0: all)"),
+        HL_OPTION_FLAG("parallel", &o.parallel,
+                       "parallel residual: attention and MLP both read the block's input "
+                       "(GPT-NeoX)"),
+        HL_OPTION_FLAG("no-bias", &o.no_bias, "the attention and MLP linears without bias (Llama)"),
+        HL_OPTION_FLAG("no-head-bias", &o.no_head_bias,
+                       "the output head without bias (GPT-2, GPT-NeoX, Llama: needed to export "
+                       "the model with heads export)"),
+        HL_OPTION_FLAG("no-mlp", &o.no_mlp, "the same as --mlp none"),
+        HL_OPTION_FLAG("no-layernorm", &o.no_layernorm, "the same as --norm none"),
+        HL_OPTION_FLAG("tie", &o.tie, "the output head shares the token embedding's weights"),
+        HL_OPTION_FLAG("smear", &o.smear,
+                       "smeared keys: each head mixes every key with the one before by a "
+                       "learned weight (Olsson et al. 2022)"),
+        HL_OPTION_FLAG("no-report", &o.no_report, "skip the head report at the end (DIR/report/)"),
+        HL_OPTION_REAL("emb-std", &o.emb_std, 1e-6, 100, "X",
+                       "token and position embeddings start as N(0, X)"),
+        HL_OPTION_TEXT("pos-init", &o.pos_init, "NAME",
+                       "learned positions at the start: normal or sinusoidal (Vaswani et al.'s, "
+                       "of RMS --emb-std)"),
+        HL_OPTION_FLAG("zero-init", &o.zero_init,
+                       "start every block's attention out_proj and MLP proj weights and the head "
+                       "weight (unless tied) at zero"),
+        HL_OPTION_TEXT("optim", &o.optim, "NAME",
+                       "adamw or muon: Muon on the hidden matrices (attention q, k, v, out_proj, "
+                       "MLP fc, proj), AdamW on the rest"),
+        HL_OPTION_REAL("lr", &o.lr, 0, 10, "X", "peak learning rate of AdamW"),
+        HL_OPTION_REAL("muon-lr", &o.muon_lr, 0, 10, "X", "peak learning rate of Muon's group",
+                       .given = &o.muon_lr_given),
+        HL_OPTION_REAL("dropout", &o.dropout, 0, 0.99, "X",
+                       "dropout on the embeddings and on the outputs of attention and the MLP"),
+        HL_OPTION_INT("warmup", &o.warmup, 0, 1e8, "N", "steps of linear warm-up"),
+        HL_OPTION_TEXT("schedule", &o.schedule, "NAME",
+                       "after warm-up: cosine (down to 0.1 of the peak at the last step), "
+                       "constant, or wsd (constant, then linear decay to 0 over the last "
+                       "--decay-frac of the steps)"),
+        HL_OPTION_REAL("decay-frac", &o.decay_frac, 1e-6, 1, "F",
+                       "the decay's share of the steps with --schedule wsd",
+                       .given = &o.decay_frac_given),
+        HL_OPTION_REAL("clip", &o.clip, 0, 1e9, "X", "gradient-norm clip, 0 = off"),
+        HL_OPTION_REAL("copy-windows", &o.copy_windows, 0, 1, "F",
+                       "a training-data intervention: in this fraction of the training windows "
+                       "a span of the window recurs later in it (copied over what followed); "
+                       "validation text is never changed"),
+        HL_OPTION_INT("copy-span", &o.copy_span, 1, 4096, "N",
+                      "the copied span's length in tokens, at most (ctx+1)/2", .dflt = "ctx/4"),
+        HL_OPTION_INT("eval-every", &o.eval_every, 1, 1e8, "N", "validation interval"),
+        HL_OPTION_INT("seed", &o.seed, 0, 1 << 30, "N",
+                      "seed of the initial weights, the batches, dropout and the sampling"),
+        HL_OPTION_INT("val-windows", &o.val_windows, 0, 1 << 20, "N",
+                      "validation windows of ctx+1 tokens, evenly spread (0: as many as the "
+                      "validation text holds apart, at most 512)"),
+        HL_OPTION_INT("sample", &o.sample, 0, 1000000, "N", "tokens to sample at the end"),
+        HL_OPTION_REAL("temperature", &o.temperature, 1e-3, 100, "X", "sampling temperature"),
+        HL_OPTION_TEXT("prompt", &o.prompt, "TEXT", "the text sampling starts from",
+                       .dflt = "a newline"),
+        HL_OPTION_INT("threads", &o.threads, 1, 1024, "N",
+                      "OpenMP threads; without it OMP_NUM_THREADS, else each step takes 1, 2, "
+                      "4.. cores, whichever its timed steps ran fastest",
+                      .dflt = "tuned"),
         {0},
     };
-    hl_cli_parse_or_exit("charlm", opts, argc, argv, usage);
+    hl_cli_parse_or_exit("charlm", &usage, opts, argc, argv);
     if (o.preset && (o.resume || o.init_from))
         hl_cli_bad_input("charlm", "--preset with %s: the model and its training come from %s",
                          o.resume ? "--resume" : "--init-from",

@@ -23,11 +23,11 @@ typedef struct {
     hl_mha attn;
 } demo_model;
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: demo_engine [--steps N] [--seed S]\n"
-               "Trains one attention layer to copy the previous token (300 steps, seed 1).\n");
-}
+static const hl_usage usage = {
+    "usage: demo_engine [--steps N] [--seed S]\n"
+    "Trains one attention layer to copy the previous token.\n",
+    NULL,
+};
 
 static hl_tensor *forward(hl_graph *g, demo_model *m, const int32_t *tokens,
                           const int32_t *targets, hl_mha_trace *trace)
@@ -47,12 +47,12 @@ int main(int argc, char **argv)
 {
     int steps = 300, seed = 1;
     const hl_opt opts[] = {
-        HL_OPTION_INT("steps", &steps, 1, 1000000),
-        HL_OPTION_INT("seed", &seed, 0, 1 << 30),
+        HL_OPTION_INT("steps", &steps, 1, 1000000, "N", "training steps"),
+        HL_OPTION_INT("seed", &seed, 0, 1 << 30, "S", "seed of the weights and the data"),
         {0},
     };
     hl_cli_init();
-    hl_cli_parse_or_exit("demo_engine", opts, argc, argv, usage);
+    hl_cli_parse_or_exit("demo_engine", &usage, opts, argc, argv);
     demo_model m = {.params = hl_params_new()};
     hl_error err = {0};
     m.tok = hl_params_add(m.params, "tok_emb.weight", 2, (int[]){V, E});

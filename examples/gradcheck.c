@@ -37,27 +37,20 @@ typedef struct {
     const char *csv;
 } options;
 
-static void usage(FILE *f)
+/* The precision line is the build's, so the synopsis is made at run time. */
+static hl_usage usage_of_build(char *synopsis, size_t size)
 {
-    hl_gradcheck_opts d = hl_gradcheck_defaults();
-    fprintf(f,
-            "usage: gradcheck [--op NAME] [--eps E] [--atol A] [--rtol R] [--csv FILE]\n"
-            "       gradcheck --sweep [--op NAME] [--per-decade N] [--csv FILE]\n"
-            "Checks the analytic gradient of every op, the MHA module and a 2-layer GPT\n"
-            "against central finite differences (odd shapes, seeded inputs) and prints\n"
-            "op, input, shape, max abs error, max rel error and pass/fail per input.\n"
-            "An element passes when |analytic - numeric| <= atol + rtol*|numeric|.\n"
-            "This binary: hl_real = %s.\n"
-            "  --op NAME        only this op; may be repeated (an unknown name lists them)\n"
-            "  --eps E          finite-difference step (default %g)\n"
-            "  --atol A         absolute tolerance (default %g)\n"
-            "  --rtol R         relative tolerance (default %g)\n"
-            "  --csv FILE       also write the table (or the sweep) as CSV\n"
-            "  --sweep          max abs error per op for steps 1e-1 .. 1e-8 instead of\n"
-            "                   the table; * marks each op's best step\n"
-            "  --per-decade N   steps per decade in the sweep, 1..%d (default 1)\n"
-            "Exit status: 0 all pass, 1 a check fails, 2 bad flags or an unwritable FILE.\n",
-            HL_REAL_NAME, d.eps, d.atol, d.rtol, MAX_PER_DECADE);
+    snprintf(synopsis, size,
+             "usage: gradcheck [--op NAME] [--eps E] [--atol A] [--rtol R] [--csv FILE]\n"
+             "       gradcheck --sweep [--op NAME] [--per-decade N] [--csv FILE]\n"
+             "Checks the analytic gradient of every op, the MHA module and a 2-layer GPT\n"
+             "against central finite differences (odd shapes, seeded inputs) and prints\n"
+             "op, input, shape, max abs error, max rel error and pass/fail per input.\n"
+             "An element passes when |analytic - numeric| <= atol + rtol*|numeric|.\n"
+             "This binary: hl_real = %s.\n", HL_REAL_NAME);
+    return (hl_usage){synopsis,
+                      "Exit status: 0 all pass, 1 a check fails, 2 bad flags or an unwritable "
+                      "FILE.\n"};
 }
 
 static void list_ops(FILE *f)
@@ -96,17 +89,24 @@ static options parse_options(int argc, char **argv)
     hl_opt_list ops = {0};
     bool eps = false, atol = false, rtol = false;
     const hl_opt opts[] = {
-        HL_OPTION_LIST("op", &ops),
-        {.name = "eps", .kind = HL_OPT_REAL, .value = &o.check.eps, .min = 0, .max = 1,
-         .min_open = true, .given = &eps},
-        {.name = "atol", .kind = HL_OPT_REAL, .value = &o.check.atol, .max = 1e6, .given = &atol},
-        {.name = "rtol", .kind = HL_OPT_REAL, .value = &o.check.rtol, .max = 1e6, .given = &rtol},
-        HL_OPTION_TEXT("csv", &o.csv),
-        HL_OPTION_FLAG("sweep", &o.sweep),
-        HL_OPTION_INT("per-decade", &o.per_decade, 1, MAX_PER_DECADE),
+        HL_OPTION_LIST("op", &ops, "NAME",
+                       "only this check; may be repeated (an unknown name lists them)",
+                       .dflt = "every check"),
+        HL_OPTION_REAL("eps", &o.check.eps, 0, 1, "E", "finite-difference step", .min_open = true,
+                       .given = &eps),
+        HL_OPTION_REAL("atol", &o.check.atol, 0, 1e6, "A", "absolute tolerance", .given = &atol),
+        HL_OPTION_REAL("rtol", &o.check.rtol, 0, 1e6, "R", "relative tolerance", .given = &rtol),
+        HL_OPTION_TEXT("csv", &o.csv, "FILE", "also write the table (or the sweep) as CSV"),
+        HL_OPTION_FLAG("sweep", &o.sweep,
+                       "max abs error per op for steps 1e-1 .. 1e-8 instead of the table; * "
+                       "marks each op's best step"),
+        HL_OPTION_INT("per-decade", &o.per_decade, 1, MAX_PER_DECADE, "N",
+                      "steps per decade in the sweep", .dflt = "1"),
         {0},
     };
-    hl_cli_parse_or_exit("gradcheck", opts, argc, argv, usage);
+    char synopsis[1024];
+    const hl_usage usage = usage_of_build(synopsis, sizeof synopsis);
+    hl_cli_parse_or_exit("gradcheck", &usage, opts, argc, argv);
     o.tolerance_given = eps || atol || rtol;
     if (o.sweep && o.tolerance_given)
         hl_cli_bad_input("gradcheck", "--eps, --atol and --rtol set up the table; a --sweep "

@@ -14,30 +14,24 @@
 #include "cli/cli.h"
 #include "headlab.h"
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-        "usage: mha_run --weights W.safetensors --inputs IN.safetensors --out OUT.safetensors\n"
-        "               --heads H [--causal] [--no-weights [--composed]]\n"
-        "\n"
-        "Runs torch.nn.MultiheadAttention-compatible attention (batch_first) on files.\n"
-        "W holds PyTorch's state_dict names: in_proj_weight (3E,E) or q_proj_weight (E,E),\n"
-        "  k_proj_weight (E,kdim), v_proj_weight (E,vdim); in_proj_bias (3E) and\n"
-        "  out_proj.bias (E) when the module has biases; out_proj.weight (E,E).\n"
-        "IN holds query (B,T,E), key (B,S,kdim), value (B,S,vdim) and optionally\n"
-        "  key_padding_mask (B,S) U8 or BOOL, 1 = padding (ignored key);\n"
-        "  attn_mask (T,S) F32, added to the attention scores (-inf blocks);\n"
-        "  grad_output (B,T,E), to run the backward pass.\n"
-        "  When key and value are absent, query is used for both (self-attention).\n"
-        "OUT receives output (B,T,E) and attn_weights (B,H,T,S) and, with grad_output,\n"
-        "  grad.query, grad.key, grad.value and grad.<weight name> for every weight.\n"
-        "  Values are written as F32 (F64 from a REAL=double build).\n"
-        "--causal hides key s from query t when s > t.\n"
-        "--no-weights runs the path a training step takes (no trace: hl_attention, the\n"
-        "  fused op) and writes no attn_weights; with --composed it takes the composed\n"
-        "  ops instead, without a trace.\n"
-        "Exit status 0 on success, 2 on bad arguments or files.\n");
-}
+static const hl_usage usage = {
+    "usage: mha_run --weights W.safetensors --inputs IN.safetensors --out OUT.safetensors\n"
+    "               --heads H [--causal] [--no-weights [--composed]]\n"
+    "\n"
+    "Runs torch.nn.MultiheadAttention-compatible attention (batch_first) on files.\n"
+    "W holds PyTorch's state_dict names: in_proj_weight (3E,E) or q_proj_weight (E,E),\n"
+    "  k_proj_weight (E,kdim), v_proj_weight (E,vdim); in_proj_bias (3E) and\n"
+    "  out_proj.bias (E) when the module has biases; out_proj.weight (E,E).\n"
+    "IN holds query (B,T,E), key (B,S,kdim), value (B,S,vdim) and optionally\n"
+    "  key_padding_mask (B,S) U8 or BOOL, 1 = padding (ignored key);\n"
+    "  attn_mask (T,S) F32, added to the attention scores (-inf blocks);\n"
+    "  grad_output (B,T,E), to run the backward pass.\n"
+    "  When key and value are absent, query is used for both (self-attention).\n"
+    "OUT receives output (B,T,E) and attn_weights (B,H,T,S) and, with grad_output,\n"
+    "  grad.query, grad.key, grad.value and grad.<weight name> for every weight.\n"
+    "  Values are written as F32 (F64 from a REAL=double build).\n",
+    "Exit status 0 on success, 2 on bad arguments or files.\n",
+};
 
 typedef struct {
     const char *weights, *inputs, *out;
@@ -49,16 +43,23 @@ static options parse_options(int argc, char **argv)
 {
     options o = {0};
     const hl_opt opts[] = {
-        HL_OPTION_TEXT("weights", &o.weights),
-        HL_OPTION_TEXT("inputs", &o.inputs),
-        HL_OPTION_TEXT("out", &o.out),
-        HL_OPTION_INT("heads", &o.heads, 1, 4096),
-        HL_OPTION_FLAG("causal", &o.causal),
-        HL_OPTION_FLAG("no-weights", &o.no_weights),
-        HL_OPTION_FLAG("composed", &o.composed),
+        HL_OPTION_TEXT("weights", &o.weights, "FILE", "the module's weights (W above)",
+                       .dflt = "required"),
+        HL_OPTION_TEXT("inputs", &o.inputs, "FILE", "the inputs (IN above)", .dflt = "required"),
+        HL_OPTION_TEXT("out", &o.out, "FILE", "where the outputs go (OUT above)",
+                       .dflt = "required"),
+        HL_OPTION_INT("heads", &o.heads, 1, 4096, "H", "attention heads, dividing E",
+                      .dflt = "required"),
+        HL_OPTION_FLAG("causal", &o.causal, "hide key s from query t when s > t"),
+        HL_OPTION_FLAG("no-weights", &o.no_weights,
+                       "run the path a training step takes (no trace: hl_attention, the fused "
+                       "op) and write no attn_weights"),
+        HL_OPTION_FLAG("composed", &o.composed,
+                       "with --no-weights: the composed ops instead of the fused one, without "
+                       "a trace"),
         {0},
     };
-    hl_cli_parse_or_exit("mha_run", opts, argc, argv, usage);
+    hl_cli_parse_or_exit("mha_run", &usage, opts, argc, argv);
     if (!o.weights || !o.inputs || !o.out || !o.heads)
         hl_cli_bad_input("mha_run", "--weights, --inputs, --out and --heads are required "
                                     "(see --help)");

@@ -22,24 +22,18 @@ typedef struct {
     const char *x, *out, *title, *y_label;
 } options;
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-        "usage: plotcsv --file FILE [--file FILE ...] --x COL --y COL [--y COL ...] --out PNG\n"
-        "Draws columns of CSV files (train.csv, position_loss.csv, heads.csv, ...) as lines\n"
-        "on one picture, a series per file and --y column (at most %d).\n"
-        "  --file FILE     a CSV file: a header naming its columns, then rows of numbers\n"
-        "  --x COL         the column along the x axis\n"
-        "  --y COL         a column to draw (repeat for more)\n"
-        "  --where COL=V   only the rows whose COL is V (repeat to combine)\n"
-        "  --out PNG       the picture to write\n"
-        "  --title TEXT    above the plot (default: the --y columns)\n"
-        "  --y-label TEXT  the y axis (default: the first --y column)\n"
-        "Series are labelled with each file's folder, and the column when there are\n"
-        "several. Exit status: 0 written, 2 bad input or a file that cannot be read or\n"
-        "written.\n",
-        HL_PLOT_MAX_SERIES);
-}
+#define STRINGIFY(x) #x
+#define STRING_OF(x) STRINGIFY(x)
+
+static const hl_usage usage = {
+    "usage: plotcsv --file FILE [--file FILE ...] --x COL --y COL [--y COL ...] --out PNG\n"
+    "Draws columns of CSV files (train.csv, position_loss.csv, heads.csv, ...) as lines\n"
+    "on one picture, a series per file and --y column (at most "
+    STRING_OF(HL_PLOT_MAX_SERIES) ").\n",
+    "Series are labelled with each file's folder, and the column when there are\n"
+    "several. Exit status: 0 written, 2 bad input or a file that cannot be read or\n"
+    "written.\n",
+};
 
 /* Whether row r passes every --where COL=VALUE (checked to exist beforehand). */
 static bool row_kept(const hl_csv_table *t, size_t r, const int *col, const double *value,
@@ -63,12 +57,21 @@ int main(int argc, char **argv)
     hl_cli_init();
     options o = {0};
     const hl_opt opts[] = {
-        HL_OPTION_LIST("file", &o.files), HL_OPTION_LIST("y", &o.ys),
-        HL_OPTION_LIST("where", &o.where), HL_OPTION_TEXT("x", &o.x),
-        HL_OPTION_TEXT("out", &o.out),     HL_OPTION_TEXT("title", &o.title),
-        HL_OPTION_TEXT("y-label", &o.y_label), {0},
+        HL_OPTION_LIST("file", &o.files, "FILE",
+                       "a CSV file: a header naming its columns, then rows of numbers; repeat "
+                       "for more files", .dflt = "required"),
+        HL_OPTION_TEXT("x", &o.x, "COL", "the column along the x axis", .dflt = "required"),
+        HL_OPTION_LIST("y", &o.ys, "COL", "a column to draw; repeat for more", .dflt = "required"),
+        HL_OPTION_LIST("where", &o.where, "COL=V",
+                       "keep only the rows whose COL is V; repeat to combine"),
+        HL_OPTION_TEXT("out", &o.out, "PNG", "the picture to write", .dflt = "required"),
+        HL_OPTION_TEXT("title", &o.title, "TEXT", "the title above the plot",
+                       .dflt = "the --y columns"),
+        HL_OPTION_TEXT("y-label", &o.y_label, "TEXT", "the y axis's label",
+                       .dflt = "the first --y column"),
+        {0},
     };
-    hl_cli_parse_or_exit("plotcsv", opts, argc, argv, usage);
+    hl_cli_parse_or_exit("plotcsv", &usage, opts, argc, argv);
     if (!o.files.n || !o.ys.n || !o.x || !o.out)
         hl_cli_bad_input("plotcsv", "--file, --x, --y and --out are required (see --help)");
     if (o.files.n * o.ys.n > HL_PLOT_MAX_SERIES)

@@ -44,32 +44,14 @@ typedef struct {
     double val_fraction;
 } options;
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-        "usage: tokenize TEXT... [options] --out DIR\n"
-        "       tokenize --pretrained DIR --print FILE\n"
-        "Encodes text files (read as one text, in order) into DIR/train.tok and\n"
-        "DIR/val.tok, the token files charlm --tokens DIR trains from.\n"
-        "  --out DIR            where train.tok and val.tok go (required without --print)\n"
-        "  --vocab-from MODEL   the vocabulary of a charlm model or checkpoint\n"
-        "  --pretrained DIR     a released model's tokenizer: DIR/tokenizer.json, or\n"
-        "                       vocab.json + merges.txt, or encoder.json + vocab.bpe\n"
-        "                       (GPT-2, Pythia, Llama 3, Qwen2; docs/tokenizers.md)\n"
-        "  --print FILE         print the token ids of FILE's text on one line instead\n"
-        "                       of writing token files\n"
-        "  --learn N            learn a vocabulary of N tokens (N > 256) from the first\n"
-        "                       64 MiB of the training part (all of it when shorter)\n"
-        "  --tokenizer NAME     bytes (the default without --learn), words (the default\n"
-        "                       with it) or bpe, as charlm's --tokenizer\n"
-        "  --val-fraction F     the last F of the bytes are the validation text (0.1, as\n"
-        "                       charlm --data: the last size/10 bytes)\n"
-        "  --threads N          OpenMP threads (default: OMP_NUM_THREADS); the files do\n"
-        "                       not depend on it\n"
-        "Exit status: 0 done, 1 out of memory, 2 bad input or a file that cannot be read\n"
-        "or written (nothing is left half-written).\n");
-}
-
+static const hl_usage usage = {
+    "usage: tokenize TEXT... [options] --out DIR\n"
+    "       tokenize --pretrained DIR --print FILE\n"
+    "Encodes text files (read as one text, in order) into DIR/train.tok and\n"
+    "DIR/val.tok, the token files charlm --tokens DIR trains from.\n",
+    "Exit status: 0 done, 1 out of memory, 2 bad input or a file that cannot be read\n"
+    "or written (nothing is left half-written).\n",
+};
 /* ---- the files as one text ---- */
 
 typedef struct {
@@ -280,25 +262,39 @@ static options parse_options(int argc, char **argv, int first)
 {
     options o = {.val_fraction = 0.1};
     const hl_opt opts[] = {
-        HL_OPTION_TEXT("vocab-from", &o.vocab_from),
-        HL_OPTION_TEXT("pretrained", &o.pretrained),
-        HL_OPTION_TEXT("print", &o.print),
-        HL_OPTION_TEXT("tokenizer", &o.tokenizer),
-        HL_OPTION_TEXT("out", &o.out),
-        HL_OPTION_INT("learn", &o.learn, HL_VOCAB_BYTES + 1, HL_VOCAB_MAX),
-        HL_OPTION_INT("threads", &o.threads, 1, 1024),
-        HL_OPTION_REAL("val-fraction", &o.val_fraction, 0, 0.99),
+        HL_OPTION_TEXT("out", &o.out, "DIR", "where train.tok and val.tok go",
+                       .dflt = "required"),
+        HL_OPTION_TEXT("vocab-from", &o.vocab_from, "MODEL",
+                       "the vocabulary of a charlm model or checkpoint"),
+        HL_OPTION_TEXT("pretrained", &o.pretrained, "DIR",
+                       "a released model's tokenizer: DIR/tokenizer.json, or vocab.json + "
+                       "merges.txt, or encoder.json + vocab.bpe (GPT-2, Pythia, Llama 3, Qwen2; "
+                       "docs/tokenizers.md)"),
+        HL_OPTION_TEXT("print", &o.print, "FILE",
+                       "print the token ids of FILE's text on one line instead of writing token "
+                       "files"),
+        HL_OPTION_INT("learn", &o.learn, HL_VOCAB_BYTES + 1, HL_VOCAB_MAX, "N",
+                      "learn a vocabulary of N tokens (N > 256) from the first 64 MiB of the "
+                      "training part (all of it when shorter)", .dflt = ""),
+        HL_OPTION_TEXT("tokenizer", &o.tokenizer, "NAME",
+                       "bytes, words or bpe, as charlm's --tokenizer",
+                       .dflt = "bytes, or words with --learn"),
+        HL_OPTION_REAL("val-fraction", &o.val_fraction, 0, 0.99, "F",
+                       "the last F of the bytes are the validation text (as charlm --data: the "
+                       "last size/10 bytes)"),
+        HL_OPTION_INT("threads", &o.threads, 1, 1024, "N",
+                      "OpenMP threads; the files do not depend on it", .dflt = "OMP_NUM_THREADS"),
         {0},
     };
-    switch (hl_cli_parse(program, opts, first, argc, argv, stderr)) {
-    case HL_CLI_HELP:
-        usage(stdout);
-        exit(0);
-    case HL_CLI_BAD:
+    /* The text files come before the flags, so --help is looked for anywhere. */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            hl_cli_usage(stdout, &usage, opts);
+            exit(0);
+        }
+    /* Never HL_CLI_HELP: --help was found above. */
+    if (hl_cli_parse(program, opts, first, argc, argv, stderr) != HL_CLI_OK)
         exit(2);
-    case HL_CLI_OK:
-        break;
-    }
     if (o.print && (first > 1 || o.out || o.learn))
         hl_cli_bad_input(program, "--print FILE encodes that one file: no TEXT files, --out or "
                          "--learn");
@@ -354,11 +350,6 @@ int main(int argc, char **argv)
     int first = 1; /* the text files come first */
     while (first < argc && argv[first][0] != '-')
         first++;
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
     options o = parse_options(argc, argv, first);
     hl_cli_set_threads(o.threads);
     if (o.print)

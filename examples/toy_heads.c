@@ -32,50 +32,45 @@ typedef struct {
     const char *out, *resume;
 } options;
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: toy_heads [--seed N] [--steps N] [--threads N] [--out DIR]\n"
-            "                 [--eval-every N] [--heldout N] [--resume CHECKPOINT]\n"
-            "                 [--check-sync] [--no-report]\n"
-            "Trains the model of the toy task, docs/toy-task.md (2 layers x 4 heads,\n"
-            "attention only) and writes scores.csv, train.csv, attention PNGs and\n"
-            "model.safetensors into DIR (default out/toy_heads).\n"
-            "  --seed N        model and data seed (default 0)\n"
-            "  --steps N       training steps (default 3000)\n"
-            "  --threads N     OpenMP threads (default: OMP_NUM_THREADS, else each step\n"
-            "                  takes 1, 2, 4.. cores, whichever its timed steps ran fastest)\n"
-            "  --eval-every N  held-out evaluation interval (default 100)\n"
-            "  --heldout N     held-out sequences (default 1000, seed 1000003)\n"
-            "  --resume FILE   continue from a checkpoint.safetensors of an earlier run\n"
-            "                  (--steps is the new total)\n"
-            "  --no-report     skip the head report (DIR/report/report.html: detectors,\n"
-            "                  maps, composition, ablation; see build/heads report)\n"
-            "  --check-sync    (MPI) check after every step that all ranks hold the same\n"
-            "                  parameters (a hash compared across ranks)\n"
-            "Under mpirun (a `make MPI=1` build) each rank trains on its slice of every\n"
-            "batch and the gradients are summed over the ranks; rank 0 writes the files.\n"
-            "Exit status: 0 done, 1 training failed (e.g. non-finite loss), 2 bad input or a\n"
-            "file that cannot be written (the previous file is kept).\n");
-}
+static const hl_usage usage = {
+    "usage: toy_heads [options]\n"
+    "Trains the model of the toy task, docs/toy-task.md (2 layers x 4 heads,\n"
+    "attention only) and writes scores.csv, train.csv, attention PNGs and\n"
+    "model.safetensors into DIR.\n",
+    "Under mpirun (a `make MPI=1` build) each rank trains on its slice of every\n"
+    "batch and the gradients are summed over the ranks; rank 0 writes the files.\n"
+    "Exit status: 0 done, 1 training failed (e.g. non-finite loss), 2 bad input or a\n"
+    "file that cannot be written (the previous file is kept).\n",
+};
 
 static options parse_options(int argc, char **argv)
 {
     options o = {.seed = 0, .steps = 3000, .eval_every = 100, .heldout = HL_TOY_HELDOUT_SEQUENCES,
                  .out = "out/toy_heads"};
     const hl_opt opts[] = {
-        HL_OPTION_INT("seed", &o.seed, 0, 1 << 30),
-        HL_OPTION_INT("steps", &o.steps, 0, 1e8),
-        HL_OPTION_INT("threads", &o.threads, 1, 1024),
-        HL_OPTION_INT("eval-every", &o.eval_every, 1, 1e8),
-        HL_OPTION_INT("heldout", &o.heldout, 1, 100000),
-        HL_OPTION_FLAG("check-sync", &o.check_sync),
-        HL_OPTION_FLAG("no-report", &o.no_report),
-        HL_OPTION_TEXT("out", &o.out),
-        HL_OPTION_TEXT("resume", &o.resume),
+        HL_OPTION_INT("seed", &o.seed, 0, 1 << 30, "N",
+                      "seed of the model's initialisation and of the training data"),
+        HL_OPTION_INT("steps", &o.steps, 0, 1e8, "N", "training steps; with --resume, the new total"),
+        HL_OPTION_INT("threads", &o.threads, 1, 1024, "N",
+                      "OpenMP threads; without it OMP_NUM_THREADS, else each step takes 1, 2, "
+                      "4.. cores, whichever its timed steps ran fastest",
+                      .dflt = "tuned"),
+        HL_OPTION_INT("eval-every", &o.eval_every, 1, 1e8, "N",
+                      "held-out evaluation interval: a row of train.csv and a checkpoint"),
+        HL_OPTION_INT("heldout", &o.heldout, 1, 100000, "N",
+                      "held-out sequences (from seed 1000003, the set every heads command uses)"),
+        HL_OPTION_TEXT("out", &o.out, "DIR", "where every file goes"),
+        HL_OPTION_TEXT("resume", &o.resume, "FILE",
+                       "continue from a checkpoint.safetensors of an earlier run"),
+        HL_OPTION_FLAG("no-report", &o.no_report,
+                       "skip the head report (DIR/report/report.html: detectors, maps, "
+                       "composition, ablation; see build/heads report)"),
+        HL_OPTION_FLAG("check-sync", &o.check_sync,
+                       "(MPI) check after every step that all ranks hold the same parameters "
+                       "(a hash compared across ranks)"),
         {0},
     };
-    hl_cli_parse_or_exit("toy_heads", opts, argc, argv, usage);
+    hl_cli_parse_or_exit("toy_heads", &usage, opts, argc, argv);
     return o;
 }
 

@@ -16,7 +16,10 @@
 #       row and every such flag must be the program's (--help is always
 #       allowed). Every program (examples/NAME.c, examples/NAME/, bench) needs
 #       a page and every page a program; heads's page needs a heading naming
-#       each subcommand ("## `heads scores`");
+#       each subcommand ("## `heads scores`"). Where the help gives a flag's
+#       default ("(default: X)", which cli/cli.c prints from the option
+#       table), every row of a "| flag | default |" table naming the flag must
+#       give the same: a number equal to X (X numeric), else X itself;
 #   (c) a tracked file (git ls-files; outside git, every file but build/ and
 #       out/) names the shared/ folder beside the checkout: a path out of the
 #       repository, which users do not have;
@@ -123,6 +126,65 @@ page_flags() {
     }' "$1"
 }
 
+# "FLAG<TAB>DEFAULT" for every flag of help text on stdin (cli/cli.c's
+# layout: "  --flag ARG" then the help, continued on lines indented 24
+# columns) whose help ends "(default: X)".
+help_defaults() {
+    awk '
+    function flush() {
+        if (flag != "" && match(text, /\(default: .*\)$/))
+            printf "%s\t%s\n", flag, substr(text, RSTART + 10, RLENGTH - 11)
+        flag = ""
+    }
+    /^  --[a-z]/ {
+        flush()
+        flag = $1
+        text = $0
+        next
+    }
+    /^                        [^ ]/ && flag != "" { sub(/^ +/, " "); text = text $0; next }
+    { flush() }
+    END { flush() }'
+}
+
+# "FLAG<TAB>DEFAULT" for every row of the page's "| flag | default |" tables,
+# the default cell without its code marks.
+page_defaults() {
+    awk '
+    /^[ \t]*(```|~~~)/ { fenced = !fenced; next }
+    fenced || !/^[ \t]*\|/ { table = 0; next }
+    {
+        n = split($0, cell, "|")
+        for (i = 2; i <= 3 && i <= n; i++) {
+            gsub(/`/, "", cell[i])
+            gsub(/^[ \t]+|[ \t]+$/, "", cell[i])
+        }
+        if (cell[2] == "flag" && cell[3] == "default") { table = 1; next }
+        if (table && cell[2] ~ /^--[a-z]/) {
+            split(cell[2], words, " ")
+            printf "%s\t%s\n", words[1], cell[3]
+        }
+    }' "$1"
+}
+
+# Whether a page's default cell gives the help's default: a number equal to
+# it when it is a number, else the same words.
+same_default() { # CELL HELP_DEFAULT
+    awk -v cell="$1" -v want="$2" 'BEGIN {
+        number = "^-?[0-9]+([.][0-9]+)?(e[-+]?[0-9]+)?$"
+        if (want !~ number)
+            exit !(cell == want)
+        while (match(cell, /[0-9],[0-9][0-9][0-9]/))
+            cell = substr(cell, 1, RSTART) substr(cell, RSTART + 2)
+        while (match(cell, /-?[0-9]+([.][0-9]+)?(e[-+]?[0-9]+)?/)) {
+            if (substr(cell, RSTART, RLENGTH) + 0 == want + 0)
+                exit 0
+            cell = substr(cell, RSTART + RLENGTH)
+        }
+        exit 1
+    }'
+}
+
 for p in $programs; do
     bin=$build/$p
     page=docs/programs/$p.md
@@ -152,6 +214,14 @@ for p in $programs; do
                 problem "$page: no section for the subcommand heads $c (a heading naming it)"
         done
     fi
+    help_defaults <"$tmp/help" >"$tmp/defaults"
+    page_defaults "$page" >"$tmp/page_defaults"
+    while IFS="$(printf '\t')" read -r flag cell; do
+        want=$(awk -F '\t' -v f="$flag" '$1 == f { print $2; exit }' "$tmp/defaults")
+        [ -n "$want" ] || continue
+        same_default "$cell" "$want" ||
+            problem "$page: $flag's default is \"$cell\" on the page, \"$want\" in $p --help"
+    done <"$tmp/page_defaults"
     sort -u "$tmp/flags" >"$tmp/has"
     page_flags "$page" | sort -u >"$tmp/documented"
     for flag in $(comm -23 "$tmp/has" "$tmp/documented"); do

@@ -19,14 +19,12 @@ static hl_cli_status parse(const char *line, parsed *p, char *errors, size_t siz
 {
     *p = (parsed){.steps = 7, .lr = 0.5, .eps = 0.1, .out = "default"};
     const hl_opt opts[] = {
-        HL_OPTION_INT("steps", &p->steps, 0, 100),
-        {.name = "lr", .kind = HL_OPT_REAL, .value = &p->lr, .min = 0, .max = 10,
-         .given = &p->lr_given},
-        {.name = "eps", .kind = HL_OPT_REAL, .value = &p->eps, .min = 0, .max = 1,
-         .min_open = true},
-        HL_OPTION_TEXT("out", &p->out),
-        HL_OPTION_FLAG("quiet", &p->quiet),
-        HL_OPTION_LIST("op", &p->ops),
+        HL_OPTION_INT("steps", &p->steps, 0, 100, "N", "steps"),
+        HL_OPTION_REAL("lr", &p->lr, 0, 10, "X", "rate", .given = &p->lr_given),
+        HL_OPTION_REAL("eps", &p->eps, 0, 1, "E", "step", .min_open = true),
+        HL_OPTION_TEXT("out", &p->out, "DIR", "where"),
+        HL_OPTION_FLAG("quiet", &p->quiet, "print nothing"),
+        HL_OPTION_LIST("op", &p->ops, "NAME", "ops"),
         {0},
     };
     static char words[1024];
@@ -94,12 +92,66 @@ START_TEST(test_cli_bad_input)
 }
 END_TEST
 
+/* The usage as hl_cli_usage prints it, into buf. */
+static void usage_of(const hl_opt *opts, char *buf, size_t size)
+{
+    FILE *f = fmemopen(buf, size, "w");
+    ck_assert_ptr_nonnull(f);
+    hl_cli_usage(f, &(hl_usage){"usage: prog\n", "bye\n"}, opts);
+    fclose(f);
+}
+
+START_TEST(test_cli_usage)
+{
+    int steps = 300, width = 0;
+    double lr = 2.5e-4;
+    const char *out = "out/x", *name = NULL;
+    bool quiet = false;
+    const hl_opt opts[] = {
+        HL_OPTION_INT("steps", &steps, 0, 1e8, "N", "training steps"),
+        HL_OPTION_REAL("lr", &lr, 0, 1, "X", "the learning rate"),
+        HL_OPTION_TEXT("out", &out, "DIR", "where the files go"),
+        HL_OPTION_TEXT("name", &name, "NAME", "a name"),
+        HL_OPTION_INT("width", &width, 0, 9, "N", "the width", .dflt = "ctx/4"),
+        HL_OPTION_FLAG("quiet", &quiet, "print nothing", .group = "Output:"),
+        HL_OPTION_TEXT("a-very-long-flag-name", &name, "VALUE",
+                       "words that go on and on past the seventy-ninth column of the terminal "
+                       "so that they wrap onto the next line under the help column", .dflt = ""),
+        {0},
+    };
+    char buf[2048] = "";
+    usage_of(opts, buf, sizeof buf);
+    /* Defaults from the variables, in their own format; none for a NULL text,
+     * a flag or an empty .dflt. */
+    ck_assert_str_eq(buf, "usage: prog\n"
+                          "  --steps N             training steps (default: 300)\n"
+                          "  --lr X                the learning rate (default: 0.00025)\n"
+                          "  --out DIR             where the files go (default: out/x)\n"
+                          "  --name NAME           a name\n"
+                          "  --width N             the width (default: ctx/4)\n"
+                          "Output:\n"
+                          "  --quiet               print nothing\n"
+                          "  --a-very-long-flag-name VALUE\n"
+                          "                        words that go on and on past the seventy-ninth column\n"
+                          "                        of the terminal so that they wrap onto the next line\n"
+                          "                        under the help column\n"
+                          "bye\n");
+    /* A changed variable changes the usage: the default has one source. */
+    steps = 7;
+    usage_of(opts, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "training steps (default: 7)\n"));
+    for (const char *line = buf; *line; line = strchr(line, '\n') + 1)
+        ck_assert_int_le((int)(strchr(line, '\n') - line), 79);
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("cli");
     tcase_add_test(tc, test_cli_values);
     tcase_add_test(tc, test_cli_bad_input);
+    tcase_add_test(tc, test_cli_usage);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -33,9 +33,7 @@
 #include "cli/cli.h"
 #include "examples/heads/heads.h"
 
-static void usage(FILE *f)
-{
-    fprintf(f,
+static const hl_usage usage = {
         "usage: heads scores     --model FILE [--data FILE] [options]\n"
         "       heads maps       --model FILE (--text STR | --data FILE [--offset N])\n"
         "                        [--heads L.H,...]\n"
@@ -134,54 +132,9 @@ static void usage(FILE *f)
         "  its end, which a causal model never reads back, and padding is not scored).\n"
         "  Scores: the metric's mean over every pair's scored positions, normalised as\n"
         "  above; pairs.csv: each pair's own clean and corrupted metric.\n"
-        "Options:\n"
-        "  --model FILE          model.safetensors or checkpoint.safetensors (toy_heads,\n"
-        "                        charlm, or a model pruned by this program), or a Hugging\n"
-        "                        Face folder (config.json and model.safetensors)\n"
-        "  --token-ids FILE      eval: sequences of token ids, one a line\n"
-        "  --prompt STR          generate: the text to continue\n"
-        "  --tokens N            generate: tokens to sample (32)\n"
-        "  --temperature X       generate: logits divided by X (1; 0 takes the most likely)\n"
-        "  --top-k K             generate: sample among the K most likely (0: all)\n"
-        "  --out DIR             where the files go (out/heads)\n"
-        "  --heads L.H,...       heads by layer and head index, e.g. 1.3,0.2 or L1H3,L0H2\n"
-        "  --text STR            maps, report: the input (charlm: text, in the model's\n"
-        "                        vocabulary)\n"
-        "  --offset N            maps, report with --data: the token the input starts at (0)\n"
-        "  --data FILE           charlm models: the text to evaluate on (scores: detectors\n"
-        "                        on its windows too; maps: the input); a token file of\n"
-        "                        build/tokenize is read as its tokens (its vocabulary must\n"
-        "                        be the model's)\n"
-        "  --windows N           charlm: evenly spaced windows of n_ctx+1 tokens (64)\n"
-        "  --repeat              ablate, importance on charlm: instead, windows of n_ctx/2\n"
-        "                        tokens each followed by itself, scored on the second half\n"
-        "                        (\"repeat\") and the first (\"first\"; importance sums both)\n"
-        "  --seed N              toy models: seed of the evaluation sequences (1000003,\n"
-        "                        toy_heads' held-out set)\n"
-        "  --sequences N         toy models: evaluation sequences (1000); scores, circuits,\n"
-        "                        report on a text model: the probe's sequences (100, fewer\n"
-        "                        past 256 positions)\n"
-        "  --batch N             sequences per forward pass (toy 250, charlm 16); the\n"
-        "                        importance takes one backward pass per batch\n"
-        "  --threads N           OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
-        "patch, paths, attrib, logit-lens:\n"
-        "  --act LIST            activations: z, q, k, v, pattern, resid (patch: z)\n"
-        "  --per-position        patch, one (head, position) at a time\n"
-        "  --metric NAME         loss (of the answer; the default) or logit-diff (answer\n"
-        "                        minus wrong token: the corrupted text's next byte, or for\n"
-        "                        the induction task what the corrupted first half predicts)\n"
-        "  --sequences N         induction task: sequences (20); --seed N their seed\n"
-        "  --clean STR, --corrupt STR, --positions LIST   the two-input task\n"
-        "  --pairs FILE          a file of pairs (TASK above); not with --clean\n"
-        "prune --curve:\n"
-        "  --step-fraction X     share of the remaining heads pruned per step (0.1; at\n"
-        "                        least one head per step, never a layer's last head)\n"
-        "  --finetune N          AdamW steps after each pruning step (0)\n"
-        "  --finetune-data FILE  charlm: the text to fine-tune on (required with --finetune)\n"
-        "  --lr X                fine-tuning learning rate (1e-3)\n"
-        "  --timing-runs N       timed forward passes per point; the median is kept (5)\n"
-        "Exit status: 0 done, 1 failed while running, 2 bad input (nothing is written).\n");
-}
+        "Options:\n",
+    "Exit status: 0 done, 1 failed while running, 2 bad input (nothing is written).\n",
+};
 
 /* The first flag given of a group (flags that only some uses accept), or NULL. */
 static const char *first_given(const hl_opt *opts, const char *const *names)
@@ -199,11 +152,8 @@ static command parse_command(int argc, char **argv)
                                                  "maps", "circuits", "report", "eval",
                                                  "generate", "export", "patch", "paths",
                                                  "attrib", "logit-lens"};
-    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        usage(stdout);
-        hl_cli_print_kernels(stdout);
-        exit(0);
-    }
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+        return CMD_COUNT; /* the usage, printed by parse_options */
     /* The message and where to read more, not the whole usage. */
     if (argc < 2)
         heads_bad_input("give a command: scores, maps, circuits, report, ablate, importance, "
@@ -315,48 +265,85 @@ static options parse_options(int argc, char **argv)
                  .tokens = 32, .temperature = 1};
     bool given[40] = {false};
     hl_opt opts[] = {
-        HL_OPTION_TEXT("model", &o.model),
-        HL_OPTION_TEXT("data", &o.data),
-        HL_OPTION_TEXT("finetune-data", &o.finetune_data),
-        HL_OPTION_TEXT("out", &o.out),
-        HL_OPTION_TEXT("heads", &o.heads),
-        HL_OPTION_TEXT("text", &o.text),
-        HL_OPTION_TEXT("token-ids", &o.token_ids),
-        HL_OPTION_TEXT("prompt", &o.prompt),
-        HL_OPTION_INT("tokens", &o.tokens, 1, 1000000),
-        HL_OPTION_INT("top-k", &o.top_k, 0, 10000000),
-        HL_OPTION_REAL("temperature", &o.temperature, 0, 100),
-        HL_OPTION_INT("offset", &o.offset, 0, 2147483647),
-        HL_OPTION_INT("seed", &o.seed, 0, 2147483647),
-        HL_OPTION_INT("sequences", &o.sequences, 1, 1000000),
-        HL_OPTION_INT("windows", &o.windows, 1, 1000000),
-        HL_OPTION_INT("batch", &o.batch, 1, 100000),
-        HL_OPTION_INT("threads", &o.threads, 1, 1024),
-        HL_OPTION_INT("finetune", &o.finetune, 0, 10000000),
-        HL_OPTION_INT("timing-runs", &o.timing_runs, 1, 1000),
-        HL_OPTION_REAL("step-fraction", &o.step_fraction, 1e-6, 1),
-        HL_OPTION_REAL("lr", &o.lr, 0, 10),
-        HL_OPTION_FLAG("curve", &o.curve),
-        HL_OPTION_FLAG("repeat", &o.repeat),
-        HL_OPTION_TEXT("act", &o.act),
-        HL_OPTION_TEXT("clean", &o.clean),
-        HL_OPTION_TEXT("corrupt", &o.corrupt),
-        HL_OPTION_TEXT("positions", &o.positions),
-        HL_OPTION_TEXT("metric", &o.metric),
-        HL_OPTION_TEXT("pairs", &o.pairs),
-        HL_OPTION_FLAG("per-position", &o.per_position),
+        HL_OPTION_TEXT("model", &o.model, "FILE",
+                       "model.safetensors or checkpoint.safetensors (toy_heads, charlm, or a "
+                       "model pruned by this program), or a Hugging Face folder (config.json and "
+                       "model.safetensors)", .dflt = "required"),
+        HL_OPTION_TEXT("token-ids", &o.token_ids, "FILE", "eval: sequences of token ids, one a line"),
+        HL_OPTION_TEXT("prompt", &o.prompt, "STR", "generate: the text to continue"),
+        HL_OPTION_INT("tokens", &o.tokens, 1, 1000000, "N", "generate: tokens to sample"),
+        HL_OPTION_REAL("temperature", &o.temperature, 0, 100, "X",
+                       "generate: logits divided by X (0 takes the most likely)"),
+        HL_OPTION_INT("top-k", &o.top_k, 0, 10000000, "K",
+                      "generate: sample among the K most likely (0: all)"),
+        HL_OPTION_TEXT("out", &o.out, "DIR", "where the files go"),
+        HL_OPTION_TEXT("heads", &o.heads, "L.H,...",
+                       "heads by layer and head index, e.g. 1.3,0.2 or L1H3,L0H2"),
+        HL_OPTION_TEXT("text", &o.text, "STR",
+                       "maps, report: the input (charlm: text, in the model's vocabulary)"),
+        HL_OPTION_INT("offset", &o.offset, 0, 2147483647, "N",
+                      "maps, report with --data: the token the input starts at"),
+        HL_OPTION_TEXT("data", &o.data, "FILE",
+                       "charlm models: the text to evaluate on (scores: detectors on its windows "
+                       "too; maps: the input); a token file of build/tokenize is read as its "
+                       "tokens (its vocabulary must be the model's)"),
+        HL_OPTION_INT("windows", &o.windows, 1, 1000000, "N",
+                      "charlm: evenly spaced windows of n_ctx+1 tokens"),
+        HL_OPTION_FLAG("repeat", &o.repeat,
+                       "ablate, importance on charlm: instead, windows of n_ctx/2 tokens each "
+                       "followed by itself, scored on the second half (\"repeat\") and the first "
+                       "(\"first\"; importance sums both)"),
+        HL_OPTION_INT("seed", &o.seed, 0, 2147483647, "N",
+                      "toy models: seed of the evaluation sequences (toy_heads' held-out set); "
+                      "generate: the sampling's; the induction task: its sequences'"),
+        HL_OPTION_INT("sequences", &o.sequences, 1, 1000000, "N",
+                      "toy models: evaluation sequences (1000); scores, circuits, report on a "
+                      "text model: the probe's sequences (100, fewer past 256 positions); the "
+                      "induction task of patch, paths, attrib and logit-lens: its sequences (20)",
+                      .dflt = ""),
+        HL_OPTION_INT("batch", &o.batch, 1, 100000, "N",
+                      "sequences per forward pass; the importance takes one backward pass per "
+                      "batch", .dflt = "toy 250, charlm 16"),
+        HL_OPTION_INT("threads", &o.threads, 1, 1024, "N", "OpenMP threads",
+                      .dflt = "OMP_NUM_THREADS, else all cores"),
+        HL_OPTION_TEXT("act", &o.act, "LIST",
+                       "activations: z, q, k, v, pattern, resid (patch: z; paths: q,k,v)",
+                       .group = "patch, paths, attrib, logit-lens:"),
+        HL_OPTION_FLAG("per-position", &o.per_position, "patch, one (head, position) at a time"),
+        HL_OPTION_TEXT("metric", &o.metric, "NAME",
+                       "loss (of the answer) or logit-diff (answer minus wrong token: the "
+                       "corrupted text's next byte, or for the induction task what the corrupted "
+                       "first half predicts)", .dflt = "loss"),
+        HL_OPTION_TEXT("clean", &o.clean, "STR", "the two-input task's clean input (TASK above)"),
+        HL_OPTION_TEXT("corrupt", &o.corrupt, "STR", "its corrupted input, of the same length"),
+        HL_OPTION_TEXT("positions", &o.positions, "LIST", "its scored positions (\"3,7\")",
+                       .dflt = "the last with a next token"),
+        HL_OPTION_TEXT("pairs", &o.pairs, "FILE", "a file of pairs (TASK above); not with --clean"),
+        HL_OPTION_FLAG("curve", &o.curve,
+                       "prune: remove the least important heads step by step (prune_curve.csv, "
+                       "prune_curve.png); report: add the pruning curve",
+                       .group = "prune --curve:"),
+        HL_OPTION_REAL("step-fraction", &o.step_fraction, 1e-6, 1, "X",
+                       "share of the remaining heads pruned per step (at least one head per step, "
+                       "never a layer's last head)"),
+        HL_OPTION_INT("finetune", &o.finetune, 0, 10000000, "N",
+                      "AdamW steps after each pruning step"),
+        HL_OPTION_TEXT("finetune-data", &o.finetune_data, "FILE",
+                       "charlm: the text to fine-tune on (required with --finetune)"),
+        HL_OPTION_REAL("lr", &o.lr, 0, 10, "X", "fine-tuning learning rate"),
+        HL_OPTION_INT("timing-runs", &o.timing_runs, 1, 1000, "N",
+                      "timed forward passes per point; the median is kept"),
         {0},
     };
     for (int i = 0; opts[i].name; i++)
         opts[i].given = &given[i];
-    hl_cli_status status = hl_cli_parse("heads", opts, 2, argc, argv, stderr);
-    if (status == HL_CLI_HELP) {
-        usage(stdout);
+    if (o.cmd == CMD_COUNT) { /* heads --help */
+        hl_cli_usage(stdout, &usage, opts);
         hl_cli_print_kernels(stdout);
         exit(0);
     }
-    if (status == HL_CLI_BAD)
-        exit(2);
+    /* The flags after the command: argv[2..]. */
+    hl_cli_parse_or_exit("heads", &usage, opts, argc - 1, argv + 1);
     check_combinations(&o, opts);
     /* The induction task's sequences: fewer than an evaluation set's. */
     if (o.cmd >= CMD_PATCH && !first_given(opts, (const char *const[]){"sequences", NULL}))

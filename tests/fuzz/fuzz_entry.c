@@ -269,13 +269,13 @@ int hl_fuzz_cli(const uint8_t *data, size_t size)
     bool flag = false, given = false;
     hl_opt_list list = {0};
     const hl_opt opts[] = {
-        HL_OPTION_INT("steps", &steps, 0, 1e8),
-        HL_OPTION_INT("threads", &threads, 1, 1024),
-        {.name = "lr", .kind = HL_OPT_REAL, .value = &lr, .max = 10, .given = &given},
-        {.name = "eps", .kind = HL_OPT_REAL, .value = &eps, .max = 1, .min_open = true},
-        HL_OPTION_TEXT("out", &out),
-        HL_OPTION_FLAG("curve", &flag),
-        HL_OPTION_LIST("op", &list),
+        HL_OPTION_INT("steps", &steps, 0, 1e8, "N", "steps"),
+        HL_OPTION_INT("threads", &threads, 1, 1024, "N", "threads"),
+        HL_OPTION_REAL("lr", &lr, 0, 10, "X", "rate", .given = &given),
+        HL_OPTION_REAL("eps", &eps, 0, 1, "E", "step", .min_open = true),
+        HL_OPTION_TEXT("out", &out, "DIR", "where"),
+        HL_OPTION_FLAG("curve", &flag, "a curve"),
+        HL_OPTION_LIST("op", &list, "NAME", "ops"),
         {0},
     };
     static char messages[4096];
