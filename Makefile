@@ -102,6 +102,8 @@ EXAMPLES := $(patsubst examples/%.c,$(BUILD)/%,$(wildcard examples/*.c)) \
             $(PROGRAM_DIRS:%=$(BUILD)/%)
 TEST_SRC := $(wildcard tests/*.c) tests/fuzz/fuzz_entry.c
 TEST_BIN := $(BUILD)/test_headlab
+# The suites: one per tests/test_<name>.c, which defines Suite *<name>_suite(void).
+TEST_SUITE_NAMES := $(patsubst tests/test_%.c,%,$(wildcard tests/test_*.c))
 
 .PHONY: all lib examples demo test test-one test-other-sets arm asan fuzz bench deps test-deps clean kjv pystd induction install uninstall shared
 all: lib examples
@@ -194,7 +196,9 @@ uninstall:
 
 # The examples suite runs the programs of the same build.
 $(TEST_BIN): $(TEST_SRC) $(wildcard tests/*.h tests/fuzz/*.h) $(LIB) $(EXAMPLES)
-	$(CC) $(CFLAGS) -DHL_BUILD_DIR='"$(BUILD)"' $(TEST_SRC) $(LIB) $(CHECK_LIBS) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -DHL_BUILD_DIR='"$(BUILD)"' \
+	    -D'HL_TEST_SUITES(X)=$(foreach s,$(TEST_SUITE_NAMES),X($(s)))' \
+	    $(TEST_SRC) $(LIB) $(CHECK_LIBS) $(LDLIBS) -o $@
 
 # The King James Bible as plain text (Debian's bible-kjv), for charlm.
 kjv:
@@ -240,8 +244,7 @@ test-one: $(TEST_BIN)
 # The suites that start the example programs, and the rest (the library's).
 PROGRAM_SUITES := examples faults heads heads_patch heads_pretrained gradcheck_tool head_report \
                   dist tokens
-LIBRARY_SUITES := $(filter-out $(PROGRAM_SUITES),\
-                    $(shell sed -n 's/^ *X(\([a-z_]*\)).*/\1/p' tests/suites.h))
+LIBRARY_SUITES := $(filter-out $(PROGRAM_SUITES),$(TEST_SUITE_NAMES))
 
 # The suite again on each other kernel set the CPU has (HL_ISA), float at 1
 # thread: the best set ran both builds at 1 and 2 threads already.

@@ -17,12 +17,12 @@
 
 #include "core/real.h"
 #include "ops/isa.h"
-#include "tests/suites.h"
 
-/* A developer may build with -D'HL_DEV_SUITES(X)=X(softmax)' to link only some suites. */
-#ifdef HL_DEV_SUITES
-#undef HL_TEST_SUITES
-#define HL_TEST_SUITES HL_DEV_SUITES
+/* The suites, X(name) for each tests/test_<name>.c: the Makefile lists them
+ * (HL_TEST_SUITES), so a new suite file is found without registering it;
+ * tools/devtest.sh lists only some. */
+#ifndef HL_TEST_SUITES
+#error "HL_TEST_SUITES(X) lists the suites: build with make"
 #endif
 
 #define DECLARE(name) Suite *name##_suite(void);

@@ -451,7 +451,7 @@ START_TEST(test_charlm_modern)
              HL_BUILD_DIR "/plotcsv --file %s/lm/model.safetensors --x a --y b --out %s/x.png",
              temp_dir, temp_dir);
     expect_failure(command, 2, "model.safetensors");
-    expect_failure(HL_BUILD_DIR "/plotcsv --file tests/suites.h --x a --y b", 2, "required");
+    expect_failure(HL_BUILD_DIR "/plotcsv --file tests/main.c --x a --y b", 2, "required");
     remove_temp_dir();
 }
 END_TEST
@@ -570,45 +570,45 @@ START_TEST(test_charlm_bad_input)
     expect_failure(HL_BUILD_DIR "/charlm --data /nonexistent.txt", 2, "/nonexistent.txt");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/fixtures/optim.safetensors --lr nan", 2,
                    "--lr");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --ctx 4000", 2, "at least");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --schedule linear", 2,
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --ctx 4000", 2, "at least");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --schedule linear", 2,
                    "unknown --schedule linear (cosine, constant or wsd)");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --warmup -1", 2, "--warmup");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --vocab 100", 2,
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --warmup -1", 2, "--warmup");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --vocab 100", 2,
                    "--vocab 100: 0 for the bytes, or more than 256 for learnt words");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --vocab x", 2, "--vocab");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --tokenizer lzw --vocab 300", 2,
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --vocab x", 2, "--vocab");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --tokenizer lzw --vocab 300", 2,
                    "unknown --tokenizer lzw (bytes, words or bpe)");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --tokenizer bpe", 2,
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --tokenizer bpe", 2,
                    "--tokenizer bpe needs --vocab N, N > 256");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --tokenizer bpe --vocab 200", 2,
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --tokenizer bpe --vocab 200", 2,
                    "--vocab 200: 0 for the bytes");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --tokenizer bytes --vocab 300", 2,
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --tokenizer bytes --vocab 300", 2,
                    "--tokenizer bytes with --vocab 300: the bytes are 256 tokens");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --pos-init fourier", 2,
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --pos-init fourier", 2,
                    "unknown --pos-init fourier (normal or sinusoidal)");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --emb-std 0", 2, "--emb-std");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --pos alibi", 2,
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --emb-std 0", 2, "--emb-std");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --pos alibi", 2,
                    "unknown --pos alibi (learned, sinusoidal, rope or none)");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --norm batchnorm", 2,
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --norm batchnorm", 2,
                    "unknown --norm batchnorm");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --mlp relu", 2,
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --mlp relu", 2,
                    "unknown --mlp relu");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --softcap -1", 2, "--softcap");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --resume x --qk-norm", 2,
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --softcap -1", 2, "--softcap");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --resume x --qk-norm", 2,
                    "--qk-norm or --softcap with --resume");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --pos rope --pos-init sinusoidal",
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --pos rope --pos-init sinusoidal",
                    2, "--pos-init sinusoidal starts learned positions");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --pos rope --heads 2 --d-model 6",
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --pos rope --heads 2 --d-model 6",
                    2, "even head width");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --rope-base 1", 2, "--rope-base");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --rope-base 500", 2,
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --rope-base 1", 2, "--rope-base");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --rope-base 500", 2,
                    "--rope-base belongs to --pos rope (--pos is learned)");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --no-mlp --mlp swiglu", 2,
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --no-mlp --mlp swiglu", 2,
                    "--no-mlp with --mlp swiglu");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --resume x --smear", 2,
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --resume x --smear", 2,
                    "the model comes from the checkpoint");
-    expect_failure(HL_BUILD_DIR "/charlm --data tests/suites.h --val-windows -3", 2,
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --val-windows -3", 2,
                    "--val-windows");
 }
 END_TEST

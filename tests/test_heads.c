@@ -733,7 +733,7 @@ START_TEST(test_program_outputs)
     ck_assert_str_eq(first, "heads,ablation,text_loss,text_accuracy,delta_text_loss,icl_score\n");
     snprintf(command, sizeof command,
              HEADS "prune --curve --model %s/char/checkpoint.safetensors --data " GPL_TEXT " "
-             "--windows 8 --finetune 2 --finetune-data tests/suites.h --timing-runs 1 "
+             "--windows 8 --finetune 2 --finetune-data tests/main.c --timing-runs 1 "
              "--out %s/t", work, work);
     tu_run_ok(command);
 }

@@ -254,14 +254,14 @@ START_TEST(test_bad_token_files)
     expect_failure(HL_BUILD_DIR "/tokenize --out /tmp/x", 2, "no text files");
     expect_failure(HL_BUILD_DIR "/tokenize /nonexistent.txt --out /tmp/x", 2,
                    "/nonexistent.txt");
-    expect_failure(HL_BUILD_DIR "/tokenize tests/suites.h", 2, "--out");
-    expect_failure(HL_BUILD_DIR "/tokenize tests/suites.h --out /tmp/x --tokenizer bpe", 2,
+    expect_failure(HL_BUILD_DIR "/tokenize tests/main.c", 2, "--out");
+    expect_failure(HL_BUILD_DIR "/tokenize tests/main.c --out /tmp/x --tokenizer bpe", 2,
                    "--learn");
-    expect_failure(HL_BUILD_DIR "/tokenize tests/suites.h --out /tmp/x --learn 100", 2,
+    expect_failure(HL_BUILD_DIR "/tokenize tests/main.c --out /tmp/x --learn 100", 2,
                    "--learn");
-    expect_failure(HL_BUILD_DIR "/tokenize tests/suites.h --out /tmp/x --vocab-from /nonexist",
+    expect_failure(HL_BUILD_DIR "/tokenize tests/main.c --out /tmp/x --vocab-from /nonexist",
                    2, "/nonexist");
-    expect_failure(HL_BUILD_DIR "/tokenize tests/suites.h --out /tmp/x --val-fraction 1", 2,
+    expect_failure(HL_BUILD_DIR "/tokenize tests/main.c --out /tmp/x --val-fraction 1", 2,
                    "--val-fraction");
     remove_dir();
 }
@@ -316,13 +316,13 @@ START_TEST(test_tokenize_pretrained)
              "tests/fixtures/gpt2-tokenizer/tokenizer.json --print %s", path);
     ck_assert_int_eq(tu_run(command, out, sizeof out), 0);
     ck_assert_str_eq(out, "15496 995 198\n");
-    expect_failure(HL_BUILD_DIR "/tokenize --pretrained /nonexistent --print tests/suites.h", 2,
+    expect_failure(HL_BUILD_DIR "/tokenize --pretrained /nonexistent --print tests/main.c", 2,
                    "/nonexistent");
     expect_failure(HL_BUILD_DIR "/tokenize --pretrained tests/fixtures/gpt2-tokenizer --print "
-                   "tests/suites.h --out /tmp/x", 2, "--print FILE encodes that one file");
-    expect_failure(HL_BUILD_DIR "/tokenize tests/suites.h --out /tmp/x --pretrained d "
+                   "tests/main.c --out /tmp/x", 2, "--print FILE encodes that one file");
+    expect_failure(HL_BUILD_DIR "/tokenize tests/main.c --out /tmp/x --pretrained d "
                    "--learn 300", 2, "--pretrained takes that vocabulary as it is");
-    expect_failure(HL_BUILD_DIR "/tokenize tests/suites.h --out /tmp/x --pretrained d "
+    expect_failure(HL_BUILD_DIR "/tokenize tests/main.c --out /tmp/x --pretrained d "
                    "--vocab-from m", 2, "one vocabulary, not two");
     remove_dir();
 }

@@ -8,8 +8,12 @@
 #include <stdint.h>
 
 #include "headlab.h"
-#include "tests/suites.h"
 
+/* Every suite's constructor, Suite *<name>_suite(void) of tests/test_<name>.c:
+ * the Makefile lists the files as HL_TEST_SUITES(X) = X(arena) X(attention) ... */
+#ifndef HL_TEST_SUITES
+#error "HL_TEST_SUITES(X) lists the suites: build with make"
+#endif
 #define HL_DECLARE_SUITE(name) Suite *name##_suite(void);
 HL_TEST_SUITES(HL_DECLARE_SUITE)
 

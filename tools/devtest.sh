@@ -16,7 +16,7 @@ out=/tmp/devtest_$(echo "$suites" | tr , _)${real:+_double}
 gcc -std=c11 -O1 -g -fopenmp -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
     -D_POSIX_C_SOURCE=200809L $real -I. $(pkg-config --cflags check libcjson) \
     -fsanitize=address,undefined -fno-sanitize-recover=undefined \
-    "-DHL_DEV_SUITES(X)=$list" \
+    "-DHL_TEST_SUITES(X)=$list" \
     core/error.c core/tensor.c core/arena.c core/rng.c core/graph.c core/params.c core/gradcheck.c \
     ops/op_table.c ops/op_common.c "$@" tests/main.c tests/testutil.c $tests \
     -Wl,--unresolved-symbols=ignore-all $(pkg-config --libs check libcjson) -lm -o "$out"
