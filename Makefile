@@ -73,7 +73,10 @@ LDLIBS  := $(PKG_LIBS) -lm
 
 # The library's folders, each building only on some before it (tools/check_layers.sh).
 LIB_DIRS := core files text data ops cli models viz train io tasks gradcheck analysis report
-LIB_SRC  := $(wildcard $(LIB_DIRS:%=%/*.c))
+# gradcheck/cases/ holds one file of gradient checks per op file; cases.c
+# joins their tables, listed here as HL_GRADCHECK_FILES(X).
+GRADCHECK_FILES := $(wildcard gradcheck/cases/*.c)
+LIB_SRC  := $(wildcard $(LIB_DIRS:%=%/*.c)) $(GRADCHECK_FILES)
 # The kernel sets (ops/kernels/, on ops/simd.h): every source compiled once
 # per instruction set of the target, with that set's flags.
 TARGET_CPU := $(firstword $(subst -, ,$(shell $(CC) -dumpmachine)))
@@ -152,9 +155,13 @@ PIC_OBJ    := $(LIB_OBJ:$(BUILD)/obj/%=$(BUILD)/pic/%)
 SHARED     := $(BUILD)/libheadlab.so.$(VERSION)
 INTERNAL_HEADERS := core/internal.h io/internal.h ops/internal.h ops/kernels.h ops/simd.h ops/gemm.h \
                     ops/tile_gemm.h ops/vmath.h text/vocab_impl.h text/hash.h \
-                    text/pretrained_impl.h
+                    text/pretrained_impl.h gradcheck/case.h
 PUBLIC_HEADERS := headlab.h $(filter-out $(INTERNAL_HEADERS),$(wildcard $(LIB_DIRS:%=%/*.h)))
 PROGRAMS   := $(notdir $(EXAMPLES))
+
+$(BUILD)/obj/gradcheck/cases.o $(BUILD)/pic/gradcheck/cases.o: $(GRADCHECK_FILES)
+$(BUILD)/obj/gradcheck/cases.o $(BUILD)/pic/gradcheck/cases.o: CFLAGS += \
+    -D'HL_GRADCHECK_FILES(X)=$(foreach f,$(GRADCHECK_FILES:gradcheck/cases/%.c=%),X($(f)))'
 
 $(BUILD)/pic/%.o: %.c $(wildcard $(LIB_DIRS:%=%/*.h)) headlab.h
 	@mkdir -p $(dir $@)

@@ -4,8 +4,9 @@
  * (1, 3, 5, 7, 17: no tile size divides them) drawn from fixed seeds, away
  * from kinks. build/gradcheck runs them; so can a test.
  *
- * It lives in models/ because it sits on top of ops/ and the models: a
- * check of everything has to know everything.
+ * Each case is written in the file of gradcheck/cases/ named after its op's
+ * file (gradcheck/case.h says how); its own folder sits on top of ops/ and
+ * the models, since a check of everything has to know everything.
  *
  * The cases, by name:
  *   linear; matmul, matmul_ta, matmul_tb, matmul_tab (HL_TRANS_A/B flags);
