@@ -7,12 +7,20 @@
 #include "core/arena.h"
 #include "ops/kernels.h"
 #include "train/muon.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* Kernels go parallel above this many values (cf. HL_PARALLEL_MIN_WORK). */
 #define OPTIM_PARALLEL_MIN 32768
 
 /* Parameters per parallel chunk of the elementwise steps: whole vectors and pages. */
 #define ADAMW_CHUNK 8192
+
+/* Muon's matrices are orthogonalised one per thread, in parallel, when every
+ * thread's Newton–Schulz work fits in this much memory together; above it,
+ * one after another, each on the whole team. */
+#define MUON_TEAM_WORK_BYTES ((size_t)256 << 20)
 
 /* A run of values one elementwise group updates (AdamW, SGD). */
 typedef struct {
@@ -31,7 +39,11 @@ struct hl_optim_plan {
     size_t n_segments, elementwise; /* segments, and the values they cover */
     matrix *matrices;
     size_t n_matrices;
-    hl_real *work; /* Muon: the update direction (largest matrix), then Newton–Schulz's work */
+    /* Muon: per thread, the update direction (largest matrix), then
+     * Newton–Schulz's work; `slots` such areas `slot` values apart. */
+    hl_real *work;
+    size_t slot;
+    int slots;
 };
 
 static hl_status check_config(const hl_optim_config *c, int group, hl_error *err)
@@ -156,9 +168,19 @@ static hl_status plan_new(hl_optim *opt, const hl_optim_groups *gs, hl_error *er
         return err->status;
     plan->segments = malloc((plan->n_segments ? plan->n_segments : 1) * sizeof *plan->segments);
     plan->matrices = malloc((plan->n_matrices ? plan->n_matrices : 1) * sizeof *plan->matrices);
-    const size_t bytes = work * sizeof(hl_real);
-    plan->work = work ? aligned_alloc(HL_ARENA_ALIGN, (bytes + HL_ARENA_ALIGN - 1) /
-                                                          HL_ARENA_ALIGN * HL_ARENA_ALIGN)
+    /* Small products waste most of a team on fork, join and split packing: a
+     * slot per thread lets each orthogonalise whole matrices (same bits). */
+    plan->slot = (work * sizeof(hl_real) + HL_ARENA_ALIGN - 1) / HL_ARENA_ALIGN * HL_ARENA_ALIGN /
+                 sizeof(hl_real);
+    plan->slots = 1;
+#ifdef _OPENMP
+    const int threads = omp_get_max_threads();
+    if (threads > 1 && plan->n_matrices > 1 &&
+        plan->slot * sizeof(hl_real) * (size_t)threads <= MUON_TEAM_WORK_BYTES)
+        plan->slots = threads;
+#endif
+    plan->work = work ? aligned_alloc(HL_ARENA_ALIGN, plan->slot * sizeof(hl_real) *
+                                                          (size_t)plan->slots)
                       : NULL;
     if (!plan->segments || !plan->matrices || (work && !plan->work))
         return hl_error_set(err, HL_ERR_NOMEM, "optim: out of memory for the optimizer state");
@@ -306,14 +328,15 @@ static void elementwise_step(hl_optim *opt, double lr_scale, hl_real scale)
     }
 }
 
-/* One matrix's Muon update (see optim.h). */
-static void muon_step(hl_optim *opt, const matrix *x, double lr_scale, hl_real scale)
+/* One matrix's Muon update (see optim.h), with work (plan->slot values) of
+ * its own. */
+static void muon_step(hl_optim *opt, const matrix *x, double lr_scale, hl_real scale,
+                      hl_real *u)
 {
     const hl_optim_config *c = &opt->cfg[x->group];
     const size_t n = (size_t)x->rows * x->cols;
     hl_real *w = hl_params_values(opt->params) + x->at, *buf = opt->m + x->at;
     const hl_real *grad = hl_params_grads(opt->params) + x->at;
-    hl_real *u = opt->plan->work;
     const hl_real mu = (hl_real)c->momentum;
 #pragma omp parallel for if (n >= OPTIM_PARALLEL_MIN) schedule(static)
     for (size_t i = 0; i < n; i++) {
@@ -329,13 +352,39 @@ static void muon_step(hl_optim *opt, const matrix *x, double lr_scale, hl_real s
         w[i] -= rate * (stretch * u[i] + decay * w[i]);
 }
 
+/* Every Muon matrix: with a slot per thread, the team shares out whole
+ * matrices (each one's update is computed by one thread, in one order, so the
+ * bits do not depend on which thread or how many); else one after another,
+ * each on the whole team. */
+static void muon_steps(hl_optim *opt, double lr_scale, hl_real scale)
+{
+    const hl_optim_plan *plan = opt->plan;
+    const int n = (int)plan->n_matrices;
+    int team = 1;
+#ifdef _OPENMP
+    team = omp_get_max_threads() < plan->slots ? omp_get_max_threads() : plan->slots;
+#endif
+    if (team > 1 && n >= team) {
+#pragma omp parallel for num_threads(team) schedule(dynamic, 1)
+        for (int k = 0; k < n; k++) {
+            int slot = 0;
+#ifdef _OPENMP
+            slot = omp_get_thread_num();
+#endif
+            muon_step(opt, &plan->matrices[k], lr_scale, scale, plan->work + plan->slot * slot);
+        }
+        return;
+    }
+    for (int k = 0; k < n; k++)
+        muon_step(opt, &plan->matrices[k], lr_scale, scale, plan->work);
+}
+
 void hl_optim_step_scaled(hl_optim *opt, double lr_scale, double grad_scale)
 {
     opt->step++;
     const hl_real scale = (hl_real)grad_scale;
     elementwise_step(opt, lr_scale, scale);
-    for (size_t k = 0; k < opt->plan->n_matrices; k++)
-        muon_step(opt, &opt->plan->matrices[k], lr_scale, scale);
+    muon_steps(opt, lr_scale, scale);
 }
 
 void hl_optim_step(hl_optim *opt, double lr_scale) { hl_optim_step_scaled(opt, lr_scale, 1); }
