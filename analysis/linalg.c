@@ -118,9 +118,14 @@ static hl_status hessenberg_qr(cplx *h, int n, double norm, double *re, double *
     hl_status s = HL_OK;
     for (int hi = n - 1, iter = 0; hi >= 0;) {
         int lo = hi;
+        /* A subdiagonal entry is negligible against its two diagonal
+         * neighbours, or against the whole matrix: the second keeps a cluster
+         * of tiny eigenvalues (a low-rank circuit's) from iterating for ever,
+         * at a backward error of DBL_EPSILON·|A|, as any stable solver has. */
         while (lo > 0) {
-            double scale = cabs(h[lo * n + lo]) + cabs(h[(lo - 1) * n + lo - 1]);
-            if (cabs(h[lo * n + lo - 1]) <= DBL_EPSILON * (scale > 0 ? scale : norm))
+            const double scale = cabs(h[lo * n + lo]) + cabs(h[(lo - 1) * n + lo - 1]);
+            const double sub = cabs(h[lo * n + lo - 1]);
+            if (sub <= DBL_EPSILON * scale || sub <= DBL_EPSILON * norm)
                 break;
             lo--;
         }

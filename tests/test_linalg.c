@@ -1,6 +1,7 @@
 /* Tests for analysis/linalg.c: eigenvalues of matrices whose spectrum is known
  * by construction (rotations, similarity transforms of triangular matrices). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "analysis/linalg.h"
@@ -82,6 +83,39 @@ START_TEST(test_zero_one_by_one_and_bad_input)
 }
 END_TEST
 
+/* A head's OV circuit (32,32) from a charlm model (perl text, speedrun recipe
+ * with AdamW, step 200), on which the QR iteration once cycled among its tiny
+ * eigenvalues until the iteration limit: it must converge, to eigenvalues
+ * whose sum is the trace and whose squares sum to trace(A²). */
+START_TEST(test_low_rank_circuit_converges)
+{
+    enum { N = 32 };
+    double a[N * N], re[N], im[N];
+    FILE *f = fopen("tests/fixtures/linalg/ov_circuit_32.txt", "r");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < N * N; i++)
+        ck_assert_int_eq(fscanf(f, "%lf", &a[i]), 1);
+    fclose(f);
+    hl_error err = {0};
+    ck_assert_msg(hl_eigenvalues(N, a, re, im, &err) == HL_OK, "%s", err.message);
+    double trace = 0, trace2 = 0, sum = 0, sum_im = 0, sum2 = 0, norm = 0;
+    for (int i = 0; i < N; i++) {
+        trace += a[i * N + i];
+        for (int k = 0; k < N; k++)
+            trace2 += a[i * N + k] * a[k * N + i];
+        sum += re[i];
+        sum_im += im[i];
+        sum2 += re[i] * re[i] - im[i] * im[i];
+    }
+    for (int i = 0; i < N * N; i++)
+        norm += a[i] * a[i];
+    ck_assert_msg(fabs(sum - trace) < 1e-9 * sqrt(norm), "sum %.12g, trace %.12g", sum, trace);
+    ck_assert_msg(fabs(sum_im) < 1e-9 * sqrt(norm), "imaginary parts sum to %g", sum_im);
+    ck_assert_msg(fabs(sum2 - trace2) < 1e-8 * norm, "sum of squares %.12g, trace(A²) %.12g",
+                  sum2, trace2);
+}
+END_TEST
+
 START_TEST(test_matmul_with_transposes)
 {
     const double a[6] = {1, 2, 3, 4, 5, 6}; /* (2,3) */
@@ -104,6 +138,7 @@ Suite *linalg_suite(void)
     tcase_add_test(tc, test_rotation_has_imaginary_pair);
     tcase_add_test(tc, test_similar_matrices_share_eigenvalues);
     tcase_add_test(tc, test_zero_one_by_one_and_bad_input);
+    tcase_add_test(tc, test_low_rank_circuit_converges);
     tcase_add_test(tc, test_matmul_with_transposes);
     suite_add_tcase(s, tc);
     return s;
