@@ -86,7 +86,7 @@ static bool apply_preset(options *o, const char *name)
     o->optim = "muon";
     o->lr = 3e-3;
     o->schedule = "wsd";
-    o->decay_frac = 0.3;
+    o->decay_frac = 0.5;
     return true;
 }
 
@@ -131,7 +131,7 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_TEXT("preset", &o.preset, "NAME",
                        "speedrun: the recipe of today's small-GPT speedruns (rope, rmsnorm, "
                        "--qk-norm, --mlp relu2, --zero-init, --softcap 30, --optim muon, --lr "
-                       "3e-3, --schedule wsd --decay-frac 0.3), printed at the start; any of "
+                       "3e-3, --schedule wsd --decay-frac 0.5), printed at the start; any of "
                        "those flags given overrides it"),
         HL_OPTION_TEXT("init-from", &o.init_from, "DIR",
                        "fine-tune a pretrained model: a Hugging Face folder (GPT-2, Pythia, "

@@ -456,6 +456,49 @@ START_TEST(test_charlm_modern)
 }
 END_TEST
 
+/* --preset speedrun: the recipe's flags printed at the start, the model and
+ * optimizer they set, a flag given too overriding the preset's value, and a
+ * falling loss. */
+START_TEST(test_charlm_preset)
+{
+    make_temp_dir();
+    char path[256], command[1024], out[8192];
+    write_verse_text(path, sizeof path);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s --ctx 16 --d-model 32 --heads 2 --layers 2 "
+             "--batch 8 --eval-every 30 --steps 60 --warmup 10 --decay-frac 0.25 "
+             "--preset speedrun --out %s/lm --sample 0 --no-report", path, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "preset speedrun: --pos rope --norm rmsnorm --mlp relu2 --qk-norm "
+                              "--zero-init --softcap 30 --optim muon --muon-lr 0.02 --lr 0.003 "
+                              "--schedule wsd --decay-frac 0.25"), "%s", out);
+    ck_assert_msg(strstr(out, "optimizer: Muon"), "%s", out);
+    char file[256];
+    snprintf(file, sizeof file, "%s/lm/model.safetensors", temp_dir);
+    hl_error err = {0};
+    hl_gpt *m = hl_gpt_load(file, &err);
+    ck_assert_msg(m, "%s", err.message);
+    ck_assert(m->cfg.pos == HL_GPT_POS_ROPE && m->cfg.norm == HL_GPT_NORM_RMS &&
+              m->cfg.mlp == HL_GPT_MLP_RELU2 && m->cfg.qk_norm && m->cfg.softcap == 30);
+    hl_gpt_free(m);
+    snprintf(file, sizeof file, "%s/lm/train.csv", temp_dir);
+    FILE *f = fopen(file, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[256];
+    double first = -1, last = -1, v;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "%*[^,],%*[^,],%lf", &v) == 1) {
+            first = first < 0 ? v : first;
+            last = v;
+        }
+    fclose(f);
+    ck_assert_msg(last > 0 && last < first - 0.5, "validation loss %g -> %g", first, last);
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --preset fastest", 2,
+                   "unknown --preset fastest (speedrun)");
+    remove_temp_dir();
+}
+END_TEST
+
 /* charlm with --tokenizer bpe: the model file keeps the merges, a resumed run
  * reads them from the checkpoint, and heads labels its maps with BPE pieces. */
 START_TEST(test_charlm_bpe)
@@ -757,6 +800,7 @@ Suite *examples_suite(void)
     tcase_add_test(tc, test_charlm_learns_and_resumes);
     tcase_add_test(tc, test_charlm_words);
     tcase_add_test(tc, test_charlm_modern);
+    tcase_add_test(tc, test_charlm_preset);
     tcase_add_test(tc, test_charlm_bpe);
     tcase_add_test(tc, test_induction_script);
     tcase_add_test(tc, test_charlm_bad_input);
