@@ -93,8 +93,17 @@ hl_status hl_heads_copying(const hl_gpt *m, double *out, hl_error *err)
     for (int l = 0; l < L; l++)
         for (int h = 0; h < stride; h++) {
             out[l * stride + h] = NAN;
-            if (s == HL_OK && h < hl_gpt_layer_heads(&m->cfg, l))
-                s = head_copying(m, l, h, ue, scratch, &out[l * stride + h], err);
+            if (s != HL_OK || h >= hl_gpt_layer_heads(&m->cfg, l))
+                continue;
+            /* A head whose eigenvalues cannot be found (non-finite weights,
+             * no convergence) keeps NaN: one score lost, not the study (nor
+             * a training run that reports its heads). */
+            hl_error head_err = {0};
+            s = head_copying(m, l, h, ue, scratch, &out[l * stride + h], &head_err);
+            if (s == HL_ERR_NUMERIC)
+                s = HL_OK;
+            else if (s != HL_OK)
+                hl_error_set(err, s, "%s", head_err.message);
         }
     free(emb);
     free(u);

@@ -18,7 +18,10 @@
 #include "models/gpt.h"
 
 /* Every head's copying score: cfg.n_layers * cfg.n_heads entries, row stride
- * cfg.n_heads; entries past a pruned layer's heads are NaN. */
+ * cfg.n_heads; entries past a pruned layer's heads are NaN, and so are those
+ * of heads whose eigenvalues cannot be found (non-finite weights, a QR
+ * iteration that does not converge). Fails only for want of memory or on a
+ * model it cannot read. */
 hl_status hl_heads_copying(const hl_gpt *m, double *out, hl_error *err);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/copying.h"
 #include "analysis/detectors.h"
 #include "analysis/roles.h"
 #include "io/safetensors.h"
@@ -147,6 +148,22 @@ START_TEST(test_forced_previous_token_and_copying_heads)
 }
 END_TEST
 
+/* A head whose OV circuit holds a NaN gets a NaN copying score; the others
+ * keep theirs and the call succeeds. */
+START_TEST(test_copying_of_a_broken_head_is_nan)
+{
+    hl_gpt *m = hm_previous_token_model(2, 1);
+    const int E = m->cfg.d_model;
+    m->blocks[1].attn.in_proj_weight->data[(size_t)2 * E * E] = NAN; /* L1's first V row */
+    double copying[2];
+    hl_error err = {0};
+    ck_assert_msg(hl_heads_copying(m, copying, &err) == HL_OK, "%s", err.message);
+    ck_assert_double_eq_tol(copying[0], 1, 1e-9);
+    ck_assert(isnan(copying[1]));
+    hl_gpt_free(m);
+}
+END_TEST
+
 /* TransformerLens's three detectors against its own formulas computed in
  * PyTorch (tests/make_detector_fixtures.py) on the same maps and tokens. */
 START_TEST(test_transformer_lens_detectors_match_its_formula)
@@ -238,6 +255,7 @@ Suite *detectors_suite(void)
     tcase_add_test(tc, test_each_detector_on_forced_maps);
     tcase_add_test(tc, test_uniform_attention_entropy_and_probe_induction);
     tcase_add_test(tc, test_forced_previous_token_and_copying_heads);
+    tcase_add_test(tc, test_copying_of_a_broken_head_is_nan);
     tcase_add_test(tc, test_transformer_lens_detectors_match_its_formula);
     tcase_add_test(tc, test_roles_join_and_first);
     suite_add_tcase(s, tc);
