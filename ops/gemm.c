@@ -3,6 +3,7 @@
  * (ops/kernels/gemm_micro.c). */
 #include "ops/gemm.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,10 +222,20 @@ static void scale_block(const gemm_shape *s, hl_real *C, int m0, int m1, int n0,
 }
 
 /* Each thread's packing buffer, kept from call to call and grown when a call
- * needs more (to 2.2 MiB at most; never freed): a fresh allocation per call
- * would often be freshly mapped memory, paying a page fault per 4 KiB. */
+ * needs more (to 2.2 MiB at most): a fresh allocation per call would often be
+ * freshly mapped memory, paying a page fault per 4 KiB. A thread that exits
+ * (OpenMP ends the surplus ones when a team shrinks) frees its buffer through
+ * the key's destructor. */
 static _Thread_local hl_real *thread_buf;
 static _Thread_local size_t thread_buf_bytes;
+static pthread_key_t thread_buf_key;
+static pthread_once_t thread_buf_once = PTHREAD_ONCE_INIT;
+static bool thread_buf_keyed; /* the key exists (its creation can fail) */
+
+static void thread_buf_make_key(void)
+{
+    thread_buf_keyed = pthread_key_create(&thread_buf_key, free) == 0;
+}
 
 /* Buffers for blocks of up to mb×nb of C; false when out of memory. */
 static bool work_alloc(gemm_work *w, const gemm_shape *s, int mb, int nb)
@@ -240,6 +251,9 @@ static bool work_alloc(gemm_work *w, const gemm_shape *s, int mb, int nb)
         thread_buf_bytes = thread_buf ? bytes_a + bytes_b : 0;
         if (!thread_buf)
             return false;
+        pthread_once(&thread_buf_once, thread_buf_make_key);
+        if (thread_buf_keyed)
+            pthread_setspecific(thread_buf_key, thread_buf);
     }
     w->a = thread_buf;
     w->b = thread_buf + bytes_a / sizeof(hl_real);
