@@ -3,7 +3,8 @@
 #   make            the library (build/libheadlab.a) and the example programs
 #   make demo       installs missing packages, builds, runs the main example
 #   make test       the layering check, the install test, the docs check (links, every
-#                   program's flags on its page in docs/programs/), then the Check suite:
+#                   program's flags on its page in docs/programs/, the listings of the
+#                   programs' output in the docs rerun and compared), then the Check suite:
 #                   float and double builds, 1 and 2 OpenMP threads on the CPU's best kernel
 #                   set, then float at 1 thread on each other set it has (installs chromium
 #                   for the report test)
@@ -23,6 +24,8 @@
 #   make install    the library (libheadlab.a, libheadlab.so.0), its headers under
 #                   include/headlab/, the programs and headlab.pc, into PREFIX (/usr/local);
 #                   make uninstall removes them
+#   make listings   reruns the programs' listings in the docs and writes their output back
+#                   (tools/listings.sh; `make test` fails when one is out of date)
 #   make kjv        out/kjv/kjv.txt: the King James Bible from Debian's bible-kjv, for charlm
 #   make pystd      out/pystd/pystd.txt: the Python 3.11 standard library's modules as one text
 #   make deps       installs missing Debian packages (apt-get; sudo when not root)
@@ -108,7 +111,7 @@ TEST_BIN := $(BUILD)/test_headlab
 # The suites: one per tests/test_<name>.c, which defines Suite *<name>_suite(void).
 TEST_SUITE_NAMES := $(patsubst tests/test_%.c,%,$(wildcard tests/test_*.c))
 
-.PHONY: all lib examples demo test test-one test-other-sets arm asan fuzz bench deps test-deps clean kjv pystd induction install uninstall shared
+.PHONY: all lib examples demo test test-one test-other-sets arm asan fuzz bench deps test-deps clean kjv pystd induction listings install uninstall shared
 all: lib examples
 lib: $(LIB)
 examples: $(EXAMPLES)
@@ -206,6 +209,10 @@ $(TEST_BIN): $(TEST_SRC) $(wildcard tests/*.h tests/fuzz/*.h) $(LIB) $(EXAMPLES)
 	$(CC) $(CFLAGS) -DHL_BUILD_DIR='"$(BUILD)"' \
 	    -D'HL_TEST_SUITES(X)=$(foreach s,$(TEST_SUITE_NAMES),X($(s)))' \
 	    $(TEST_SRC) $(LIB) $(CHECK_LIBS) $(LDLIBS) -o $@
+
+# The docs' listings of program output, rerun and written back.
+listings: examples
+	@tools/listings.sh $(BUILD)
 
 # The King James Bible as plain text (Debian's bible-kjv), for charlm.
 kjv:

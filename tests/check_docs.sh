@@ -27,7 +27,11 @@
 #       benchmarks aside) or a comment of a .c or .h file does not exist: a
 #       path under one of the source folders (core/gelu.c, ops/kernels/set.h),
 #       or a header of a folder's list in a page ("`analysis/` (`roles.h`,
-#       `heads.h`)").
+#       `heads.h`)");
+#   (e) a program listing of README.md or docs/ (a block marked
+#       `<!-- listing -->`) differs from what its commands print now, or a
+#       block of commands is left unmarked: tools/listings.sh --check, which
+#       reruns them (about 20 s; `make listings` rewrites the blocks).
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -306,8 +310,12 @@ while IFS=: read -r f line path; do
     [ -e "$path" ] || problem "$f:$line: names $path, which does not exist"
 done <"$tmp/paths"
 
+# ---- (e) program listings -----------------------------------------------------------
+
+tools/listings.sh --check "$build" || status=1
+
 if [ "$status" = 0 ]; then
     echo "docs: links resolve, every program's flags are on its page, no path outside the"
-    echo "  repository, every source path named exists"
+    echo "  repository, every source path named exists, every listing is the programs' output"
 fi
 exit "$status"
