@@ -62,31 +62,81 @@ typedef void hl_tile_gemm_fn(int m, int n, int k, const hl_real *a, size_t a_row
                              size_t a_col, const hl_real *b, size_t ldb, bool accumulate,
                              hl_real *c, size_t ldc);
 
-/* ---- Row kernels (see ops/vmath.h). */
+/* ---- Row kernels: the one list of them (called through ops/vmath.h).
+ *
+ * F(name, type, (parameters), (arguments)) is a kernel that returns a type,
+ * P(name, (parameters), (arguments)) one that returns nothing. Each line
+ * gives hl_vmath_kernels its field, every set its prototype
+ * (HL_SIMD_FN(hl_vmath_<name>), ops/kernels/set.h) and its entry
+ * (ops/kernels/set.c), and ops/vmath.h the call hl_vmath_<name> through the
+ * set in use: a new row kernel is its code in ops/kernels/ and one line here.
+ * "(+)=" adds, or stores when overwrite. */
+#define HL_VMATH_KERNELS(F, P)                                                                    \
+    /* The largest of x[0..n): NaN if any is NaN, -inf when n is 0. */                           \
+    F(max, hl_real, (const hl_real *x, size_t n), (x, n))                                        \
+    /* y[i] = exp(x[i] - shift) (y may be NULL); returns Σ y[i] summed in double. */              \
+    F(exp_sum, double, (const hl_real *x, hl_real shift, hl_real *y, size_t n), (x, shift, y, n)) \
+    /* y[i] = exp((x[i] - a) - b), each difference rounded to hl_real: the                      \
+     * log-softmax (x - max) - log Σ of PyTorch, exponentiated. */                               \
+    P(exp, (const hl_real *x, hl_real a, hl_real b, hl_real *y, size_t n), (x, a, b, y, n))      \
+    /* y[i] = erf(x[i]). */                                                                      \
+    P(erf, (const hl_real *x, hl_real *y, size_t n), (x, y, n))                                  \
+    /* The exact GELU y[i] = x·Φ(x) = x·0.5·(1 + erf(x/√2)) (PyTorch's formula). */              \
+    P(gelu, (const hl_real *x, hl_real *y, size_t n), (x, y, n))                                 \
+    /* dx[i] (+)= dy[i]·(Φ(x) + x·φ(x)). */                                                      \
+    P(gelu_grad, (const hl_real *x, const hl_real *dy, hl_real *dx, size_t n, bool overwrite),   \
+      (x, dy, dx, n, overwrite))                                                                 \
+    /* GELU's tanh approximation (GPT-2's gelu_new, PyTorch's                                    \
+     * gelu(approximate='tanh')), y[i] = 0.5·x·(1 + tanh(u)), u = √(2/π)·(x +                    \
+     * 0.044715·x³), computed as x·σ(2u) = x/(1 + e^(-2u)): the same value without               \
+     * tanh's cancellation in 1 + tanh(u) for negative x; 2u rounds as twice                     \
+     * PyTorch's u. */                                                                           \
+    P(gelu_tanh, (const hl_real *x, hl_real *y, size_t n), (x, y, n))                            \
+    /* dx[i] (+)= dy[i]·(σ(2u) + x·σ(2u)·(1 - σ(2u))·2u'), 2u' = 2√(2/π)·(1 +                    \
+     * 3·0.044715·x²). */                                                                        \
+    P(gelu_tanh_grad,                                                                            \
+      (const hl_real *x, const hl_real *dy, hl_real *dx, size_t n, bool overwrite),              \
+      (x, dy, dx, n, overwrite))                                                                 \
+    /* SwiGLU's gate: y[i] = silu(gate[i])·up[i] = gate·σ(gate)·up, σ the logistic               \
+     * function (PyTorch's F.silu(gate) * up). */                                                \
+    P(swiglu, (const hl_real *gate, const hl_real *up, hl_real *y, size_t n), (gate, up, y, n))  \
+    /* dgate[i] (+)= dy·up·σ·(1 + gate·(1 - σ)) and dup[i] (+)= dy·gate·σ. */                     \
+    P(swiglu_grad,                                                                               \
+      (const hl_real *gate, const hl_real *up, const hl_real *dy, hl_real *dgate, hl_real *dup,  \
+       size_t n, bool overwrite),                                                                \
+      (gate, up, dy, dgate, dup, n, overwrite))                                                  \
+    /* Cross-entropy's gradient on a row of logits: y[i] (+)= scale·(p[i] - (i ==                \
+     * hot)), p[i] = exp((x[i] - a) - b) as hl_vmath_exp gives it. */                            \
+    P(xent_grad,                                                                                 \
+      (const hl_real *x, hl_real a, hl_real b, hl_real scale, size_t hot, hl_real *y, size_t n,  \
+       bool overwrite),                                                                          \
+      (x, a, b, scale, hot, y, n, overwrite))                                                    \
+    /* ReLU², y[i] = relu(x)² (NaN stays NaN). */                                                \
+    P(relu2, (const hl_real *x, hl_real *y, size_t n), (x, y, n))                                \
+    /* dx[i] (+)= dy[i]·2·relu(x). */                                                            \
+    P(relu2_grad, (const hl_real *x, const hl_real *dy, hl_real *dx, size_t n, bool overwrite),  \
+      (x, dy, dx, n, overwrite))                                                                 \
+    /* Logit soft-capping, y[i] = cap·tanh(x[i]/cap) (cap > 0). The float build's                \
+     * tanh is its Taylor series to u⁹ below |u| = 1/4, else (1 - e)/(1 + e), e =                \
+     * e^(-2|u|): a few ulp (tests/test_vmath.c). */                                             \
+    P(softcap, (const hl_real *x, hl_real cap, hl_real *y, size_t n), (x, cap, y, n))            \
+    /* hl_vmath_xent_grad through the cap: y[i] (+)= scale·(p[i] - (i == hot))·(1                \
+     * - t²), t = tanh(x[i]/cap), p[i] = exp((cap·t - a) - b), cap·t as                          \
+     * hl_vmath_softcap rounds it. */                                                            \
+    P(softcap_xent_grad,                                                                         \
+      (const hl_real *x, hl_real cap, hl_real a, hl_real b, hl_real scale, size_t hot,           \
+       hl_real *y, size_t n, bool overwrite),                                                    \
+      (x, cap, a, b, scale, hot, y, n, overwrite))                                               \
+    /* y[i] += x[i]. */                                                                          \
+    P(add, (const hl_real *x, hl_real *y, size_t n), (x, y, n))
+
+#define HL_VMATH_FIELD_F(name, type, params, args) type(*name) params;
+#define HL_VMATH_FIELD_P(name, params, args) void(*name) params;
 typedef struct {
-    hl_real (*max)(const hl_real *x, size_t n);
-    double (*exp_sum)(const hl_real *x, hl_real shift, hl_real *y, size_t n);
-    void (*exp)(const hl_real *x, hl_real a, hl_real b, hl_real *y, size_t n);
-    void (*erf)(const hl_real *x, hl_real *y, size_t n);
-    void (*gelu)(const hl_real *x, hl_real *y, size_t n);
-    void (*gelu_grad)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
-                      bool overwrite);
-    void (*gelu_tanh)(const hl_real *x, hl_real *y, size_t n);
-    void (*gelu_tanh_grad)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
-                           bool overwrite);
-    void (*swiglu)(const hl_real *gate, const hl_real *up, hl_real *y, size_t n);
-    void (*swiglu_grad)(const hl_real *gate, const hl_real *up, const hl_real *dy,
-                        hl_real *dgate, hl_real *dup, size_t n, bool overwrite);
-    void (*xent_grad)(const hl_real *x, hl_real a, hl_real b, hl_real scale, size_t hot,
-                      hl_real *y, size_t n, bool overwrite);
-    void (*relu2)(const hl_real *x, hl_real *y, size_t n);
-    void (*relu2_grad)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
-                       bool overwrite);
-    void (*softcap)(const hl_real *x, hl_real cap, hl_real *y, size_t n);
-    void (*softcap_xent_grad)(const hl_real *x, hl_real cap, hl_real a, hl_real b, hl_real scale,
-                              size_t hot, hl_real *y, size_t n, bool overwrite);
-    void (*add)(const hl_real *x, hl_real *y, size_t n);
+    HL_VMATH_KERNELS(HL_VMATH_FIELD_F, HL_VMATH_FIELD_P)
 } hl_vmath_kernels;
+#undef HL_VMATH_FIELD_F
+#undef HL_VMATH_FIELD_P
 
 /* ---- The rotary row kernel (see ops/rope.c): for i < half,
  *     y[i]      (+)= x[i]·c[i] - x[half + i]·(sign·s[i])

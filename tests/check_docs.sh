@@ -31,7 +31,10 @@
 #   (e) a program listing of README.md or docs/ (a block marked
 #       `<!-- listing -->`) differs from what its commands print now, or a
 #       block of commands is left unmarked: tools/listings.sh --check, which
-#       reruns them (about 20 s; `make listings` rewrites the blocks).
+#       reruns them (about 20 s; `make listings` rewrites the blocks);
+#   (f) a line of a C block of docs/extending.md (```c, whose code the guide
+#       says the library compiles) is no line of a .c or .h file of the
+#       repository ("..." lines and blank lines aside).
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -314,8 +317,23 @@ done <"$tmp/paths"
 
 tools/listings.sh --check "$build" || status=1
 
+# ---- (f) the guide's code is the library's -------------------------------------------
+
+git ls-files '*.c' '*.h' 2>/dev/null >"$tmp/sources" ||
+    find . -name '*.[ch]' -not -path './build/*' | sed 's|^\./||' >"$tmp/sources"
+xargs cat <"$tmp/sources" | sed 's/[ \t]*$//' | sort -u >"$tmp/source_lines"
+awk '/^```c$/ { c = 1; next } /^```/ { c = 0 } c { print NR "\t" $0 }' docs/extending.md |
+    while IFS='	' read -r line code; do
+        trimmed=$(printf '%s' "$code" | sed 's/[ \t]*$//')
+        case $trimmed in '' | *...) continue ;; esac
+        grep -qxF -- "$trimmed" "$tmp/source_lines" ||
+            echo "docs/extending.md:$line: quotes a line no source has: $trimmed"
+    done >"$tmp/quotes"
+while read -r q; do problem "$q"; done <"$tmp/quotes"
+
 if [ "$status" = 0 ]; then
     echo "docs: links resolve, every program's flags are on its page, no path outside the"
-    echo "  repository, every source path named exists, every listing is the programs' output"
+    echo "  repository, every source path named exists, every listing is the programs' output,"
+    echo "  the extending guide quotes the source"
 fi
 exit "$status"

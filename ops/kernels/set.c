@@ -9,6 +9,9 @@
 #define SET_ISA HL_ISA_PORTABLE
 #endif
 
+#define SET_ENTRY_F(name, type, params, args) .name = HL_SIMD_FN(hl_vmath_##name),
+#define SET_ENTRY_P(name, params, args) .name = HL_SIMD_FN(hl_vmath_##name),
+
 const hl_kernel_set HL_SIMD_FN(hl_kernel_set) = {
     .isa = SET_ISA,
     .fma = HL_SIMD_HAS_FMA,
@@ -16,25 +19,7 @@ const hl_kernel_set HL_SIMD_FN(hl_kernel_set) = {
     .gemm_pack = HL_SIMD_FN(hl_gemm_pack),
     .gemm_pack_transposed = HL_SIMD_FN(hl_gemm_pack_transposed),
     .tile_gemm = HL_SIMD_FN(hl_tile_gemm),
-    .vmath =
-        {
-            .max = HL_SIMD_FN(hl_vmath_max),
-            .exp_sum = HL_SIMD_FN(hl_vmath_exp_sum),
-            .exp = HL_SIMD_FN(hl_vmath_exp),
-            .erf = HL_SIMD_FN(hl_vmath_erf),
-            .gelu = HL_SIMD_FN(hl_vmath_gelu),
-            .gelu_grad = HL_SIMD_FN(hl_vmath_gelu_grad),
-            .gelu_tanh = HL_SIMD_FN(hl_vmath_gelu_tanh),
-            .gelu_tanh_grad = HL_SIMD_FN(hl_vmath_gelu_tanh_grad),
-            .swiglu = HL_SIMD_FN(hl_vmath_swiglu),
-            .swiglu_grad = HL_SIMD_FN(hl_vmath_swiglu_grad),
-            .xent_grad = HL_SIMD_FN(hl_vmath_xent_grad),
-            .relu2 = HL_SIMD_FN(hl_vmath_relu2),
-            .relu2_grad = HL_SIMD_FN(hl_vmath_relu2_grad),
-            .softcap = HL_SIMD_FN(hl_vmath_softcap),
-            .softcap_xent_grad = HL_SIMD_FN(hl_vmath_softcap_xent_grad),
-            .add = HL_SIMD_FN(hl_vmath_add),
-        },
+    .vmath = {HL_VMATH_KERNELS(SET_ENTRY_F, SET_ENTRY_P)},
     .rope_row = HL_SIMD_FN(hl_rope_row),
     .norm =
         {

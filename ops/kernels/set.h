@@ -15,29 +15,11 @@ hl_gemm_pack_fn HL_SIMD_FN(hl_gemm_pack_transposed);
 
 hl_tile_gemm_fn HL_SIMD_FN(hl_tile_gemm);
 
-hl_real HL_SIMD_FN(hl_vmath_max)(const hl_real *x, size_t n);
-double HL_SIMD_FN(hl_vmath_exp_sum)(const hl_real *x, hl_real shift, hl_real *y, size_t n);
-void HL_SIMD_FN(hl_vmath_exp)(const hl_real *x, hl_real a, hl_real b, hl_real *y, size_t n);
-void HL_SIMD_FN(hl_vmath_erf)(const hl_real *x, hl_real *y, size_t n);
-void HL_SIMD_FN(hl_vmath_gelu)(const hl_real *x, hl_real *y, size_t n);
-void HL_SIMD_FN(hl_vmath_gelu_grad)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
-                                    bool overwrite);
-void HL_SIMD_FN(hl_vmath_gelu_tanh)(const hl_real *x, hl_real *y, size_t n);
-void HL_SIMD_FN(hl_vmath_gelu_tanh_grad)(const hl_real *x, const hl_real *dy, hl_real *dx,
-                                         size_t n, bool overwrite);
-void HL_SIMD_FN(hl_vmath_swiglu)(const hl_real *gate, const hl_real *up, hl_real *y, size_t n);
-void HL_SIMD_FN(hl_vmath_swiglu_grad)(const hl_real *gate, const hl_real *up, const hl_real *dy,
-                                      hl_real *dgate, hl_real *dup, size_t n, bool overwrite);
-void HL_SIMD_FN(hl_vmath_xent_grad)(const hl_real *x, hl_real a, hl_real b, hl_real scale,
-                                    size_t hot, hl_real *y, size_t n, bool overwrite);
-void HL_SIMD_FN(hl_vmath_relu2)(const hl_real *x, hl_real *y, size_t n);
-void HL_SIMD_FN(hl_vmath_relu2_grad)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
-                                     bool overwrite);
-void HL_SIMD_FN(hl_vmath_softcap)(const hl_real *x, hl_real cap, hl_real *y, size_t n);
-void HL_SIMD_FN(hl_vmath_softcap_xent_grad)(const hl_real *x, hl_real cap, hl_real a, hl_real b,
-                                            hl_real scale, size_t hot, hl_real *y, size_t n,
-                                            bool overwrite);
-void HL_SIMD_FN(hl_vmath_add)(const hl_real *x, hl_real *y, size_t n);
+#define SET_VMATH_F(name, type, params, args) type HL_SIMD_FN(hl_vmath_##name) params;
+#define SET_VMATH_P(name, params, args) void HL_SIMD_FN(hl_vmath_##name) params;
+HL_VMATH_KERNELS(SET_VMATH_F, SET_VMATH_P)
+#undef SET_VMATH_F
+#undef SET_VMATH_P
 void HL_SIMD_FN(hl_rope_row)(const hl_real *x, const hl_real *cosines, const hl_real *sines,
                              hl_real sign, hl_real *y, size_t half, bool accumulate);
 
