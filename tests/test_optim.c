@@ -413,6 +413,102 @@ START_TEST(test_newton_schulz_matches_torch)
 }
 END_TEST
 
+/* X ← G/‖G‖, then X ← aX + (bA + cA²)X, A = XXᵀ, in double with plain loops:
+ * the reference for products too large for the fixture (g (r,c), r ≤ c). */
+static void newton_schulz_naive(const hl_real *g, int r, int c, int steps, double *x)
+{
+    double *a = malloc((size_t)r * r * sizeof *a), *b = malloc((size_t)r * r * sizeof *b),
+           *y = malloc((size_t)r * c * sizeof *y), norm = 0;
+    for (size_t i = 0; i < (size_t)r * c; i++)
+        norm += (double)g[i] * g[i];
+    for (size_t i = 0; i < (size_t)r * c; i++)
+        x[i] = g[i] / (sqrt(norm) + 1e-7);
+    for (int s = 0; s < steps; s++) {
+        for (int i = 0; i < r; i++)
+            for (int j = 0; j < r; j++) {
+                double t = 0;
+                for (int k = 0; k < c; k++)
+                    t += x[(size_t)i * c + k] * x[(size_t)j * c + k];
+                a[(size_t)i * r + j] = t;
+            }
+        for (int i = 0; i < r; i++)
+            for (int j = 0; j < r; j++) {
+                double t = 0;
+                for (int k = 0; k < r; k++)
+                    t += a[(size_t)i * r + k] * a[(size_t)k * r + j];
+                b[(size_t)i * r + j] = HL_MUON_B * a[(size_t)i * r + j] + HL_MUON_C * t;
+            }
+        for (int i = 0; i < r; i++)
+            for (int j = 0; j < c; j++) {
+                double t = 0;
+                for (int k = 0; k < r; k++)
+                    t += b[(size_t)i * r + k] * x[(size_t)k * c + j];
+                y[(size_t)i * c + j] = HL_MUON_A * x[(size_t)i * c + j] + t;
+            }
+        memcpy(x, y, (size_t)r * c * sizeof *x);
+    }
+    free(a);
+    free(b);
+    free(y);
+}
+
+/* From 256 rows the symmetric products are computed in strips, upper triangle
+ * only (train/muon.c): 258 rows make 8 strips of 32 and one of 2. Checked
+ * against plain loops in double, wide and tall, and bitwise at 1 and 2
+ * threads. */
+START_TEST(test_newton_schulz_strips)
+{
+    enum { R = 258, C = 270 };
+    hl_rng rng;
+    hl_rng_seed(&rng, 11);
+    hl_real *g = malloc((size_t)R * C * sizeof *g), *x = malloc((size_t)R * C * sizeof *x),
+            *work = malloc(hl_muon_work_size(R, C) * sizeof *work);
+    double *want = malloc((size_t)R * C * sizeof *want);
+    for (size_t i = 0; i < (size_t)R * C; i++)
+        g[i] = (hl_real)(hl_rng_uniform(&rng) - 0.5);
+    newton_schulz_naive(g, R, C, 5, want);
+    hl_real *got[2];
+#ifdef _OPENMP
+    const int saved_threads = omp_get_max_threads();
+#endif
+    for (int threads = 1; threads <= 2; threads++) {
+#ifdef _OPENMP
+        omp_set_num_threads(threads);
+#endif
+        memcpy(x, g, (size_t)R * C * sizeof *x);
+        hl_muon_orthogonalize(x, R, C, 5, work);
+        double worst = 0;
+        for (size_t i = 0; i < (size_t)R * C; i++)
+            worst = fmax(worst, fabs(x[i] - want[i]));
+        ck_assert_msg(worst <= NS_TOL, "wide, %d threads: max |difference| %g", threads, worst);
+        got[threads - 1] = malloc((size_t)R * C * sizeof *x);
+        memcpy(got[threads - 1], x, (size_t)R * C * sizeof *x);
+    }
+    ck_assert_msg(memcmp(got[0], got[1], (size_t)R * C * sizeof *x) == 0,
+                  "2 threads differ from 1");
+    /* The tall matrix (C,R) = gᵀ is iterated as g: its result is the transpose
+     * (up to the norm's rounding, summed in another order). */
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++)
+            x[(size_t)j * R + i] = g[(size_t)i * C + j];
+    hl_muon_orthogonalize(x, C, R, 5, work);
+    double worst = 0;
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++)
+            worst = fmax(worst, fabs(x[(size_t)j * R + i] - want[(size_t)i * C + j]));
+    ck_assert_msg(worst <= NS_TOL, "tall: max |difference| %g", worst);
+#ifdef _OPENMP
+    omp_set_num_threads(saved_threads);
+#endif
+    free(got[0]);
+    free(got[1]);
+    free(g);
+    free(x);
+    free(work);
+    free(want);
+}
+END_TEST
+
 /* The fixture's tensors, in an order that puts AdamW tensors between Muon ones. */
 static const struct {
     const char *name;
@@ -637,6 +733,7 @@ Suite *optim_suite(void)
     tcase_add_test(tc, test_schedule);
     tcase_add_test(tc, test_optim_errors);
     tcase_add_test(tc, test_newton_schulz_matches_torch);
+    tcase_add_test(tc, test_newton_schulz_strips);
     tcase_add_test(tc, test_muon_matches_torch);
     tcase_add_test(tc, test_muon_threads_and_kernel_sets);
     tcase_add_test(tc, test_muon_errors);

@@ -44,6 +44,57 @@ static void transpose(const hl_real *src, int rows, int cols, hl_real div, hl_re
                                                  : src[(size_t)i * cols + j];
 }
 
+/* The symmetric products of the iteration from MUON_STRIPS_MIN rows up
+ * compute their upper triangle only, one GEMM per strip of MUON_STRIP rows
+ * from the diagonal rightwards, and copy it below: about (1 + 1/strips)/2 of
+ * the multiply-adds. Smaller ones are one GEMM: there the strips' smaller
+ * products and the copy lose more than the saved multiply-adds win (measured
+ * on Zen 4, one thread: 128 rows 8% slower in strips; 384 and 768 rows 14%
+ * and 19% faster). */
+#define MUON_STRIP 32
+#define MUON_STRIPS_MIN 256
+
+/* m (r,r): the lower triangle set to the upper one's mirror image. */
+static void mirror(hl_real *m, int r)
+{
+    for (int i = 1; i < r; i++)
+        for (int j = 0; j < i; j++)
+            m[(size_t)i * r + j] = m[(size_t)j * r + i];
+}
+
+/* a (r,r) = x·xᵀ for x (r,c). Elements (i,j) and (j,i) are the same sum of
+ * the same products, so the mirrored triangle has the bits of a full product. */
+static void gram(const hl_real *x, int r, int c, hl_real *a)
+{
+    if (r < MUON_STRIPS_MIN) {
+        hl_gemm(false, true, r, r, c, 1, x, c, x, c, 0, a, r);
+        return;
+    }
+    for (int i = 0; i < r; i += MUON_STRIP) {
+        const int h = r - i < MUON_STRIP ? r - i : MUON_STRIP;
+        hl_gemm(false, true, h, r - i, c, 1, x + (size_t)i * c, c, x + (size_t)i * c, c, 0,
+                a + (size_t)i * r + i, r);
+    }
+    mirror(a, r);
+}
+
+/* b (r,r) += alpha·a·a for a symmetric a (r,r). In strips the result is
+ * exactly symmetric; as one GEMM (i,j) and (j,i) may differ in the last bit
+ * (alpha scales a different factor of the same products). */
+static void square_add(const hl_real *a, int r, hl_real alpha, hl_real *b)
+{
+    if (r < MUON_STRIPS_MIN) {
+        hl_gemm(false, false, r, r, r, alpha, a, r, a, r, 1, b, r);
+        return;
+    }
+    for (int i = 0; i < r; i += MUON_STRIP) {
+        const int h = r - i < MUON_STRIP ? r - i : MUON_STRIP;
+        hl_gemm(false, false, h, r - i, r, alpha, a + (size_t)i * r, r, a + i, r, 1,
+                b + (size_t)i * r + i, r);
+    }
+    mirror(b, r);
+}
+
 void hl_muon_orthogonalize(hl_real *g, int rows, int cols, int steps, hl_real *work)
 {
     const bool tall = rows > cols;
@@ -60,10 +111,10 @@ void hl_muon_orthogonalize(hl_real *g, int rows, int cols, int steps, hl_real *w
             x[i] = g[i] / norm;
     }
     for (int s = 0; s < steps; s++) {
-        hl_gemm(false, true, r, r, c, 1, x, c, x, c, 0, a, r); /* A = X·Xᵀ (r,r) */
+        gram(x, r, c, a); /* A = X·Xᵀ (r,r) */
         for (size_t i = 0; i < rr; i++)
             b[i] = cb * a[i];
-        hl_gemm(false, false, r, r, r, cc, a, r, a, r, 1, b, r); /* B = bA + cA² */
+        square_add(a, r, cc, b); /* B = bA + cA² */
 #pragma omp parallel for if (n >= MUON_PARALLEL_MIN) schedule(static)
         for (size_t i = 0; i < n; i++)
             y[i] = ca * x[i];

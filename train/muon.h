@@ -12,7 +12,8 @@
  *     hl_real *work = malloc(hl_muon_work_size(rows, cols) * sizeof *work);
  *     hl_muon_orthogonalize(g, rows, cols, 5, work);   // g (rows,cols) in place
  *
- * Each product is one hl_gemm, parallel over its output and with every
+ * Each product is an hl_gemm (the symmetric A and A² of 256 rows or more in
+ * strips, upper triangle only), parallel over its output and with every
  * element summed in a fixed order, and the elementwise passes round each
  * operation once, so the result is bitwise the same for any thread count and
  * on every FMA kernel set.
