@@ -62,7 +62,8 @@ enum {
     SECTION_LONG = 16,
     SECTION_GPT = 32,
     SECTION_BUSY = 64,
-    SECTION_GPT2 = 128
+    SECTION_GPT2 = 128,
+    SECTION_MUON = 256
 };
 
 typedef struct {
@@ -177,7 +178,7 @@ static void parse_sections(options *o, const char *list)
         unsigned bit;
     } names[] = {{"gemm", SECTION_GEMM}, {"mha", SECTION_MHA}, {"toy", SECTION_TOY},
                  {"gpt", SECTION_GPT}, {"rss", SECTION_RSS}, {"long", SECTION_LONG},
-                 {"busy", SECTION_BUSY}, {"gpt2", SECTION_GPT2}};
+                 {"busy", SECTION_BUSY}, {"gpt2", SECTION_GPT2}, {"muon", SECTION_MUON}};
     o->sections = 0;
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ",");
@@ -186,12 +187,12 @@ static void parse_sections(options *o, const char *list)
             if (strlen(names[i].name) == n && !strncmp(p, names[i].name, n))
                 bit = names[i].bit;
         if (!bit)
-            bad_option("--only takes some of gemm,mha,toy,gpt,gpt2,rss,long,busy, got %s", list);
+            bad_option("--only takes some of gemm,mha,toy,gpt,gpt2,muon,rss,long,busy, got %s", list);
         o->sections |= bit;
         p += n + (p[n] == ',');
     }
     if (!o->sections)
-        bad_option("--only takes some of gemm,mha,toy,gpt,gpt2,rss,long,busy, got \"%s\"",
+        bad_option("--only takes some of gemm,mha,toy,gpt,gpt2,muon,rss,long,busy, got \"%s\"",
                    list);
 }
 
@@ -240,7 +241,8 @@ static options parse_options(int argc, char **argv)
                  .worker = "bench/torch_worker.py", .openblas = "libopenblas.so.0",
                  .threads = {1, 2}, .n_threads = 2,
                  .sections = SECTION_GEMM | SECTION_MHA | SECTION_TOY | SECTION_GPT |
-                             SECTION_GPT2 | SECTION_RSS | SECTION_LONG | SECTION_BUSY};
+                             SECTION_GPT2 | SECTION_MUON | SECTION_RSS | SECTION_LONG |
+                             SECTION_BUSY};
     for (int i = HL_ISA_COUNT - 1; i >= 0; i--)
         if (hl_isa_supported((hl_isa)i))
             o.isas[o.n_isas++] = (hl_isa)i;
@@ -258,9 +260,10 @@ static options parse_options(int argc, char **argv)
                        "thread counts, up to 8 of them in 1..256 (with --scaling: 1, 2, 4, ... "
                        "and the machine's CPUs)", .dflt = "1,2"),
         HL_OPTION_TEXT("only", &only, "LIST",
-                       "some of gemm,mha,toy,gpt,gpt2,rss,long,busy. gpt2: GPT-2 small's shape "
-                       "(train step at 4 x 256, forward over 1,024 tokens; not with --quick "
-                       "unless named); long: MHA (1,4096,256,4) fwd+bwd causal, its time and "
+                       "some of gemm,mha,toy,gpt,gpt2,muon,rss,long,busy. gpt2: GPT-2 small's "
+                       "shape (train step at 4 x 256, forward over 1,024 tokens; not with "
+                       "--quick unless named); muon: Muon's Newton-Schulz on one matrix of "
+                       "each model's shapes; long: MHA (1,4096,256,4) fwd+bwd causal, its time and "
                        "peak RSS; busy: toy_heads and charlm runs with one core taken",
                        .dflt = "every section"),
         HL_OPTION_TEXT("isa", &isas, "LIST",
@@ -672,6 +675,42 @@ static void gpt_section(bench_run *run, bool gpt2)
     }
 }
 
+/* ---- Muon rows ---- */
+
+/* The hidden matrices of charlm's 4x4 model (attention's 128 x 128 blocks,
+ * the MLP's 512 x 128), the 6x6 d 384 model's and GPT-2 small's square ones:
+ * the matrices Muon orthogonalises every step. */
+static const int muon_shapes[][2] = {{128, 128}, {512, 128}, {384, 384}, {1536, 384},
+                                     {768, 768}};
+
+static void muon_section(bench_run *run)
+{
+    const int n_shapes = run->o.quick ? 2 : (int)(sizeof muon_shapes / sizeof muon_shapes[0]);
+    for (int i = 0; i < n_shapes; i++) {
+        const int rows = muon_shapes[i][0], cols = muon_shapes[i][1];
+        bench_muon m;
+        if (bench_muon_init(&m, rows, cols)) {
+            fprintf(stderr, "bench: out of memory for Muon (%d,%d)\n", rows, cols);
+            run->failed = true;
+            return;
+        }
+        torch_block tb_ctx = {.torch = &run->torch};
+        snprintf(tb_ctx.command, sizeof tb_ctx.command, "muon %d %d %d", rows, cols,
+                 BENCH_MUON_STEPS);
+        row_work w = {.fn = {bench_muon_headlab, NULL, run_torch_block},
+                      .ctx = {&m, NULL, &tb_ctx}, .arrange = true};
+        for (int t = 0; t < run->o.n_threads; t++) {
+            bench_row row = {.section = "muon", .threads = run->o.threads[t],
+                             .flops = bench_muon_flops(&m)};
+            snprintf(row.name, sizeof row.name, "(%d,%d)", rows, cols);
+            snprintf(row.variant, sizeof row.variant, "%d Newton-Schulz steps", BENCH_MUON_STEPS);
+            set_threads(run, row.threads, 1);
+            measure_row(run, &row, &w, &run->gemm);
+        }
+        bench_muon_release(&m);
+    }
+}
+
 /* ---- peak memory: one fresh process per MHA config ---- */
 
 /* The peak RSS of config c's forward + backward (training path) in fresh
@@ -841,6 +880,8 @@ int main(int argc, char **argv)
         gpt_section(&run, false);
     if (run.o.sections & SECTION_GPT2)
         gpt_section(&run, true);
+    if (run.o.sections & SECTION_MUON)
+        muon_section(&run);
     bench_torch_stop(&run.torch);
     for (int i = 0; i < n_rss; i++)
         bench_report_row(&run.report, &rss_rows[i]);

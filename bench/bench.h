@@ -139,6 +139,21 @@ int bench_gemm_headlab(void *ctx, const bench_plan *p, double *seconds, char *wh
 int bench_gemm_openblas(void *ctx, const bench_plan *p, double *seconds, char *why,
                         size_t why_size);
 
+/* Muon's orthogonalisation of one (rows,cols) matrix (bench/muon_work.c):
+ * BENCH_MUON_STEPS Newton–Schulz steps, the input copied in first. FLOPs are
+ * the published iteration's, 5·(4r²c + 2r³) for r = min, c = max. */
+#define BENCH_MUON_STEPS 5
+typedef struct bench_muon {
+    int rows, cols;
+    hl_real *g0, *g, *work;
+} bench_muon;
+
+int bench_muon_init(bench_muon *m, int rows, int cols);
+void bench_muon_release(bench_muon *m);
+double bench_muon_flops(const bench_muon *m); /* per call */
+int bench_muon_headlab(void *ctx, const bench_plan *p, double *seconds, char *why,
+                       size_t why_size);
+
 typedef struct bench_mha_work bench_mha_work;
 
 /* Self-attention of x (B,T,E) through an H-head module with biases. */

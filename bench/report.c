@@ -53,8 +53,15 @@ static void print_header(const char *section)
                      "unless V says, AdamW); modern: rope+rms+swiglu;\n4x4 d 128: T 64, batch "
                      "16; 6x6 d 384: T 256, batch 8. "
                      "eval: forward + cross-entropy, no gradients; first step: a new model's"
+               : !strcmp(section, "muon")
+                   ? "Muon  one matrix (rows,cols) orthogonalised as the optimizer does each "
+                     "step; PyTorch: the same iteration\nwritten with torch.mm (modded-nanogpt's "
+                     "zeropower_via_newtonschulz5 in float32)"
                : "Toy training step (the toy task: B=32, T=32, 2 layers x 4 heads, d 64; AdamW)",
-               !strcmp(section, "mha") ? "B,T,E,H" : "model", "variant", "thr", "headlab",
+               !strcmp(section, "mha")    ? "B,T,E,H"
+               : !strcmp(section, "muon") ? "matrix"
+                                          : "model",
+               "variant", "thr", "headlab",
                "PyTorch", "PT t", "vs PT", "busy");
 }
 

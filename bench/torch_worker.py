@@ -29,6 +29,9 @@ on stdin; each gets one line on stdout:
                                     for each timed call; no warm-up); MODERN 1: rotary positions, RMSNorm and a
                                     SwiGLU MLP instead (charlm --pos rope --norm rmsnorm
                                     --mlp swiglu)
+  muon ROWS COLS STEPS W S R         Muon's orthogonalisation of one (ROWS,COLS) matrix:
+                                    X = G/(|G| + 1e-7), transposed when tall, then STEPS
+                                    Newton-Schulz steps with torch.mm
   timed commands: a warm-up of at least W calls and S seconds, then R timed runs (of
                   INNER calls for gemm) -> "ok s1 .. sR", seconds per call
   errors -> "error <message>"
@@ -143,6 +146,27 @@ def gemm(ta, tb, M, N, K, batch, inner, warmup, warmup_seconds, reps):
         return timed(lambda: torch.bmm(a, b, out=c), warmup, warmup_seconds, reps, inner)
     c = torch.empty(M, N, dtype=DTYPE)
     return timed(lambda: torch.mm(a, b, out=c), warmup, warmup_seconds, reps, inner)
+
+
+# ------------------------------------------------------------------------------ Muon
+def muon(rows, cols, steps, warmup, warmup_seconds, reps):
+    """Muon's orthogonalisation of one matrix: X = G/(|G| + 1e-7), transposed
+    when tall, then steps of X = aX + (bA + cA^2)X, A = XX^T."""
+    gen = torch.Generator().manual_seed(1)
+    g = torch.rand(rows, cols, generator=gen, dtype=DTYPE) * 2 - 1
+    a, b, c = 3.4445, -4.7750, 2.0315
+
+    def orthogonalise():
+        x = g / (g.norm() + 1e-7)
+        if rows > cols:
+            x = x.T
+        for _ in range(steps):
+            A = x @ x.T
+            B = b * A + c * (A @ A)
+            x = a * x + B @ x
+        return x.T if rows > cols else x
+
+    return timed(orthogonalise, warmup, warmup_seconds, reps)
 
 
 # ------------------------------------------------------------------------------- MHA
@@ -465,6 +489,8 @@ def serve():
             block = (int(words[-3]), float(words[-2]), int(words[-1]))
             if cmd == "gemm":
                 times = gemm(*args, *block)
+            elif cmd == "muon" and len(args) == 3:
+                times = muon(*args, *block)
             elif cmd == "mha":
                 times = timed(mha_call(*args), *block)
             elif cmd == "toy" and not args:
