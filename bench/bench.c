@@ -692,7 +692,7 @@ static void muon_section(bench_run *run)
         if (bench_muon_init(&m, rows, cols)) {
             fprintf(stderr, "bench: out of memory for Muon (%d,%d)\n", rows, cols);
             run->failed = true;
-            return;
+            continue;
         }
         torch_block tb_ctx = {.torch = &run->torch};
         snprintf(tb_ctx.command, sizeof tb_ctx.command, "muon %d %d %d", rows, cols,

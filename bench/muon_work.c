@@ -1,5 +1,6 @@
 /* headlab's side of the Muon rows: Newton–Schulz on one matrix (see
  * bench/bench.h). */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,7 +35,8 @@ void bench_muon_release(bench_muon *m)
 
 double bench_muon_flops(const bench_muon *m)
 {
-    const double r = m->rows < m->cols ? m->rows : m->cols, c = m->rows < m->cols ? m->cols : m->rows;
+    const bool wide = m->rows < m->cols;
+    const double r = wide ? m->rows : m->cols, c = wide ? m->cols : m->rows;
     return BENCH_MUON_STEPS * (4 * r * r * c + 2 * r * r * r);
 }
 

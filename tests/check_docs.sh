@@ -31,7 +31,8 @@
 #   (e) a program listing of README.md or docs/ (a block marked
 #       `<!-- listing -->`) differs from what its commands print now, or a
 #       block of commands is left unmarked: tools/listings.sh --check, which
-#       reruns them (about 20 s; `make listings` rewrites the blocks);
+#       reruns them (about 45 s on 2 cores; `make listings` rewrites the
+#       blocks);
 #   (f) a line of a C block of docs/extending.md (```c, whose code the guide
 #       says the library compiles) is no line of a .c or .h file of the
 #       repository ("..." lines and blank lines aside).
@@ -40,7 +41,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 status=0
 problem() {
-    echo "check_docs: $*" >&2
+    printf 'check_docs: %s\n' "$*" >&2
     status=1
 }
 tmp=$(mktemp -d)
@@ -321,13 +322,13 @@ tools/listings.sh --check "$build" || status=1
 
 git ls-files '*.c' '*.h' 2>/dev/null >"$tmp/sources" ||
     find . -name '*.[ch]' -not -path './build/*' | sed 's|^\./||' >"$tmp/sources"
-xargs cat <"$tmp/sources" | sed 's/[ \t]*$//' | sort -u >"$tmp/source_lines"
+xargs cat <"$tmp/sources" | sed 's/[[:blank:]]*$//' | sort -u >"$tmp/source_lines"
 awk '/^```c$/ { c = 1; next } /^```/ { c = 0 } c { print NR "\t" $0 }' docs/extending.md |
     while IFS='	' read -r line code; do
-        trimmed=$(printf '%s' "$code" | sed 's/[ \t]*$//')
+        trimmed=$(printf '%s' "$code" | sed 's/[[:blank:]]*$//')
         case $trimmed in '' | *...) continue ;; esac
         grep -qxF -- "$trimmed" "$tmp/source_lines" ||
-            echo "docs/extending.md:$line: quotes a line no source has: $trimmed"
+            printf 'docs/extending.md:%s: quotes a line no source has: %s\n' "$line" "$trimmed"
     done >"$tmp/quotes"
 while read -r q; do problem "$q"; done <"$tmp/quotes"
 

@@ -16,6 +16,8 @@
 #
 # A block that starts "$ build/" with no such line must say why it is not
 # rerun: `<!-- listing not run: REASON -->` (needs a download, a long run).
+# The double build and the portable kernel set on x86-64 print other digits:
+# with them the listings are neither compared nor written (a message says so).
 set -eu
 cd "$(dirname "$0")/.."
 check=0
@@ -28,7 +30,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
 problem() {
-    echo "listings: $*" >&2
+    printf 'listings: %s\n' "$*" >&2
     status=1
 }
 
@@ -36,21 +38,27 @@ pages=$(find README.md docs -name '*.md' -type f -not -path 'docs/studies/*' \
         -not -path 'docs/bench/*' | sort)
 
 # Each marked block's commands, one file per command: $1 = page, $2 = folder.
-# Prints "LINE<TAB>problem" for a block of commands left unmarked.
+# Prints "LINE<TAB>problem" for a block of commands left unmarked and for a
+# listing that does not start with a command.
 split_commands() {
     awk -v dir="$2" '
     /^[ \t]*(```|~~~)/ {
-        if (!fenced) { fenced = 1; block++; n = 0; first = 1; marked = (prev == "<!-- listing -->")
+        if (!fenced) { fenced = 1; block++; n = 0; more = 0; first = 1
+                       marked = (prev == "<!-- listing -->")
                        excused = (prev ~ /^<!-- listing not run: .+-->$/); next }
-        fenced = 0; prev = $0; next
+        if (cmd != "") close(cmd)
+        fenced = 0; more = 0; cmd = ""; prev = $0; next
     }
     fenced {
         if (first && /^\$ build\// && !marked && !excused)
             printf "%d\tunmarked listing: mark it <!-- listing --> or <!-- listing not run: REASON -->\n", NR
+        if (first && marked && !/^\$ /)
+            printf "%d\ta listing must start with a command line (\"$ ...\")\n", NR
         first = 0
         if (!marked) next
         if (more) { print > cmd; more = /\\$/; next }
         if (/^\$ /) {
+            if (cmd != "") close(cmd)
             n++
             cmd = sprintf("%s/%04d_%04d.sh", dir, block, n)
             print substr($0, 3) > cmd
@@ -96,20 +104,40 @@ mask() {
     { for (i = 1; i <= NF; i++) if ($i ~ /_ms$/) column = i; print }'
 }
 
-# The listings are the FMA kernel sets' output (every one gives the same
-# bits). x86-64 without AVX2 runs the portable set without FMA, which rounds
-# otherwise (docs/kernels.md): there the comparison would fail on rounding.
-if [ "$check" = 1 ] && [ "$(uname -m)" = x86_64 ] && [ -x "$build/bench" ] &&
-    "$build/bench" --help 2>&1 | grep -q '^kernels: portable'; then
-    echo "listings: not compared: the kernel set in use (portable, without FMA on x86-64) rounds"
-    echo "  otherwise than the FMA sets the docs' listings come from"
-    exit 0
+# The listings are the float build's output on the FMA kernel sets (every one
+# gives the same bits). The double build, and x86-64 without AVX2 (the
+# portable set without FMA, docs/kernels.md), print other digits: there the
+# listings are not compared, and not written.
+kernels=$("$build/toy_heads" --help 2>&1 | grep '^kernels:' || true)
+same_bits=1
+case $kernels in
+*", float build") ;;
+*) same_bits=0 why="$build is not a float build" ;;
+esac
+if [ "$(uname -m)" = x86_64 ] && [ "${kernels#kernels: portable}" != "$kernels" ]; then
+    same_bits=0 why="the portable kernel set rounds without FMA on x86-64"
 fi
+
+# Runs command file $1 in the scratch folder, once per distinct command (the
+# same training listed on two pages runs once); its output into $2.
+run_once() {
+    key=$work/seen.$(md5sum <"$1" | cut -c1-32)
+    if [ ! -f "$key" ]; then
+        (cd "$work/run" && stdbuf -oL -eL sh "$1" >"$key" 2>&1) || true
+    fi
+    cp "$key" "$2"
+}
 
 mkdir -p "$work/run/out"
 ln -s "$build" "$work/run/build"
-"$build/toy_heads" --out "$work/run/out/toy_heads" --no-report >/dev/null 2>&1 ||
-    { echo "listings: $build/toy_heads failed to train the seed-0 toy model" >&2; exit 1; }
+# The seed-0 toy model the heads listings read, trained by the command that
+# getting-started and toy-task list (so it runs once).
+if [ "$same_bits" = 1 ]; then
+    printf '%s\n' "build/toy_heads --seed 0 --no-report | grep -A 9 '^held-out'" >"$work/seed0.sh"
+    run_once "$work/seed0.sh" "$work/seed0.out"
+    [ -f "$work/run/out/toy_heads/model.safetensors" ] ||
+        { echo "listings: $build/toy_heads failed to train the seed-0 toy model" >&2; exit 1; }
+fi
 
 i=0
 for page in $pages; do
@@ -122,14 +150,10 @@ for page in $pages; do
     if [ -s "$dir/unmarked" ]; then
         while read -r line; do problem "$line"; done <"$dir/unmarked"
     fi
+    [ "$same_bits" = 1 ] || continue
     ls "$dir" | grep -q '\.sh$' || continue
     for cmd in "$dir"/*.sh; do
-        # A command met before (the same training on two pages) runs once.
-        key=$work/seen.$(md5sum <"$cmd" | cut -c1-32)
-        if [ ! -f "$key" ]; then
-            (cd "$work/run" && stdbuf -oL -eL sh "$cmd" >"$key" 2>&1) || true
-        fi
-        cp "$key" "${cmd%.sh}.out"
+        run_once "$cmd" "${cmd%.sh}.out"
     done
     merge "$page" "$dir" >"$dir/new.md"
     mask "$page" >"$dir/old.masked"
@@ -144,4 +168,8 @@ for page in $pages; do
         echo "rewrote $page"
     fi
 done
+if [ "$same_bits" = 0 ]; then
+    echo "listings: not rerun: $why, and the docs' listings are the float build's on"
+    echo "  the FMA kernel sets"
+fi
 exit "$status"

@@ -31,3 +31,6 @@ const hl_kernel_set HL_SIMD_FN(hl_kernel_set) = {
     .adamw = HL_SIMD_FN(hl_adamw),
     .fma_peak = HL_SIMD_FN(hl_fma_peak),
 };
+
+#undef SET_ENTRY_F
+#undef SET_ENTRY_P
