@@ -62,37 +62,27 @@ static void mirror(hl_real *m, int r)
             m[(size_t)i * r + j] = m[(size_t)j * r + i];
 }
 
-/* a (r,r) = x·xᵀ for x (r,c). Elements (i,j) and (j,i) are the same sum of
- * the same products, so the mirrored triangle has the bits of a full product. */
-static void gram(const hl_real *x, int r, int c, hl_real *a)
+/* c (r,r) = alpha·p·op(p) + beta·c, a symmetric product: p (r,k) times its
+ * transpose (trans), or a symmetric p (r,r) times itself. In strips,
+ * elements (i,j) and (j,i) of p·pᵀ are the same sum of the same products, so
+ * the mirrored triangle has a full product's bits; p·p comes out exactly
+ * symmetric, where one GEMM may differ in the last bit between (i,j) and
+ * (j,i) (alpha scales a different factor of the same products). */
+static void symmetric_gemm(bool trans, int r, int k, hl_real alpha, const hl_real *p, hl_real beta,
+                           hl_real *c)
 {
+    const int ldp = trans ? k : r;
     if (r < MUON_STRIPS_MIN) {
-        hl_gemm(false, true, r, r, c, 1, x, c, x, c, 0, a, r);
+        hl_gemm(false, trans, r, r, k, alpha, p, k, p, ldp, beta, c, r);
         return;
     }
     for (int i = 0; i < r; i += MUON_STRIP) {
         const int h = r - i < MUON_STRIP ? r - i : MUON_STRIP;
-        hl_gemm(false, true, h, r - i, c, 1, x + (size_t)i * c, c, x + (size_t)i * c, c, 0,
-                a + (size_t)i * r + i, r);
+        const hl_real *cols = trans ? p + (size_t)i * k : p + i; /* op(p)'s columns i.. */
+        hl_gemm(false, trans, h, r - i, k, alpha, p + (size_t)i * k, k, cols, ldp, beta,
+                c + (size_t)i * r + i, r);
     }
-    mirror(a, r);
-}
-
-/* b (r,r) += alpha·a·a for a symmetric a (r,r). In strips the result is
- * exactly symmetric; as one GEMM (i,j) and (j,i) may differ in the last bit
- * (alpha scales a different factor of the same products). */
-static void square_add(const hl_real *a, int r, hl_real alpha, hl_real *b)
-{
-    if (r < MUON_STRIPS_MIN) {
-        hl_gemm(false, false, r, r, r, alpha, a, r, a, r, 1, b, r);
-        return;
-    }
-    for (int i = 0; i < r; i += MUON_STRIP) {
-        const int h = r - i < MUON_STRIP ? r - i : MUON_STRIP;
-        hl_gemm(false, false, h, r - i, r, alpha, a + (size_t)i * r, r, a + i, r, 1,
-                b + (size_t)i * r + i, r);
-    }
-    mirror(b, r);
+    mirror(c, r);
 }
 
 void hl_muon_orthogonalize(hl_real *g, int rows, int cols, int steps, hl_real *work)
@@ -111,10 +101,10 @@ void hl_muon_orthogonalize(hl_real *g, int rows, int cols, int steps, hl_real *w
             x[i] = g[i] / norm;
     }
     for (int s = 0; s < steps; s++) {
-        gram(x, r, c, a); /* A = X·Xᵀ (r,r) */
+        symmetric_gemm(true, r, c, 1, x, 0, a); /* A = X·Xᵀ (r,r) */
         for (size_t i = 0; i < rr; i++)
             b[i] = cb * a[i];
-        square_add(a, r, cc, b); /* B = bA + cA² */
+        symmetric_gemm(false, r, r, cc, a, 1, b); /* B = bA + cA² */
 #pragma omp parallel for if (n >= MUON_PARALLEL_MIN) schedule(static)
         for (size_t i = 0; i < n; i++)
             y[i] = ca * x[i];
