@@ -71,8 +71,10 @@ static const hl_usage usage = {
  * (modded-nanogpt) on charlm's model: rotary positions, RMSNorm, QK-norm,
  * a ReLU² MLP, zero-initialised output projections and head, logits
  * soft-capped at 30, Muon on the hidden matrices with AdamW on the rest, a
- * warm-up, stable, decay schedule. It sets defaults: flags after it (or
- * before) still override each one. Returns false for an unknown name. */
+ * short warm-up, then a stable, decay schedule. AdamW's rate (embeddings,
+ * head, gains) is high, 1e-2: those parameters are few and take the largest
+ * steps in the speedruns too. It sets defaults: flags after it (or before)
+ * still override each one. Returns false for an unknown name. */
 static bool apply_preset(options *o, const char *name)
 {
     if (strcmp(name, "speedrun"))
@@ -84,7 +86,8 @@ static bool apply_preset(options *o, const char *name)
     o->zero_init = true;
     o->softcap = 30;
     o->optim = "muon";
-    o->lr = 3e-3;
+    o->lr = 1e-2;
+    o->warmup = 20;
     o->schedule = "wsd";
     o->decay_frac = 0.5;
     return true;
@@ -93,9 +96,9 @@ static bool apply_preset(options *o, const char *name)
 static void print_preset(const options *o)
 {
     printf("preset %s: --pos %s --norm %s --mlp %s%s%s --softcap %g --optim %s --muon-lr %g "
-           "--lr %g --schedule %s --decay-frac %g\n", o->preset, o->pos, o->norm, o->mlp,
-           o->qk_norm ? " --qk-norm" : "", o->zero_init ? " --zero-init" : "", o->softcap,
-           o->optim, o->muon_lr, o->lr, o->schedule, o->decay_frac);
+           "--lr %g --warmup %d --schedule %s --decay-frac %g\n", o->preset, o->pos, o->norm,
+           o->mlp, o->qk_norm ? " --qk-norm" : "", o->zero_init ? " --zero-init" : "", o->softcap,
+           o->optim, o->muon_lr, o->lr, o->warmup, o->schedule, o->decay_frac);
 }
 
 static options parse_options(int argc, char **argv)
@@ -131,7 +134,7 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_TEXT("preset", &o.preset, "NAME",
                        "speedrun: the recipe of today's small-GPT speedruns (rope, rmsnorm, "
                        "--qk-norm, --mlp relu2, --zero-init, --softcap 30, --optim muon, --lr "
-                       "3e-3, --schedule wsd --decay-frac 0.5), printed at the start; any of "
+                       "1e-2, --warmup 20, --schedule wsd --decay-frac 0.5), printed at the start; any of "
                        "those flags given overrides it"),
         HL_OPTION_TEXT("init-from", &o.init_from, "DIR",
                        "fine-tune a pretrained model: a Hugging Face folder (GPT-2, Pythia, "
