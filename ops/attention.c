@@ -271,6 +271,21 @@ static attn_scratch scratch_of(const attn_ctx *c, hl_real *base, bool prob_rows)
                           .rows = prob_rows ? mine + 2 * tile + 2 * kv : NULL};
 }
 
+/* The forward of query tile `task` (head task / q_tiles) on the calling
+ * thread. */
+static void forward_task(const attn_ctx *c, int task, int q_tiles, hl_real *out, double *lse,
+                         hl_real *probs, const attn_scratch *w)
+{
+    const int bh = task / q_tiles, t0 = task % q_tiles * TILE_Q;
+    const int nq = min_int(TILE_Q, c->T - t0);
+    const size_t row = (size_t)bh * c->T + t0;
+    if (c->whole_rows)
+        forward_tile_whole(c, bh, t0, nq, out + out_at(c, bh, t0),
+                           probs ? probs + row * c->S : w->rows, w);
+    else
+        forward_tile(c, bh, t0, nq, out + out_at(c, bh, t0), lse ? lse + row : NULL, w);
+}
+
 /* The output and, as the path takes them, the log-sum-exps (online rows)
  * or the probabilities (whole rows) for backward; either may be NULL. */
 static void attention_forward(const attn_ctx *c, hl_real *out, double *lse, hl_real *probs,
@@ -280,20 +295,22 @@ static void attention_forward(const attn_ctx *c, hl_real *out, double *lse, hl_r
     const int tasks = c->B * c->H * q_tiles;
     const double work = (double)c->B * c->H * c->T * c->S * c->D;
     const bool prob_rows = c->whole_rows && !probs;
-    /* Tiles differ in cost under causal masking: hand them out one by one. */
 #pragma omp parallel if (work >= HL_PARALLEL_MIN_WORK)
     {
         const attn_scratch w = scratch_of(c, scratch, prob_rows);
+        /* Without causal masking every tile costs the same: each thread
+         * takes one contiguous run of them, so no two threads work on
+         * neighbouring rows (at 2 threads 10% faster than handing tiles out
+         * one by one). Under causal masking the tiles of a head differ in
+         * cost: one by one. */
+        if (c->masks.causal) {
 #pragma omp for schedule(dynamic, 1)
-        for (int task = 0; task < tasks; task++) {
-            const int bh = task / q_tiles, t0 = task % q_tiles * TILE_Q;
-            const int nq = min_int(TILE_Q, c->T - t0);
-            const size_t row = (size_t)bh * c->T + t0;
-            if (c->whole_rows)
-                forward_tile_whole(c, bh, t0, nq, out + out_at(c, bh, t0),
-                                   probs ? probs + row * c->S : w.rows, &w);
-            else
-                forward_tile(c, bh, t0, nq, out + out_at(c, bh, t0), lse ? lse + row : NULL, &w);
+            for (int task = 0; task < tasks; task++)
+                forward_task(c, task, q_tiles, out, lse, probs, &w);
+        } else {
+#pragma omp for schedule(static)
+            for (int task = 0; task < tasks; task++)
+                forward_task(c, task, q_tiles, out, lse, probs, &w);
         }
     }
 }
@@ -520,7 +537,8 @@ static void attention_backward(const attn_ctx *c, const attn_grads *gr, hl_real 
 #pragma omp parallel if (work >= HL_PARALLEL_MIN_WORK)
     {
         const attn_scratch w = scratch_of(c, scratch, false);
-#pragma omp for schedule(dynamic, 1)
+        /* Every head costs the same, masked or not: a contiguous run each. */
+#pragma omp for schedule(static)
         for (int bh = 0; bh < heads; bh++)
             head_backward(c, gr, bh, &w);
     }
