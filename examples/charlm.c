@@ -134,8 +134,8 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_TEXT("preset", &o.preset, "NAME",
                        "speedrun: the recipe of today's small-GPT speedruns (rope, rmsnorm, "
                        "--qk-norm, --mlp relu2, --zero-init, --softcap 30, --optim muon, --lr "
-                       "1e-2, --warmup 20, --schedule wsd --decay-frac 0.5), printed at the start; any of "
-                       "those flags given overrides it"),
+                       "1e-2, --warmup 20, --schedule wsd --decay-frac 0.5), printed at the "
+                       "start; any of those flags given overrides it"),
         HL_OPTION_TEXT("init-from", &o.init_from, "DIR",
                        "fine-tune a pretrained model: a Hugging Face folder (GPT-2, Pythia, "
                        "Llama; config.json, model.safetensors and its tokenizer) or a headlab "
