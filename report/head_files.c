@@ -220,6 +220,35 @@ static hl_status map_plan_make(map_plan *p, const hl_gpt *m, const int32_t *toke
     return HL_OK;
 }
 
+/* Pixels a side: one head's map at most MAP_SIDE_PX, a tile of the grid at
+ * most GRID_SIDE_PX (at 10 pixels a cell, a GPT-2 context of 1,024 tokens
+ * would be 10,240 pixels a side, and the grid of its 144 heads past the
+ * image limit). Cells shrink to 1 pixel; past GRID_SIDE_PX tokens a grid
+ * pixel is the largest weight of a block of cells, so a one-token line such
+ * as the previous-token diagonal stays visible. */
+#define MAP_SIDE_PX 1024
+#define GRID_SIDE_PX 256
+
+static int map_cell_px(int T, int side)
+{
+    const int cell = side / T;
+    return cell < 1 ? 1 : cell > HL_HEATMAP_CELL_PX ? HL_HEATMAP_CELL_PX : cell;
+}
+
+/* dst (P,P) = src (T,T) in blocks of k×k, each its largest value, P = ⌈T/k⌉. */
+static void map_pool(const hl_real *src, int T, int k, hl_real *dst)
+{
+    const int P = (T + k - 1) / k;
+    for (int r = 0; r < P; r++)
+        for (int c = 0; c < P; c++) {
+            hl_real top = src[(size_t)r * k * T + (size_t)c * k];
+            for (int i = r * k; i < T && i < (r + 1) * k; i++)
+                for (int j = c * k; j < T && j < (c + 1) * k; j++)
+                    top = src[(size_t)i * T + j] > top ? src[(size_t)i * T + j] : top;
+            dst[(size_t)r * P + c] = top;
+        }
+}
+
 hl_status hl_maps_write(const char *dir, const hl_gpt *m, const hl_tensor *maps,
                         const int32_t *tokens, const hl_vocab *vocab, const hl_head_set *which,
                         const hl_head_scores *scores, hl_error *err)
@@ -236,24 +265,31 @@ hl_status hl_maps_write(const char *dir, const hl_gpt *m, const hl_tensor *maps,
         map_plan_free(&p);
         return hl_error_set(err, HL_ERR_ARG, "maps: no head chosen");
     }
-    hl_tensor *grid = hl_tensor_new_checked("maps", 3, (int[]){p.n, T, T}, false, err);
+    const int k = (T + GRID_SIDE_PX - 1) / GRID_SIDE_PX, P = (T + k - 1) / k;
+    hl_tensor *grid = hl_tensor_new_checked("maps", 3, (int[]){p.n, P, P}, false, err);
     hl_status s = grid ? HL_OK : err->status;
     char path[4200];
     for (int i = 0; s == HL_OK && i < p.n; i++) {
-        memcpy(grid->data + i * TT, maps->data + (size_t)p.flat[i] * TT, sizeof(hl_real) * TT);
-        hl_tensor one = *grid;
+        hl_tensor one = *maps;
         hl_tensor_set_shape(&one, 2, (int[]){T, T});
-        one.data = grid->data + i * TT;
+        one.data = maps->data + (size_t)p.flat[i] * TT;
+        map_pool(one.data, T, k, grid->data + (size_t)i * P * P);
         snprintf(path, sizeof path, "%s/attn_%.*s.png", dir, (int)strcspn(p.labels[i], " "),
                  p.labels[i]);
-        hl_heatmap_opts opts = {.labels = &p.label_ptr[i], .row_labels = p.token_ptr,
+        hl_heatmap_opts opts = {.cell_px = map_cell_px(T, MAP_SIDE_PX),
+                                .labels = &p.label_ptr[i], .row_labels = p.token_ptr,
                                 .col_labels = p.token_ptr, .title = "rows: queries, columns: keys"};
         s = hl_heatmap_write(&one, path, &opts, err);
     }
+    char title[128] = "attention (rows: queries, columns: keys)";
+    if (k > 1)
+        snprintf(title, sizeof title, "attention (rows: queries, columns: keys; a pixel: the "
+                 "largest of %dx%d weights)", k, k);
     snprintf(path, sizeof path, "%s/maps_grid.png", dir);
-    hl_heatmap_opts opts = {.labels = p.label_ptr, .row_labels = p.token_ptr,
-                            .col_labels = p.token_ptr, .columns = m->cfg.n_heads,
-                            .title = "attention (rows: queries, columns: keys)"};
+    hl_heatmap_opts opts = {.cell_px = map_cell_px(P, GRID_SIDE_PX), .labels = p.label_ptr,
+                            .row_labels = k == 1 ? p.token_ptr : NULL,
+                            .col_labels = k == 1 ? p.token_ptr : NULL,
+                            .columns = m->cfg.n_heads, .title = title};
     if (s == HL_OK)
         s = hl_heatmap_write(grid, path, &opts, err);
     hl_tensor_free(grid);

@@ -50,7 +50,10 @@ hl_status hl_ablation_effects_write_csv(const char *path, const hl_gpt *m,
 /* Every head in `which` (NULL: all): dir/attn_L<l>H<h>.png, the head's map
  * with the input's tokens on both axes (hl_token_label with vocab), and dir/maps_grid.png,
  * the chosen heads side by side, labelled with their roles when scores is not
- * NULL. maps (N,T,T) as hl_heads_attention returns. */
+ * NULL. maps (N,T,T) as hl_heads_attention returns. Cells shrink with T, so a
+ * head's picture stays within about 1,024 pixels a side and a grid tile within
+ * 256; past 256 tokens the grid shows the largest weight of each block of
+ * tokens, without token labels. */
 hl_status hl_maps_write(const char *dir, const hl_gpt *m, const hl_tensor *maps,
                         const int32_t *tokens, const hl_vocab *vocab, const hl_head_set *which,
                         const hl_head_scores *scores, hl_error *err);

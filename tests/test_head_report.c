@@ -24,6 +24,7 @@
 #include "tests/head_models.h"
 #include "tests/testutil.h"
 #include "viz/diagram.h"
+#include "viz/heatmap.h"
 #include "viz/plot.h"
 
 #ifndef HL_BUILD_DIR
@@ -129,6 +130,46 @@ START_TEST(test_maps_label_axes_with_tokens)
     hl_tensor_free(maps);
     remove_dir(d1), remove_dir(d2), remove_dir(d3);
     hl_gpt_free(m);
+}
+END_TEST
+
+/* A long input (a GPT-2 context is 1,024 tokens) keeps its pictures small:
+ * one head's map at a pixel or more a cell, at most about 1,024 pixels a
+ * side, and the grid max-pooled, so the previous-token line stays at the top
+ * colour in every pooled cell it crosses (mean pooling would dim it). */
+START_TEST(test_maps_long_input_stay_small)
+{
+    hl_gpt *m = hm_previous_token_model(1, 1);
+    enum { T = 600, POOLED = 200 }; /* blocks of 3x3 */
+    int32_t tokens[T];
+    hl_tensor *maps = hl_tensor_new("maps", 3, (int[]){1, T, T}, false);
+    ck_assert_ptr_nonnull(maps);
+    memset(maps->data, 0, sizeof(hl_real) * T * T);
+    for (int t = 0; t < T; t++) {
+        tokens[t] = t % HM_VOCAB;
+        maps->data[(size_t)t * T + (t > 0 ? t - 1 : 0)] = 1;
+    }
+    char dir[64], path[128];
+    hl_error err = {0};
+    ck_assert_int_eq(hl_maps_write(fresh_dir(dir), m, maps, tokens, NULL, NULL, NULL, &err),
+                     HL_OK);
+    int w, h;
+    snprintf(path, sizeof path, "%s/attn_L0H0.png", dir);
+    uint8_t *one = read_png(path, &w, &h);
+    ck_assert_msg(w >= T && h >= T && w <= 1400 && h <= 1400, "one head: %dx%d", w, h);
+    snprintf(path, sizeof path, "%s/maps_grid.png", dir);
+    uint8_t *grid = read_png(path, &w, &h), top[3];
+    ck_assert_msg(w >= POOLED && h >= POOLED && w <= 1400 && h < 2 * POOLED,
+                  "grid: %dx%d", w, h);
+    hl_viridis_color(255, top);
+    int lit = 0;
+    for (size_t i = 0; i < (size_t)w * h; i++)
+        lit += !memcmp(grid + 3 * i, top, 3);
+    ck_assert_msg(lit >= POOLED, "%d pixels at the top colour", lit);
+    free(one), free(grid);
+    hl_tensor_free(maps);
+    hl_gpt_free(m);
+    remove_dir(dir);
 }
 END_TEST
 
@@ -482,6 +523,7 @@ Suite *head_report_suite(void)
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, test_token_labels);
     tcase_add_test(tc, test_maps_label_axes_with_tokens);
+    tcase_add_test(tc, test_maps_long_input_stay_small);
     tcase_add_test(tc, test_ablation_effects_rows);
     tcase_add_test(tc, test_ablation_effects_match_full_passes);
     tcase_add_test(tc, test_diagram_draws_edges_and_refuses_bad_ones);
