@@ -12,26 +12,12 @@
  *
  * REGEX and each PIECE (raw bytes) are escaped as the words form does:
  * \\, \n and \xNN for the bytes outside 0x20..0x7e. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "text/pretrained_impl.h"
-
-static char *escape(char *at, const unsigned char *p, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        if (p[i] == '\\')
-            at += sprintf(at, "\\\\");
-        else if (p[i] == '\n')
-            at += sprintf(at, "\\n");
-        else if (p[i] < 0x20 || p[i] > 0x7e)
-            at += sprintf(at, "\\x%02x", p[i]);
-        else
-            *at++ = (char)p[i];
-    }
-    return at;
-}
 
 char *hl_pretrained_format(const hl_vocab *v)
 {
@@ -44,7 +30,7 @@ char *hl_pretrained_format(const hl_vocab *v)
     if (!s)
         return NULL;
     at += sprintf(at, "%s\npattern ", HL_PRETRAINED_HEADER);
-    at = escape(at, (const unsigned char *)p->pattern, pattern_len);
+    at = hl_vocab_escape(at, (const unsigned char *)p->pattern, pattern_len);
     at += sprintf(at, "\nignore_merges %d\ntokens %d", p->ignore_merges ? 1 : 0, v->size);
     bool *added = calloc((size_t)v->size, sizeof *added);
     if (!added) {
@@ -55,7 +41,7 @@ char *hl_pretrained_format(const hl_vocab *v)
         added[p->added[k]] = true;
     for (int t = 0; t < v->size; t++) {
         at += sprintf(at, "\n%c ", added[t] ? 'a' : 't');
-        at = escape(at, v->bytes + v->offset[t], v->offset[t + 1] - v->offset[t]);
+        at = hl_vocab_escape(at, v->bytes + v->offset[t], v->offset[t + 1] - v->offset[t]);
     }
     free(added);
     at += sprintf(at, "\nmerges %d", p->n_merges);
@@ -83,47 +69,6 @@ static bool next_line(reader *r, const char **start, size_t *len)
     r->at = end ? end + 1 : NULL;
     r->line++;
     return true;
-}
-
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-/* s[0..len) unescaped into out (room for len bytes); its length, or -1. */
-static long unescape(const reader *r, const char *s, size_t len, unsigned char *out)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        int hi, lo;
-        if (c < 0x20 || c > 0x7e) {
-            hl_error_set(r->err, HL_ERR_FORMAT, "vocab line %d: byte 0x%02x must be escaped",
-                         r->line, c);
-            return -1;
-        }
-        if (c == '\\') {
-            const char next = i + 1 < len ? s[i + 1] : 0;
-            if (next == '\\' || next == 'n') {
-                c = next == 'n' ? '\n' : '\\';
-                i++;
-            } else if (next == 'x' && i + 3 < len && (hi = hex_value(s[i + 2])) >= 0 &&
-                       (lo = hex_value(s[i + 3])) >= 0) {
-                c = (unsigned char)(hi * 16 + lo);
-                i += 3;
-            } else {
-                hl_error_set(r->err, HL_ERR_FORMAT, "vocab line %d: a backslash must begin "
-                             "\\\\, \\n or \\xNN", r->line);
-                return -1;
-            }
-        }
-        out[n++] = c;
-    }
-    return (long)n;
 }
 
 /* A line "KEY VALUE": its value's start and length; false (with the reason)
@@ -180,7 +125,8 @@ static bool parse_body(reader *r, hl_pretrained_spec *spec, unsigned char *scrat
                          "PIECE\" or \"a PIECE\"", r->line, t);
             return false;
         }
-        const long piece_len = unescape(r, line + 2, len - 2, scratch);
+        const long piece_len =
+            hl_vocab_unescape(line + 2, len - 2, SIZE_MAX, r->line, scratch, r->err);
         if (piece_len < 0)
             return false;
         if (!hl_pretrained_spec_set(spec, (int32_t)t, scratch, (size_t)piece_len)) {
@@ -238,7 +184,7 @@ hl_vocab *hl_pretrained_parse(const char *s, hl_error *err)
     next_line(&r, &line, &len); /* the header, checked by hl_vocab_parse */
     if (!keyed_line(&r, "pattern", &pattern, &pattern_len))
         goto done;
-    const long n = unescape(&r, pattern, pattern_len, scratch);
+    const long n = hl_vocab_unescape(pattern, pattern_len, SIZE_MAX, r.line, scratch, err);
     if (n < 0)
         goto done;
     if (memchr(scratch, 0, (size_t)n) || !(spec.pattern = malloc((size_t)n + 1))) {

@@ -28,69 +28,10 @@ char *hl_vocab_format(const hl_vocab *v)
     for (int t = HL_VOCAB_BYTES; t < size; t++) {
         const unsigned char *p = hl_vocab_piece(v, t, &len);
         *at++ = '\n';
-        for (size_t i = 0; i < len; i++) {
-            if (p[i] == '\\')
-                at += sprintf(at, "\\\\");
-            else if (p[i] == '\n')
-                at += sprintf(at, "\\n");
-            else if (p[i] < 0x20 || p[i] > 0x7e)
-                at += sprintf(at, "\\x%02x", p[i]);
-            else
-                *at++ = (char)p[i];
-        }
+        at = hl_vocab_escape(at, p, len);
     }
     *at = 0;
     return s;
-}
-
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* One line's piece, unescaped into out (room for the line's length); its
- * length, or -1 with the reason in err. */
-static long unescape_line(const char *line, size_t line_len, int line_no, unsigned char *out,
-                          hl_error *err)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < line_len; i++) {
-        unsigned char c = (unsigned char)line[i];
-        if (c < 0x20 || c > 0x7e) {
-            hl_error_set(err, HL_ERR_FORMAT, "vocab line %d: byte 0x%02x must be escaped",
-                         line_no, c);
-            return -1;
-        }
-        if (c == '\\') {
-            const char next = i + 1 < line_len ? line[i + 1] : 0;
-            int hi, lo;
-            if (next == '\\' || next == 'n') {
-                c = next == 'n' ? '\n' : '\\';
-                i++;
-            } else if (next == 'x' && i + 3 < line_len && (hi = hex_value(line[i + 2])) >= 0 &&
-                       (lo = hex_value(line[i + 3])) >= 0) {
-                c = (unsigned char)(hi * 16 + lo);
-                i += 3;
-            } else {
-                hl_error_set(err, HL_ERR_FORMAT,
-                             "vocab line %d: a backslash must begin \\\\, \\n or \\xNN", line_no);
-                return -1;
-            }
-        }
-        if (n == HL_VOCAB_PIECE_MAX) {
-            hl_error_set(err, HL_ERR_FORMAT, "vocab line %d: a piece longer than %d bytes",
-                         line_no, HL_VOCAB_PIECE_MAX);
-            return -1;
-        }
-        out[n++] = c;
-    }
-    return (long)n;
 }
 
 hl_vocab *hl_vocab_parse(const char *s, hl_error *err)
@@ -131,7 +72,8 @@ hl_vocab *hl_vocab_parse(const char *s, hl_error *err)
         const size_t line_len = end ? (size_t)(end - line) : strlen(line);
         const int line_no = (int)i + 2;
         unsigned char *out = bytes + (line - s);
-        const long len = unescape_line(line, line_len, line_no, out, err);
+        const long len =
+            hl_vocab_unescape(line, line_len, HL_VOCAB_PIECE_MAX, line_no, out, err);
         if (len < 0)
             goto done;
         if (len < 2) {

@@ -60,4 +60,15 @@ hl_status hl_bpe_encode_with(const hl_vocab *v, const unsigned char *text, size_
 char *hl_bpe_format(const hl_vocab *v);
 hl_vocab *hl_bpe_parse(const char *s, hl_error *err);
 
+/* The escaping of the stored forms' pieces (vocab_escape.c): a backslash
+ * as \\, a newline as \n, other bytes outside 0x20..0x7e as \xNN.
+ * hl_vocab_escape writes p[0..len) escaped at `at` (room for 4·len) and
+ * returns the end. hl_vocab_unescape reads s[0..len), line `line` of the
+ * form, into out (room for len, or max when smaller) and returns its length;
+ * -1 with the reason in err (an unescaped control byte, a stray backslash,
+ * more than max bytes). */
+char *hl_vocab_escape(char *at, const unsigned char *p, size_t len);
+long hl_vocab_unescape(const char *s, size_t len, size_t max, int line, unsigned char *out,
+                       hl_error *err);
+
 #endif
