@@ -73,8 +73,11 @@ static const hl_usage usage = {
  * soft-capped at 30, Muon on the hidden matrices with AdamW on the rest, a
  * short warm-up, then a stable, decay schedule. AdamW's rate (embeddings,
  * head, gains) is high, 1e-2: those parameters are few and take the largest
- * steps in the speedruns too. It sets defaults: flags after it (or before)
- * still override each one. Returns false for an unknown name. */
+ * steps in the speedruns too. Muon's, 0.01, is half modded-nanogpt's 0.02:
+ * lower beat higher at d 128 and at d 384
+ * (docs/studies/2026-11-26-speedrun-recipe.md). It sets defaults: flags
+ * after it (or before) still override each one. Returns false for an
+ * unknown name. */
 static bool apply_preset(options *o, const char *name)
 {
     if (strcmp(name, "speedrun"))
@@ -86,6 +89,7 @@ static bool apply_preset(options *o, const char *name)
     o->zero_init = true;
     o->softcap = 30;
     o->optim = "muon";
+    o->muon_lr = 0.01;
     o->lr = 1e-2;
     o->warmup = 20;
     o->schedule = "wsd";
@@ -133,9 +137,9 @@ static options parse_options(int argc, char **argv)
                        "checkpoint; --steps is the new total)"),
         HL_OPTION_TEXT("preset", &o.preset, "NAME",
                        "speedrun: the recipe of today's small-GPT speedruns (rope, rmsnorm, "
-                       "--qk-norm, --mlp relu2, --zero-init, --softcap 30, --optim muon, --lr "
-                       "1e-2, --warmup 20, --schedule wsd --decay-frac 0.5), printed at the "
-                       "start; any of those flags given overrides it"),
+                       "--qk-norm, --mlp relu2, --zero-init, --softcap 30, --optim muon, "
+                       "--muon-lr 0.01, --lr 1e-2, --warmup 20, --schedule wsd --decay-frac "
+                       "0.5), printed at the start; any of those flags given overrides it"),
         HL_OPTION_TEXT("init-from", &o.init_from, "DIR",
                        "fine-tune a pretrained model: a Hugging Face folder (GPT-2, Pythia, "
                        "Llama; config.json, model.safetensors and its tokenizer) or a headlab "

@@ -470,7 +470,7 @@ START_TEST(test_charlm_preset)
              "--preset speedrun --out %s/lm --sample 0 --no-report", path, temp_dir);
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
     ck_assert_msg(strstr(out, "preset speedrun: --pos rope --norm rmsnorm --mlp relu2 --qk-norm "
-                              "--zero-init --softcap 30 --optim muon --muon-lr 0.02 --lr 0.01 "
+                              "--zero-init --softcap 30 --optim muon --muon-lr 0.01 --lr 0.01 "
                               "--warmup 10 --schedule wsd --decay-frac 0.25"), "%s", out);
     ck_assert_msg(strstr(out, "optimizer: Muon"), "%s", out);
     char file[256];
