@@ -63,7 +63,8 @@ enum {
     SECTION_GPT = 32,
     SECTION_BUSY = 64,
     SECTION_GPT2 = 128,
-    SECTION_MUON = 256
+    SECTION_MUON = 256,
+    SECTION_BATCHED = 512
 };
 
 typedef struct {
@@ -178,7 +179,8 @@ static void parse_sections(options *o, const char *list)
         unsigned bit;
     } names[] = {{"gemm", SECTION_GEMM}, {"mha", SECTION_MHA}, {"toy", SECTION_TOY},
                  {"gpt", SECTION_GPT}, {"rss", SECTION_RSS}, {"long", SECTION_LONG},
-                 {"busy", SECTION_BUSY}, {"gpt2", SECTION_GPT2}, {"muon", SECTION_MUON}};
+                 {"busy", SECTION_BUSY}, {"gpt2", SECTION_GPT2}, {"muon", SECTION_MUON},
+                 {"batched", SECTION_BATCHED}};
     o->sections = 0;
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ",");
@@ -187,13 +189,14 @@ static void parse_sections(options *o, const char *list)
             if (strlen(names[i].name) == n && !strncmp(p, names[i].name, n))
                 bit = names[i].bit;
         if (!bit)
-            bad_option("--only takes some of gemm,mha,toy,gpt,gpt2,muon,rss,long,busy, got %s", list);
+            bad_option("--only takes some of gemm,batched,mha,toy,gpt,gpt2,muon,rss,long,busy, "
+                       "got %s", list);
         o->sections |= bit;
         p += n + (p[n] == ',');
     }
     if (!o->sections)
-        bad_option("--only takes some of gemm,mha,toy,gpt,gpt2,muon,rss,long,busy, got \"%s\"",
-                   list);
+        bad_option("--only takes some of gemm,batched,mha,toy,gpt,gpt2,muon,rss,long,busy, "
+                   "got \"%s\"", list);
 }
 
 static void parse_isas(options *o, const char *list)
@@ -260,7 +263,9 @@ static options parse_options(int argc, char **argv)
                        "thread counts, up to 8 of them in 1..256 (with --scaling: 1, 2, 4, ... "
                        "and the machine's CPUs)", .dflt = "1,2"),
         HL_OPTION_TEXT("only", &only, "LIST",
-                       "some of gemm,mha,toy,gpt,gpt2,muon,rss,long,busy. gpt2: GPT-2 small's "
+                       "some of gemm,batched,mha,toy,gpt,gpt2,muon,rss,long,busy. batched: "
+                       "attention's batched products on a grid of 8-96 heads, T 32-256, head "
+                       "width 16-64, headlab alone (not in every section); gpt2: GPT-2 small's "
                        "shape (train step at 4 x 256, forward over 1,024 tokens; not with "
                        "--quick unless named); muon: Muon's Newton-Schulz on one matrix of "
                        "each model's shapes; long: MHA (1,4096,256,4) fwd+bwd causal, its time and "
@@ -314,9 +319,9 @@ typedef struct {
  * measures each and keeps the fastest, and headlab meets PyTorch at its best. */
 enum { N_ARRANGEMENTS = 3 };
 
-static int arrangements(const bench_row *row, const row_work *w)
+static int arrangements(const bench_run *run, const bench_row *row, const row_work *w)
 {
-    return w->arrange && row->threads > 1 ? N_ARRANGEMENTS : 1;
+    return w->arrange && row->threads > 1 && run->torch.openblas ? N_ARRANGEMENTS : 1;
 }
 
 static void arrangement(int n, int k, int *torch, int *blas)
@@ -370,7 +375,8 @@ static void init_cells(const bench_run *run, bench_row *row, const row_work *w)
     row->cell[BENCH_OPENBLAS] = !w->fn[BENCH_OPENBLAS] ? BENCH_CELL_NA
                                 : run->ob               ? BENCH_CELL_OK
                                                         : BENCH_CELL_ABSENT;
-    row->cell[BENCH_TORCH] = bench_torch_alive(&run->torch) ? BENCH_CELL_OK
+    row->cell[BENCH_TORCH] = !w->fn[BENCH_TORCH]              ? BENCH_CELL_NA
+                             : bench_torch_alive(&run->torch) ? BENCH_CELL_OK
                              : run->torch_started           ? BENCH_CELL_FAILED
                                                             : BENCH_CELL_ABSENT;
 }
@@ -385,7 +391,7 @@ static void init_cells(const bench_run *run, bench_row *row, const row_work *w)
 static double attempt_row(bench_run *run, bench_row *row, const row_work *w, const bench_plan *p,
                           double **samples)
 {
-    const int n_arr = arrangements(row, w);
+    const int n_arr = arrangements(run, row, w);
     int n[BENCH_IMPLS - 1 + N_ARRANGEMENTS] = {0};
     bench_load_mark before, after;
     bench_load_mark_take(&before, run->torch.pid);
@@ -432,8 +438,8 @@ static double attempt_row(bench_run *run, bench_row *row, const row_work *w, con
     }
     int torch, blas;
     arrangement(row->threads, best, &torch, &blas);
-    if (n_arr == 1) /* as the row set them */
-        torch = row->threads, blas = w->arrange ? 1 : row->threads;
+    if (n_arr == 1) /* as the row set them; MKL's threads follow torch's */
+        torch = row->threads, blas = w->arrange && run->torch.openblas ? 1 : row->threads;
     snprintf(row->torch_threads, sizeof row->torch_threads, "%d:%d", torch, blas);
     return bench_load_foreign(&before, &after, worker_elsewhere);
 }
@@ -483,10 +489,12 @@ static void measure_row(bench_run *run, bench_row *row, const row_work *w, const
 
 /* ---- GEMM rows ---- */
 
-static void gemm_row(bench_run *run, const char *name, int M, int N, int K, int batch)
+/* Every variant of op(A)·op(B) (NN, NT, TN, TT), or with alone the three
+ * attention's products take (NN, NT, TN), headlab's alone. */
+static void gemm_row(bench_run *run, const char *name, int M, int N, int K, int batch, bool alone)
 {
     static const char *const variants[] = {"NN", "NT", "TN", "TT"};
-    for (int v = 0; v < 4; v++) {
+    for (int v = 0; v < (alone ? 3 : 4); v++) {
         bool ta = v >= 2, tb = v % 2;
         bench_gemm c;
         if (bench_gemm_init(&c, ta, tb, M, N, K, batch, run->ob)) {
@@ -497,7 +505,8 @@ static void gemm_row(bench_run *run, const char *name, int M, int N, int K, int 
         torch_block tb_ctx = {.torch = &run->torch};
         snprintf(tb_ctx.command, sizeof tb_ctx.command, "gemm %d %d %d %d %d %d %d", ta, tb, M,
                  N, K, batch, c.inner);
-        row_work w = {.fn = {bench_gemm_headlab, bench_gemm_openblas, run_torch_block},
+        row_work w = {.fn = {bench_gemm_headlab, alone ? NULL : bench_gemm_openblas,
+                             alone ? NULL : run_torch_block},
                       .ctx = {&c, &c, &tb_ctx}};
         for (int t = 0; t < run->o.n_threads; t++) {
             bench_row row = {.section = "gemm", .threads = run->o.threads[t],
@@ -521,7 +530,7 @@ static void gemm_section(bench_run *run)
     for (int i = 0; i < (q ? 2 : 5); i++) {
         int n = q ? square_quick[i] : square[i];
         snprintf(name, sizeof name, "M=N=K=%d", n);
-        gemm_row(run, name, n, n, n, 1);
+        gemm_row(run, name, n, n, n, 1, false);
     }
     /* transformer shapes: (B·T, K) times a (K, N) weight, N = K or 4K */
     for (int i = 0; i < (q ? 1 : 2); i++)
@@ -532,7 +541,7 @@ static void gemm_section(bench_run *run)
                 if (q && !(j == 0 && !wide) && !(j == 3 && wide))
                     continue;
                 snprintf(name, sizeof name, "M=%d N=%d K=%d", M, N, K);
-                gemm_row(run, name, M, N, K, 1);
+                gemm_row(run, name, M, N, K, 1, false);
             }
     /* attention's batched products per MHA config: scores Q·Kᵀ (T,T,D) and
      * context A·V (T,D,T), B·H matrices each */
@@ -540,10 +549,28 @@ static void gemm_section(bench_run *run)
         const int *c = mha_configs[i];
         int BH = c[0] * c[3], T = c[1], D = c[2] / c[3];
         snprintf(name, sizeof name, "%dx M=%d N=%d K=%d", BH, T, T, D);
-        gemm_row(run, name, T, T, D, BH);
+        gemm_row(run, name, T, T, D, BH, false);
         snprintf(name, sizeof name, "%dx M=%d N=%d K=%d", BH, T, D, T);
-        gemm_row(run, name, T, D, T, BH);
+        gemm_row(run, name, T, D, T, BH, false);
     }
+}
+
+/* --only batched: attention's batched products over a grid of head counts,
+ * lengths and head widths, headlab's alone at every --threads count, so a
+ * work split that starves threads shows as a row slower at more threads. */
+static void batched_section(bench_run *run)
+{
+    static const int batches[] = {8, 32, 96}, lengths[] = {32, 64, 256}, widths[] = {16, 32, 64};
+    char name[48];
+    for (int b = 0; b < 3; b++)
+        for (int t = 0; t < 3; t++)
+            for (int d = 0; d < 3; d++) {
+                const int BH = batches[b], T = lengths[t], D = widths[d];
+                snprintf(name, sizeof name, "%dx M=%d N=%d K=%d", BH, T, T, D);
+                gemm_row(run, name, T, T, D, BH, true);
+                snprintf(name, sizeof name, "%dx M=%d N=%d K=%d", BH, T, D, T);
+                gemm_row(run, name, T, D, T, BH, true);
+            }
 }
 
 /* ---- MHA rows ---- */
@@ -795,9 +822,12 @@ static void print_intro(const bench_run *run)
         printf("OpenBLAS: %s%s\n", bench_openblas_about(run->ob), run->ob_note);
     else
         printf("OpenBLAS: absent (%s)\n", run->ob_why);
-    if (run->torch_started)
+    if (run->torch_started && run->torch.openblas)
         printf("PyTorch:  %s; GEMM rows: torch.set_num_threads(thr), OpenBLAS threads = thr; "
                "the others at 2+ threads: the fastest of thr:1, 1:thr and thr:thr (PT t)\n",
+               run->torch.about);
+    else if (run->torch_started)
+        printf("PyTorch:  %s; torch.set_num_threads(thr), its BLAS's threads the same\n",
                run->torch.about);
     else
         printf("PyTorch:  absent (%s)\n", run->torch.about);
@@ -870,6 +900,8 @@ int main(int argc, char **argv)
 
     if (run.o.sections & SECTION_GEMM)
         gemm_section(&run);
+    if (run.o.sections & SECTION_BATCHED)
+        batched_section(&run);
     if (run.o.sections & SECTION_MHA)
         mha_section(&run);
     if (run.o.sections & SECTION_LONG)

@@ -98,6 +98,7 @@ typedef struct bench_torch {
     pid_t pid;       /* 0 when absent */
     FILE *to, *from; /* its stdin and stdout */
     char about[512]; /* "torch 1.13.0, ..." or why it is absent */
+    bool openblas;   /* its BLAS is OpenBLAS, whose threads are set apart from torch's */
 } bench_torch;
 
 /* Starts `python worker --dtype DTYPE` (float32 or float64) and waits for

@@ -43,7 +43,7 @@ static void print_header(const char *section)
                "B,T,E,H", "mask", "headlab", "after setup", "PyTorch", "after setup");
     else
         printf("\n%s  ms per call: median (fastest-slowest run); PT t: PyTorch's fastest "
-               "arrangement of its threads, torch:OpenBLAS\n"
+               "arrangement of its threads, torch:BLAS\n"
                "%-26s %-22s %3s  %-23s %-23s %5s %7s %5s\n",
                !strcmp(section, "mha")
                    ? "MHA  (B,T,E,H) self-attention, training mode (without +weights: no "

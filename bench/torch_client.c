@@ -98,6 +98,7 @@ bool bench_torch_start(bench_torch *t, const char *python, const char *worker,
         return false;
     }
     snprintf(t->about, sizeof t->about, "%s", line + 6);
+    t->openblas = strstr(t->about, ", OpenBLAS core ") != NULL;
     return true;
 }
 

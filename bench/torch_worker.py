@@ -50,6 +50,7 @@ Run with Debian's torch: /usr/bin/python3 (apt-get install python3-torch).
 import math
 import os
 import random
+import re
 import resource
 import sys
 import time
@@ -74,10 +75,17 @@ except Exception as e:  # ImportError, or a torch that fails to load
     reply("absent %s: %s" % (sys.executable, e))
     sys.exit(0)
 
-try:  # the OpenBLAS instance libtorch already loaded (Debian: through libblas.so.3)
-    OPENBLAS = ctypes.CDLL("libopenblas.so.0")
-except OSError:
-    OPENBLAS = None
+# The BLAS torch was built with: MKL in the pip wheels (its threads follow
+# torch.set_num_threads), "generic" in Debian's torch, which reaches OpenBLAS
+# through libblas.so.3 and whose threads are set apart.
+BLAS_INFO = re.search(r"BLAS_INFO=(\w+)", torch.__config__.show())
+BLAS_INFO = BLAS_INFO.group(1) if BLAS_INFO else "unknown"
+OPENBLAS = None
+if BLAS_INFO != "mkl":
+    try:  # the OpenBLAS instance libtorch already loaded
+        OPENBLAS = ctypes.CDLL("libopenblas.so.0")
+    except OSError:
+        pass
 
 DTYPE = torch.float32
 
@@ -101,7 +109,7 @@ def about(malloc_tuned):
     text = "torch %s (%s)%s" % (torch.__version__, sys.executable,
                                 ", malloc keeps freed memory" if malloc_tuned else "")
     if OPENBLAS is None:
-        return text + ", BLAS is not OpenBLAS"
+        return text + ", BLAS %s (not OpenBLAS)" % BLAS_INFO
     OPENBLAS.openblas_get_corename.restype = ctypes.c_char_p
     core = OPENBLAS.openblas_get_corename().decode()
     return text + ", OpenBLAS core %s" % core

@@ -125,8 +125,18 @@ hl_tensor *hl_params_find(const hl_params *p, const char *name)
     return NULL;
 }
 
+/* In parallel slices: at GPT-2 small's 124M parameters one thread's memset
+ * took 55 ms of a 989 ms training step at 16 threads (16-core Xeon). */
 void hl_params_zero_grad(hl_params *p)
 {
-    if (p->grads)
-        memset(p->grads, 0, p->count * sizeof(hl_real));
+    if (!p->grads)
+        return;
+    enum { SLICE = 1 << 18 }; /* values a thread clears at once: 1 or 2 MiB */
+    const size_t n_slices = (p->count + SLICE - 1) / SLICE;
+#pragma omp parallel for if (n_slices > 1) schedule(static)
+    for (size_t s = 0; s < n_slices; s++) {
+        const size_t first = s * SLICE;
+        const size_t n = p->count - first < SLICE ? p->count - first : SLICE;
+        memset(p->grads + first, 0, n * sizeof(hl_real));
+    }
 }

@@ -3,7 +3,8 @@
  *
  * A model declares its parameters (name and shape) and then commits: all
  * values live in one allocation and all gradients in another, so zero-grad is
- * one memset and an optimizer is one loop over hl_params_count() values.
+ * one pass (in parallel slices) and an optimizer is one loop over
+ * hl_params_count() values.
  * Tensors handed out by hl_params_add() keep their address for the block's
  * life; their data and grad pointers are set at commit.
  *
