@@ -19,7 +19,9 @@
  * dlopen) and PyTorch (bench/torch_worker.py, a persistent process), and
  * each row shows speed-up = the other's median time / headlab's. At 2 or more
  * threads a model's row times PyTorch at each arrangement of torch's and
- * OpenBLAS's threads and keeps the fastest (its "PT t" column). A missing
+ * OpenBLAS's threads and keeps the fastest (its "PT t" column; a PyTorch on
+ * MKL runs at thr:thr alone). --only batched sweeps attention's batched
+ * products over a grid, headlab alone at every thread count. A missing
  * OpenBLAS or PyTorch makes its column say "absent"; nothing fails. The rows
  * also go to FILE (default bench.csv), which is replaced only when the run
  * completes. See bench/README.md.
@@ -377,8 +379,8 @@ static void init_cells(const bench_run *run, bench_row *row, const row_work *w)
                                                         : BENCH_CELL_ABSENT;
     row->cell[BENCH_TORCH] = !w->fn[BENCH_TORCH]              ? BENCH_CELL_NA
                              : bench_torch_alive(&run->torch) ? BENCH_CELL_OK
-                             : run->torch_started           ? BENCH_CELL_FAILED
-                                                            : BENCH_CELL_ABSENT;
+                             : run->torch_started             ? BENCH_CELL_FAILED
+                                                              : BENCH_CELL_ABSENT;
 }
 
 /* One attempt: rounds of blocks, alternating implementations (PyTorch's
@@ -489,8 +491,8 @@ static void measure_row(bench_run *run, bench_row *row, const row_work *w, const
 
 /* ---- GEMM rows ---- */
 
-/* Every variant of op(A)·op(B) (NN, NT, TN, TT), or with alone the three
- * attention's products take (NN, NT, TN), headlab's alone. */
+/* The rows of one shape: op(A)·op(B) in NN, NT, TN and TT, or, when alone,
+ * headlab's side only in the three forms attention takes (NN, NT, TN). */
 static void gemm_row(bench_run *run, const char *name, int M, int N, int K, int batch, bool alone)
 {
     static const char *const variants[] = {"NN", "NT", "TN", "TT"};
