@@ -174,6 +174,9 @@ static void parse_threads(options *o, const char *list)
         bad_option("--threads needs up to 8 counts in 1..256 like 1,2, got \"%s\"", list);
 }
 
+/* --only's names, in the order its help gives them */
+#define SECTION_NAMES "gemm,batched,mha,toy,gpt,gpt2,muon,rss,long,busy"
+
 static void parse_sections(options *o, const char *list)
 {
     static const struct {
@@ -191,14 +194,12 @@ static void parse_sections(options *o, const char *list)
             if (strlen(names[i].name) == n && !strncmp(p, names[i].name, n))
                 bit = names[i].bit;
         if (!bit)
-            bad_option("--only takes some of gemm,batched,mha,toy,gpt,gpt2,muon,rss,long,busy, "
-                       "got %s", list);
+            bad_option("--only takes some of " SECTION_NAMES ", got %s", list);
         o->sections |= bit;
         p += n + (p[n] == ',');
     }
     if (!o->sections)
-        bad_option("--only takes some of gemm,batched,mha,toy,gpt,gpt2,muon,rss,long,busy, "
-                   "got \"%s\"", list);
+        bad_option("--only takes some of " SECTION_NAMES ", got \"%s\"", list);
 }
 
 static void parse_isas(options *o, const char *list)
@@ -265,7 +266,7 @@ static options parse_options(int argc, char **argv)
                        "thread counts, up to 8 of them in 1..256 (with --scaling: 1, 2, 4, ... "
                        "and the machine's CPUs)", .dflt = "1,2"),
         HL_OPTION_TEXT("only", &only, "LIST",
-                       "some of gemm,batched,mha,toy,gpt,gpt2,muon,rss,long,busy. batched: "
+                       "some of " SECTION_NAMES ". batched: "
                        "attention's batched products on a grid of 8-96 heads, T 32-256, head "
                        "width 16-64, headlab alone (not in every section); gpt2: GPT-2 small's "
                        "shape (train step at 4 x 256, forward over 1,024 tokens; not with "
