@@ -66,7 +66,8 @@ enum {
     SECTION_BUSY = 64,
     SECTION_GPT2 = 128,
     SECTION_MUON = 256,
-    SECTION_BATCHED = 512
+    SECTION_BATCHED = 512,
+    SECTION_PHASES = 1024
 };
 
 typedef struct {
@@ -175,7 +176,7 @@ static void parse_threads(options *o, const char *list)
 }
 
 /* --only's names, in the order its help gives them */
-#define SECTION_NAMES "gemm,batched,mha,toy,gpt,gpt2,muon,rss,long,busy"
+#define SECTION_NAMES "gemm,batched,mha,toy,gpt,gpt2,phases,muon,rss,long,busy"
 
 static void parse_sections(options *o, const char *list)
 {
@@ -185,7 +186,7 @@ static void parse_sections(options *o, const char *list)
     } names[] = {{"gemm", SECTION_GEMM}, {"mha", SECTION_MHA}, {"toy", SECTION_TOY},
                  {"gpt", SECTION_GPT}, {"rss", SECTION_RSS}, {"long", SECTION_LONG},
                  {"busy", SECTION_BUSY}, {"gpt2", SECTION_GPT2}, {"muon", SECTION_MUON},
-                 {"batched", SECTION_BATCHED}};
+                 {"batched", SECTION_BATCHED}, {"phases", SECTION_PHASES}};
     o->sections = 0;
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ",");
@@ -258,9 +259,9 @@ static options parse_options(int argc, char **argv)
                        "a few sizes and runs: a smoke test of a minute or two (without the "
                        "long-context rows unless --only names long)"),
         HL_OPTION_FLAG("scaling", &o.scaling,
-                       "the training steps of the 4x4, 6x6 and GPT-2 small models, a few runs "
-                       "each, at 1, 2, 4, ... threads up to every CPU, on the best kernel set "
-                       "unless --isa says (bench/scaling.sh)"),
+                       "the training steps of the 4x4, 6x6 and GPT-2 small models and their "
+                       "phases, a few runs each, at 1, 2, 4, ... threads up to every CPU, on the "
+                       "best kernel set unless --isa says (bench/scaling.sh)"),
         HL_OPTION_TEXT("csv", &o.csv, "FILE", "where the rows go"),
         HL_OPTION_TEXT("threads", &threads, "LIST",
                        "thread counts, up to 8 of them in 1..256 (with --scaling: 1, 2, 4, ... "
@@ -270,7 +271,9 @@ static options parse_options(int argc, char **argv)
                        "attention's batched products on a grid of 8-96 heads, T 32-256, head "
                        "width 16-64, headlab alone (not in every section); gpt2: GPT-2 small's "
                        "shape (train step at 4 x 256, forward over 1,024 tokens; not with "
-                       "--quick unless named); muon: Muon's Newton-Schulz on one matrix of "
+                       "--quick unless named); phases: the 4x4, 6x6 and GPT-2 small training "
+                       "steps' zero-grad, forward, loss, backward, AdamW and arena reset timed "
+                       "apart, headlab alone (not in every section; with --scaling); muon: Muon's Newton-Schulz on one matrix of "
                        "each model's shapes; long: MHA (1,4096,256,4) fwd+bwd causal, its time and "
                        "peak RSS; busy: toy_heads and charlm runs with one core taken",
                        .dflt = "every section"),
@@ -300,7 +303,7 @@ static options parse_options(int argc, char **argv)
         bad_option("%s: --scaling has its own few runs; give one of --quick and --scaling",
                    "--quick");
     if (o.scaling && !only)
-        o.sections = SECTION_GPT | SECTION_GPT2;
+        o.sections = SECTION_GPT | SECTION_GPT2 | SECTION_PHASES;
     if (o.scaling && !threads)
         scaling_threads(&o);
     if (o.scaling && !isas)
@@ -705,6 +708,62 @@ static void gpt_section(bench_run *run, bool gpt2)
     }
 }
 
+/* ---- the training step's phases ---- */
+
+/* --only phases: the phases of --scaling's training steps timed apart in the
+ * same steps, headlab alone, at every thread count. A phase whose time falls
+ * less than the step's from 1 thread to many is where threads wait. */
+static void phases_section(bench_run *run)
+{
+    static const char *const names[BENCH_PHASES + 1] = {
+        "zero-grad", "forward", "loss", "backward", "AdamW", "reset", "step"};
+    /* the gpt rows' count of timed steps, in one block */
+    const bench_plan plan = {.reps = run->gpt.rounds * run->gpt.reps, .warmup = run->gpt.warmup,
+                             .warmup_seconds = run->gpt.warmup_seconds},
+                     *p = &plan;
+    double *seconds = malloc(sizeof *seconds * (BENCH_PHASES + 1) * p->reps);
+    for (int i = 0; seconds && i < N_GPT_CONFIGS; i++) {
+        if (!gpt_configs[i].scaling || (run->o.quick && i != 0))
+            continue;
+        bench_gpt *work = bench_gpt_new(&gpt_configs[i].shape);
+        if (!work) {
+            fprintf(stderr, "bench: cannot build the GPT %s\n", gpt_configs[i].name);
+            run->failed = true;
+            continue;
+        }
+        for (int t = 0; t < run->o.n_threads; t++) {
+            set_threads(run, run->o.threads[t], 1);
+            char why[WHY_SIZE];
+            bench_load_mark before, after;
+            bench_load_mark_take(&before, run->torch.pid);
+            const bool failed = bench_gpt_phases(work, p, seconds, why, sizeof why) != 0;
+            bench_load_mark_take(&after, run->torch.pid);
+            if (failed) {
+                fprintf(stderr, "bench: headlab %s phases: %s\n", gpt_configs[i].name, why);
+                run->failed = true;
+            }
+            for (int ph = 0; ph <= BENCH_PHASES; ph++) {
+                bench_row row = {.section = "phases", .threads = run->o.threads[t],
+                                 .foreign = bench_load_foreign(&before, &after, 0),
+                                 .cell = {failed ? BENCH_CELL_FAILED : BENCH_CELL_OK,
+                                          BENCH_CELL_NA, BENCH_CELL_NA}};
+                snprintf(row.name, sizeof row.name, "%s", gpt_configs[i].name);
+                snprintf(row.variant, sizeof row.variant, "%s", names[ph]);
+                if (!failed)
+                    bench_stats_of(seconds + (size_t)ph * p->reps, p->reps,
+                                   &row.stats[BENCH_HEADLAB]);
+                bench_report_row(&run->report, &row);
+            }
+        }
+        bench_gpt_free(work);
+    }
+    if (!seconds) {
+        fprintf(stderr, "bench: out of memory for the phases\n");
+        run->failed = true;
+    }
+    free(seconds);
+}
+
 /* ---- Muon rows ---- */
 
 /* The hidden matrices of charlm's 4x4 model (attention's 128 x 128 blocks,
@@ -915,6 +974,8 @@ int main(int argc, char **argv)
         gpt_section(&run, false);
     if (run.o.sections & SECTION_GPT2)
         gpt_section(&run, true);
+    if (run.o.sections & SECTION_PHASES)
+        phases_section(&run);
     if (run.o.sections & SECTION_MUON)
         muon_section(&run);
     bench_torch_stop(&run.torch);

@@ -204,6 +204,22 @@ void bench_gpt_free(bench_gpt *w);
 void bench_gpt_select(bench_gpt *w, bench_gpt_mode mode);
 int bench_gpt_block(void *ctx, const bench_plan *p, double *seconds, char *why,
                     size_t why_size);
+/* The phases of a training step, in order; bench_gpt_phases times each. */
+typedef enum bench_gpt_phase {
+    BENCH_PHASE_ZERO_GRAD, /* hl_params_zero_grad */
+    BENCH_PHASE_FORWARD,   /* hl_gpt_forward to the logits */
+    BENCH_PHASE_LOSS,      /* the cross-entropy */
+    BENCH_PHASE_BACKWARD,  /* hl_graph_backward */
+    BENCH_PHASE_OPTIMIZER, /* AdamW */
+    BENCH_PHASE_RESET,     /* hl_graph_reset: the step arena emptied */
+    BENCH_PHASES
+} bench_gpt_phase;
+/* Training steps with each phase timed on its own: the warm-up, then p->reps
+ * steps; phase ph of step r takes seconds[ph·p->reps + r], and the whole step
+ * seconds[BENCH_PHASES·p->reps + r] (so seconds holds BENCH_PHASES + 1 rows of
+ * p->reps). Selects BENCH_GPT_STEP. 0, or -1 with a reason. */
+int bench_gpt_phases(bench_gpt *w, const bench_plan *p, double *seconds, char *why,
+                     size_t why_size);
 /* Matmul FLOPs of one call: 24·B·T·d² + 4·B·T²·d a layer and 2·B·T·d·V for the head
  * forward, three times that with backward. */
 double bench_gpt_flops(const bench_gpt_shape *shape, bench_gpt_mode mode);

@@ -1,6 +1,7 @@
 /* headlab's side of the benchmark's gpt rows: a GPT training step (zero-grad,
- * forward, cross-entropy, backward, AdamW), an evaluation forward, and the
- * first training step of a freshly built model (see bench/bench.h). */
+ * forward, cross-entropy, backward, AdamW), an evaluation forward, the
+ * first training step of a freshly built model, and the step's phases timed
+ * apart (see bench/bench.h). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -130,26 +131,64 @@ static int fail(const bench_gpt *w, char *why, size_t why_size)
     return -1;
 }
 
-static int gpt_step(void *ctx, char *why, size_t why_size)
+/* Writes the clock into at[i] when at is given: the step's phase boundaries. */
+static void mark(double *at, int i)
 {
-    bench_gpt *w = ctx;
+    if (at)
+        at[i] = bench_now();
+}
+
+/* One call: a training step (or, in eval mode, the forward and the loss);
+ * with at, the clock before each phase of bench_gpt_phase and after the last. */
+static int timed_step(bench_gpt *w, double *at, char *why, size_t why_size)
+{
     const int B = w->shape.batch, T = w->shape.ctx;
-    const size_t at = (size_t)(w->next++ % GPT_BATCHES) * B * T;
+    const size_t from = (size_t)(w->next++ % GPT_BATCHES) * B * T;
     const bool train = w->mode != BENCH_GPT_EVAL;
     hl_graph_set_grad_enabled(w->g, train);
     hl_graph_set_training(w->g, train);
+    mark(at, BENCH_PHASE_ZERO_GRAD);
     if (train)
         hl_params_zero_grad(w->model->params);
-    hl_tensor *logits = hl_gpt_forward(w->g, w->model, w->x + at, B, T, NULL);
-    hl_tensor *loss = hl_cross_entropy(w->g, logits, w->y + at, -1);
+    mark(at, BENCH_PHASE_FORWARD);
+    hl_tensor *logits = hl_gpt_forward(w->g, w->model, w->x + from, B, T, NULL);
+    mark(at, BENCH_PHASE_LOSS);
+    hl_tensor *loss = hl_cross_entropy(w->g, logits, w->y + from, -1);
     if (hl_graph_failed(w->g))
         return fail(w, why, why_size);
-    if (train) {
-        if (hl_graph_backward(w->g, loss) != HL_OK)
-            return fail(w, why, why_size);
+    mark(at, BENCH_PHASE_BACKWARD);
+    if (train && hl_graph_backward(w->g, loss) != HL_OK)
+        return fail(w, why, why_size);
+    mark(at, BENCH_PHASE_OPTIMIZER);
+    if (train)
         hl_optim_step(w->opt, 1.0);
-    }
+    mark(at, BENCH_PHASE_RESET);
     hl_graph_reset(w->g);
+    mark(at, BENCH_PHASES);
+    return 0;
+}
+
+static int gpt_step(void *ctx, char *why, size_t why_size)
+{
+    return timed_step(ctx, NULL, why, why_size);
+}
+
+int bench_gpt_phases(bench_gpt *w, const bench_plan *p, double *seconds, char *why,
+                     size_t why_size)
+{
+    w->mode = BENCH_GPT_STEP;
+    const double start = bench_now();
+    for (int i = 0; i < p->warmup || bench_now() - start < p->warmup_seconds; i++)
+        if (gpt_step(w, why, why_size))
+            return -1;
+    for (int r = 0; r < p->reps; r++) {
+        double at[BENCH_PHASES + 1];
+        if (timed_step(w, at, why, why_size))
+            return -1;
+        for (int ph = 0; ph < BENCH_PHASES; ph++)
+            seconds[ph * p->reps + r] = at[ph + 1] - at[ph];
+        seconds[BENCH_PHASES * p->reps + r] = at[BENCH_PHASES] - at[0];
+    }
     return 0;
 }
 

@@ -53,6 +53,10 @@ static void print_header(const char *section)
                      "unless V says, AdamW); modern: rope+rms+swiglu;\n4x4 d 128: T 64, batch "
                      "16; 6x6 d 384: T 256, batch 8. "
                      "eval: forward + cross-entropy, no gradients; first step: a new model's"
+               : !strcmp(section, "phases")
+                   ? "Phases  the gpt rows' training step, each phase timed apart in the same "
+                     "steps (headlab alone; step: the whole step,\nreset: the step arena "
+                     "emptied)"
                : !strcmp(section, "muon")
                    ? "Muon  one matrix (rows,cols) orthogonalised as the optimizer does each "
                      "step; PyTorch: the same iteration\nwritten with torch.mm (modded-nanogpt's "
