@@ -273,9 +273,10 @@ static options parse_options(int argc, char **argv)
                        "shape (train step at 4 x 256, forward over 1,024 tokens; not with "
                        "--quick unless named); phases: the 4x4, 6x6 and GPT-2 small training "
                        "steps' zero-grad, forward, loss, backward, AdamW and arena reset timed "
-                       "apart, headlab alone (not in every section; with --scaling); muon: Muon's Newton-Schulz on one matrix of "
-                       "each model's shapes; long: MHA (1,4096,256,4) fwd+bwd causal, its time and "
-                       "peak RSS; busy: toy_heads and charlm runs with one core taken",
+                       "apart, headlab alone (not in every section; with --scaling); muon: "
+                       "Muon's Newton-Schulz on one matrix of each model's shapes; long: MHA "
+                       "(1,4096,256,4) fwd+bwd causal, its time and peak RSS; busy: toy_heads and "
+                       "charlm runs with one core taken",
                        .dflt = "every section"),
         HL_OPTION_TEXT("isa", &isas, "LIST",
                        "kernel sets, e.g. avx512,avx2; each runs everything, OpenBLAS on the "
