@@ -661,6 +661,17 @@ static void toy_section(bench_run *run)
 
 static const char *const gpt_variants[] = {"train step", "eval", "first step", "generate 64"};
 
+/* gpt_configs[config]'s model, or NULL with the failure reported. */
+static bench_gpt *gpt_work_new(bench_run *run, int config)
+{
+    bench_gpt *work = bench_gpt_new(&gpt_configs[config].shape);
+    if (!work) {
+        fprintf(stderr, "bench: cannot build the GPT %s\n", gpt_configs[config].name);
+        run->failed = true;
+    }
+    return work;
+}
+
 /* One variant of a GPT at every thread count; PyTorch at its fastest
  * arrangement of threads (attempt_row). */
 static void gpt_rows(bench_run *run, bench_gpt *work, int config, bench_gpt_mode mode)
@@ -692,12 +703,9 @@ static void gpt_section(bench_run *run, bool gpt2)
             continue;
         if (run->o.scaling && !gpt_configs[i].scaling)
             continue;
-        bench_gpt *work = bench_gpt_new(&gpt_configs[i].shape);
-        if (!work) {
-            fprintf(stderr, "bench: cannot build the GPT %s\n", gpt_configs[i].name);
-            run->failed = true;
+        bench_gpt *work = gpt_work_new(run, i);
+        if (!work)
             continue;
-        }
         const int modes = run->o.scaling                ? GPT_STEPS
                           : gpt_configs[i].modes         ? gpt_configs[i].modes
                           : gpt_configs[i].shape.modern ? GPT_STEPS
@@ -726,12 +734,9 @@ static void phases_section(bench_run *run)
     for (int i = 0; seconds && i < N_GPT_CONFIGS; i++) {
         if (!gpt_configs[i].scaling || (run->o.quick && i != 0))
             continue;
-        bench_gpt *work = bench_gpt_new(&gpt_configs[i].shape);
-        if (!work) {
-            fprintf(stderr, "bench: cannot build the GPT %s\n", gpt_configs[i].name);
-            run->failed = true;
+        bench_gpt *work = gpt_work_new(run, i);
+        if (!work)
             continue;
-        }
         for (int t = 0; t < run->o.n_threads; t++) {
             set_threads(run, run->o.threads[t], 1);
             char why[WHY_SIZE];
