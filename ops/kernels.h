@@ -111,11 +111,6 @@ typedef void hl_tile_gemm_fn(int m, int n, int k, const hl_real *a, size_t a_row
       (const hl_real *x, hl_real a, hl_real b, hl_real scale, size_t hot, hl_real *y, size_t n,  \
        bool overwrite),                                                                          \
       (x, a, b, scale, hot, y, n, overwrite))                                                    \
-    /* ReLU², y[i] = relu(x)² (NaN stays NaN). */                                                \
-    P(relu2, (const hl_real *x, hl_real *y, size_t n), (x, y, n))                                \
-    /* dx[i] (+)= dy[i]·2·relu(x). */                                                            \
-    P(relu2_grad, (const hl_real *x, const hl_real *dy, hl_real *dx, size_t n, bool overwrite),  \
-      (x, dy, dx, n, overwrite))                                                                 \
     /* Logit soft-capping, y[i] = cap·tanh(x[i]/cap) (cap > 0). The float build's                \
      * tanh is its Taylor series to u⁹ below |u| = 1/4, else (1 - e)/(1 + e), e =                \
      * e^(-2|u|): a few ulp (tests/test_vmath.c). */                                             \
@@ -202,6 +197,33 @@ extern const hl_kernel_set hl_kernel_set_portable;
 #if defined(__x86_64__)
 extern const hl_kernel_set hl_kernel_set_avx2;
 extern const hl_kernel_set hl_kernel_set_avx512;
+#endif
+
+/* ---- An op's own kernels, outside the table.
+ *
+ * A kernel that one op alone calls lives with that op: its code in
+ * ops/kernels/<op>.c (compiled once per set like every file there, each
+ * function named through HL_SIMD_FN) and its declaration in
+ * ops/kernels/<op>.h, which both that file and the op's file include. The op
+ * calls it through the set in use with HL_KERNEL, so no list here grows:
+ *
+ *     HL_KERNEL_DECLARE(void, hl_relu2_row, (const hl_real *x, hl_real *y, size_t n));
+ *     HL_KERNEL(hl_relu2_row)(x, y, n);        // hl_relu2_row_avx2, ... as the set is
+ *
+ * The choice costs one load of the active set per call: call it per row or
+ * chunk, not per element. */
+#if defined(__x86_64__)
+#define HL_KERNEL_DECLARE(type, name, params)                                                     \
+    type name##_portable params;                                                                  \
+    type name##_avx2 params;                                                                      \
+    type name##_avx512 params
+#define HL_KERNEL(name)                                                                           \
+    (hl_isa_active() == HL_ISA_AVX512 ? name##_avx512                                             \
+     : hl_isa_active() == HL_ISA_AVX2 ? name##_avx2                                               \
+                                      : name##_portable)
+#else
+#define HL_KERNEL_DECLARE(type, name, params) type name##_portable params
+#define HL_KERNEL(name) name##_portable
 #endif
 
 #endif

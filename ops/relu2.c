@@ -1,7 +1,7 @@
 /* ReLU², relu(x)² (So et al. 2021, "Primer"; modded-nanogpt's MLP): see
- * ops.h. The row kernels are in ops/kernels/vmath.c. */
+ * ops.h. The row kernels are in ops/kernels/relu2.c. */
 #include "ops/internal.h"
-#include "ops/vmath.h"
+#include "ops/kernels/relu2.h"
 
 /* Elements per parallel chunk, as ops/gelu.c takes them. */
 #define RELU2_CHUNK 4096
@@ -23,8 +23,8 @@ hl_tensor *hl_relu2(hl_graph *g, hl_tensor *x)
     const size_t count = x->numel, n_chunks = chunks(count);
 #pragma omp parallel for if (count >= HL_PARALLEL_MIN_WORK) schedule(static)
     for (size_t c = 0; c < n_chunks; c++)
-        hl_vmath_relu2(x->data + c * RELU2_CHUNK, out->data + c * RELU2_CHUNK,
-                       chunk_len(c, count));
+        HL_KERNEL(hl_relu2_row)(x->data + c * RELU2_CHUNK, out->data + c * RELU2_CHUNK,
+                                chunk_len(c, count));
     hl_op_record(g, HL_OP_RELU2, out, 1, &x);
     return hl_graph_failed(g) ? &g->poison : out;
 }
@@ -39,6 +39,6 @@ void hl_relu2_backward(hl_graph *g, hl_node *n)
     const size_t count = n->out->numel, n_chunks = chunks(count);
 #pragma omp parallel for if (count >= HL_PARALLEL_MIN_WORK) schedule(static)
     for (size_t c = 0; c < n_chunks; c++)
-        hl_vmath_relu2_grad(x + c * RELU2_CHUNK, dy + c * RELU2_CHUNK, dx + c * RELU2_CHUNK,
-                            chunk_len(c, count), overwrite);
+        HL_KERNEL(hl_relu2_grad_row)(x + c * RELU2_CHUNK, dy + c * RELU2_CHUNK,
+                                     dx + c * RELU2_CHUNK, chunk_len(c, count), overwrite);
 }

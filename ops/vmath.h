@@ -1,7 +1,7 @@
 /*
  * vmath.h: vectorised row kernels for the transcendental parts of softmax,
- * cross-entropy (soft-capped too), GELU (exact and tanh), SwiGLU and ReLU²,
- * and the scatter-add row of the embedding's backward (internal to ops/).
+ * cross-entropy (soft-capped too), GELU (exact and tanh) and SwiGLU, and
+ * the scatter-add row of the embedding's backward (internal to ops/).
  *
  * The float build evaluates exp and erf with its own polynomials on the
  * vectors of the active kernel set (ops/kernels/vmath.c, one compilation per

@@ -264,14 +264,9 @@ static size_t compute_rows(hl_real *out, size_t cap)
         memcpy(out + used, x, n * sizeof *x);
         hl_vmath_add(dy, out + used, n);
         used += n;
-        /* ReLU² and soft-capping, forward and through the cross-entropy
-         * gradient, stored and added. */
-        ck_assert(used + 5 * n <= cap);
-        hl_vmath_relu2(x, out + used, n);
-        used += n;
-        memcpy(out + used, dy, n * sizeof *dy);
-        hl_vmath_relu2_grad(x, dy, out + used, n, false);
-        used += n;
+        /* Soft-capping, forward and through the cross-entropy gradient,
+         * stored and added. */
+        ck_assert(used + 3 * n <= cap);
         hl_vmath_softcap(x, (hl_real)7.5, out + used, n);
         used += n;
         hl_vmath_softcap_xent_grad(x, (hl_real)7.5, 2, (hl_real)0.5, (hl_real)0.125, n / 3,

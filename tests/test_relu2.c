@@ -1,6 +1,7 @@
-/* Tests for ops/relu2.c: ReLU² against the formula in double, its gradient
- * against the naive slope and finite differences, thread independence and
- * errors. */
+/* Tests for ops/relu2.c and its kernels (ops/kernels/relu2.c): ReLU² against
+ * the formula in double, its gradient against the naive slope and finite
+ * differences, the same bits at any thread count and on every kernel set,
+ * and errors. */
 #include <math.h>
 
 #include "ops/internal.h"
@@ -76,6 +77,26 @@ START_TEST(test_relu2_threads)
 }
 END_TEST
 
+/* relu2(x)·relu2(x): x's gradient arrives twice, stored then added, so both
+ * backward paths run. */
+static hl_tensor *build_relu2_squared(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    return hl_mul(g, hl_relu2(g, in[0]), hl_relu2(g, in[0]));
+}
+
+START_TEST(test_relu2_kernel_sets)
+{
+    /* 111 elements: a tail under every vector width; special values among them. */
+    hl_tensor *x = tu_random("x", 2, (int[]){3, 37}, true, 6, -4, 4);
+    const hl_real special[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, (hl_real)1e-30};
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++)
+        x->data[17 * i + 3] = special[i];
+    tu_check_sets_bitwise("relu2", build_relu2_squared, NULL, &x, 1);
+    hl_tensor_free(x);
+}
+END_TEST
+
 START_TEST(test_relu2_errors)
 {
     hl_graph *g = hl_graph_new(0);
@@ -93,6 +114,7 @@ Suite *relu2_suite(void)
     tcase_add_test(tc, test_relu2_backward_naive);
     tcase_add_test(tc, test_relu2_gradient);
     tcase_add_test(tc, test_relu2_threads);
+    tcase_add_test(tc, test_relu2_kernel_sets);
     tcase_add_test(tc, test_relu2_errors);
     suite_add_tcase(s, tc);
     return s;

@@ -110,6 +110,31 @@ void tu_check_threads_bitwise(const char *what, hl_gradcheck_fn fn, void *ctx,
 #endif
 }
 
+void tu_check_sets_bitwise(const char *what, hl_gradcheck_fn fn, void *ctx,
+                           hl_tensor *const *inputs, int n_inputs)
+{
+    const hl_isa before = hl_isa_active();
+    hl_error err = {0};
+    ck_assert_int_eq(hl_isa_use(HL_ISA_PORTABLE, &err), HL_OK);
+    size_t n_ref;
+    hl_real *ref = tu_forward_backward(fn, ctx, inputs, n_inputs, &n_ref);
+    for (int i = HL_ISA_PORTABLE + 1; i < HL_ISA_COUNT; i++) {
+        if (!hl_isa_supported((hl_isa)i))
+            continue;
+        ck_assert_int_eq(hl_isa_use((hl_isa)i, &err), HL_OK);
+        size_t n;
+        hl_real *got = tu_forward_backward(fn, ctx, inputs, n_inputs, &n);
+        ck_assert_uint_eq(n, n_ref);
+        for (size_t j = 0; j < n; j++)
+            ck_assert_msg(!memcmp(&ref[j], &got[j], sizeof *got),
+                          "%s: kernel sets portable and %s differ at %zu: %.9g vs %.9g", what,
+                          hl_isa_name((hl_isa)i), j, (double)ref[j], (double)got[j]);
+        free(got);
+    }
+    free(ref);
+    ck_assert_int_eq(hl_isa_use(before, &err), HL_OK);
+}
+
 void tu_expect_error(hl_graph *g, const hl_tensor *result, ...)
 {
     ck_assert_msg(hl_graph_failed(g), "expected an error, got none");

@@ -40,6 +40,12 @@ hl_real *tu_forward_backward(hl_gradcheck_fn fn, void *ctx, hl_tensor *const *in
 void tu_check_threads_bitwise(const char *what, hl_gradcheck_fn fn, void *ctx,
                               hl_tensor *const *inputs, int n_inputs);
 
+/* Runs fn forward and backward as tu_check_threads_bitwise does on every
+ * kernel set the CPU supports, and fails unless each gives the portable set's
+ * bits: for an op whose kernels round the same with and without FMA. */
+void tu_check_sets_bitwise(const char *what, hl_gradcheck_fn fn, void *ctx,
+                           hl_tensor *const *inputs, int n_inputs);
+
 /* Fails unless result is poisoned and the graph's message contains every
  * given fragment (a NULL-terminated list). */
 void tu_expect_error(hl_graph *g, const hl_tensor *result, ...);

@@ -130,24 +130,6 @@ void HL_SIMD_FN(hl_vmath_xent_grad)(const hl_real *x, hl_real a, hl_real b, hl_r
     }
 }
 
-void HL_SIMD_FN(hl_vmath_relu2)(const hl_real *x, hl_real *y, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        const hl_real r = x[i] < 0 ? 0 : x[i]; /* NaN stays NaN, as the vector max keeps it */
-        y[i] = r * r;
-    }
-}
-
-void HL_SIMD_FN(hl_vmath_relu2_grad)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
-                                     bool overwrite)
-{
-    for (size_t i = 0; i < n; i++) {
-        const hl_real r = x[i] < 0 ? 0 : x[i];
-        const hl_real d = dy[i] * (r + r);
-        dx[i] = overwrite ? d : dx[i] + d;
-    }
-}
-
 void HL_SIMD_FN(hl_vmath_softcap)(const hl_real *x, hl_real cap, hl_real *y, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -494,35 +476,6 @@ void HL_SIMD_FN(hl_vmath_xent_grad)(const hl_real *x, hl_real a, hl_real b, hl_r
         const hl_vmask m = hl_vmask_first((int)(n - i));
         const hl_vec d = xent_grad(hl_vload_mask(x + i, m), va, vb, vscale, i, hot);
         hl_vstore_mask(y + i, overwrite ? d : hl_vadd(hl_vload_mask(y + i, m), d), m);
-    }
-}
-
-/* ---- ReLU², relu(x)²: the max keeps NaN (its second operand), and the
- * slope 2·relu(x) is exact. */
-HL_SIMD_INLINE hl_vec relu(hl_vec x) { return hl_vmax(hl_vzero(), x); }
-
-HL_SIMD_INLINE hl_vec relu2(hl_vec x)
-{
-    const hl_vec r = relu(x);
-    return hl_vmul(r, r);
-}
-
-void HL_SIMD_FN(hl_vmath_relu2)(const hl_real *x, hl_real *y, size_t n) { ROW_MAP(x, y, n, relu2); }
-
-void HL_SIMD_FN(hl_vmath_relu2_grad)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
-                                     bool overwrite)
-{
-    size_t i = 0;
-    for (; i + V <= n; i += V) {
-        const hl_vec r = relu(hl_vload(x + i));
-        const hl_vec d = hl_vmul(hl_vload(dy + i), hl_vadd(r, r));
-        hl_vstore(dx + i, overwrite ? d : hl_vadd(hl_vload(dx + i), d));
-    }
-    if (i < n) {
-        const hl_vmask m = hl_vmask_first((int)(n - i));
-        const hl_vec r = relu(hl_vload_mask(x + i, m));
-        const hl_vec d = hl_vmul(hl_vload_mask(dy + i, m), hl_vadd(r, r));
-        hl_vstore_mask(dx + i, overwrite ? d : hl_vadd(hl_vload_mask(dx + i, m), d), m);
     }
 }
 
