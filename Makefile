@@ -71,11 +71,21 @@ CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 # -ffp-contract=off: a*b+c is two roundings on every compiler (Clang would
 # fuse it by default); the kernels ask for FMA where they mean it.
 CFLAGS  += -std=c11 $(OPT) $(WARN) -ffp-contract=off $(OMPFLAG) $(REALFLAG) $(MPIFLAG) \
-           -D_POSIX_C_SOURCE=200809L -I. $(PKG_CFLAGS) $(SAN)
+           -D_POSIX_C_SOURCE=200809L -I. -I$(BUILD)/include $(PKG_CFLAGS) $(SAN)
 LDLIBS  := $(PKG_LIBS) -lm
 
 # The library's folders, each building only on some before it (tools/check_layers.sh).
 LIB_DIRS := core files text data ops cli models viz train io tasks gradcheck analysis report
+# Headers of the library's own, not installed (see headlab.h).
+INTERNAL_HEADERS := core/internal.h io/internal.h ops/internal.h ops/kernels.h ops/simd.h ops/gemm.h \
+                    ops/tile_gemm.h ops/vmath.h text/vocab_impl.h text/hash.h \
+                    text/pretrained_impl.h gradcheck/case.h
+# ops/ops.h includes every op's header through ops/op_headers.h, which is
+# written into $(BUILD)/include/ from the headers ops/ holds (all but the
+# internal ones and ops/isa.h), and rewritten only when that list changes: a
+# new op's header needs no line anywhere.
+OP_HEADERS     := $(sort $(filter-out ops/ops.h ops/isa.h $(INTERNAL_HEADERS),$(wildcard ops/*.h)))
+OP_HEADER_LIST := $(BUILD)/include/ops/op_headers.h
 # gradcheck/cases/ holds one file of gradient checks per op file; cases.c
 # joins their tables, listed here as HL_GRADCHECK_FILES(X).
 GRADCHECK_FILES := $(wildcard gradcheck/cases/*.c)
@@ -111,17 +121,25 @@ TEST_BIN := $(BUILD)/test_headlab
 # The suites: one per tests/test_<name>.c, which defines Suite *<name>_suite(void).
 TEST_SUITE_NAMES := $(patsubst tests/test_%.c,%,$(wildcard tests/test_*.c))
 
-.PHONY: all lib examples demo test test-one test-other-sets arm asan fuzz bench deps test-deps clean kjv pystd induction listings install uninstall shared
+.PHONY: FORCE all lib examples demo test test-one test-other-sets arm asan fuzz bench deps test-deps clean kjv pystd induction listings install uninstall shared
 all: lib examples
 lib: $(LIB)
 examples: $(EXAMPLES)
 
-$(BUILD)/obj/%.o: %.c $(wildcard $(LIB_DIRS:%=%/*.h)) headlab.h
+$(OP_HEADER_LIST): FORCE
+	@mkdir -p $(dir $@)
+	@printf '%s\n' '/* Written by the Makefile: every op header of ops/ (see ops/ops.h). */' \
+	    $(foreach h,$(OP_HEADERS),'#include "$(h)"') >$@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+FORCE:
+
+$(BUILD)/obj/%.o: %.c $(wildcard $(LIB_DIRS:%=%/*.h)) headlab.h $(OP_HEADER_LIST)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 define kernel_isa
-$(BUILD)/obj/ops/kernels/%.$(1).o: ops/kernels/%.c $(wildcard ops/*.h ops/kernels/*.h core/*.h)
+$(BUILD)/obj/ops/kernels/%.$(1).o: ops/kernels/%.c $(wildcard ops/*.h ops/kernels/*.h core/*.h) \
+    $(OP_HEADER_LIST)
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(CFLAGS) $(ISA_FLAGS_$(1)) -MMD -MP -c $$< -o $$@
 endef
@@ -156,9 +174,6 @@ VERSION    := 0.1.0
 SOVERSION  := 0
 PIC_OBJ    := $(LIB_OBJ:$(BUILD)/obj/%=$(BUILD)/pic/%)
 SHARED     := $(BUILD)/libheadlab.so.$(VERSION)
-INTERNAL_HEADERS := core/internal.h io/internal.h ops/internal.h ops/kernels.h ops/simd.h ops/gemm.h \
-                    ops/tile_gemm.h ops/vmath.h text/vocab_impl.h text/hash.h \
-                    text/pretrained_impl.h gradcheck/case.h
 PUBLIC_HEADERS := headlab.h $(filter-out $(INTERNAL_HEADERS),$(wildcard $(LIB_DIRS:%=%/*.h)))
 PROGRAMS   := $(notdir $(EXAMPLES))
 
@@ -166,12 +181,13 @@ $(BUILD)/obj/gradcheck/cases.o $(BUILD)/pic/gradcheck/cases.o: $(GRADCHECK_FILES
 $(BUILD)/obj/gradcheck/cases.o $(BUILD)/pic/gradcheck/cases.o: CFLAGS += \
     -D'HL_GRADCHECK_FILES(X)=$(foreach f,$(GRADCHECK_FILES:gradcheck/cases/%.c=%),X($(f)))'
 
-$(BUILD)/pic/%.o: %.c $(wildcard $(LIB_DIRS:%=%/*.h)) headlab.h
+$(BUILD)/pic/%.o: %.c $(wildcard $(LIB_DIRS:%=%/*.h)) headlab.h $(OP_HEADER_LIST)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
 
 define kernel_isa_pic
-$(BUILD)/pic/ops/kernels/%.$(1).o: ops/kernels/%.c $(wildcard ops/*.h ops/kernels/*.h core/*.h)
+$(BUILD)/pic/ops/kernels/%.$(1).o: ops/kernels/%.c $(wildcard ops/*.h ops/kernels/*.h core/*.h) \
+    $(OP_HEADER_LIST)
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(CFLAGS) -fPIC $(ISA_FLAGS_$(1)) -MMD -MP -c $$< -o $$@
 endef
@@ -188,6 +204,7 @@ install: $(LIB) $(SHARED) $(EXAMPLES)
 	ln -sf libheadlab.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libheadlab.so.$(SOVERSION)
 	ln -sf libheadlab.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libheadlab.so
 	for h in $(PUBLIC_HEADERS); do install -D -m 644 $$h $(DESTDIR)$(INCLUDEDIR)/headlab/$$h || exit 1; done
+	install -m 644 $(OP_HEADER_LIST) $(DESTDIR)$(INCLUDEDIR)/headlab/ops/
 	install -m 755 $(EXAMPLES) $(DESTDIR)$(BINDIR)/
 	printf '%s\n' '# headlab is under the MIT licence (LICENSE in its source).' \
 	    'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \

@@ -17,12 +17,12 @@
  *          gelu_tanh (GELU's tanh approximation, GPT-2's gelu_new), relu2
  *          (relu(x)², fc 4d wide: Primer's and modded-nanogpt's)
  *   tie_embeddings   head.weight is tok_emb.weight (vocab_in = vocab_out)
- *   smear_keys       every head smears its keys (ops.h hl_smear)
+ *   smear_keys       every head smears its keys (ops/smear.h)
  *   qk_norm          every head's q and k RMS-normalised before rotation, with
  *                    a learned gain (D) per layer for each (models/mha.h)
  *   softcap          the loss reads softcap·tanh(logits/softcap) (hl_gpt_loss;
  *                    0: off). hl_gpt_forward's logits are not capped: the
- *                    cap lives in the loss (ops.h hl_cross_entropy_softcap)
+ *                    cap lives in the loss (ops/cross_entropy.h)
  *                    and in hl_gpt_logit for sampling
  * and what pretrained architectures need (io/hf.h imports GPT-2, GPT-NeoX
  * and Llama-family models onto them):
@@ -207,7 +207,7 @@ typedef struct hl_gpt_run {
     int n_patches;
     /* (B,T): the document of each position of packed sequences (whole
      * numbers, e.g. 0,0,0,1,1,2); attention then never crosses a document
-     * boundary (causal and block-diagonal: ops.h hl_mask_documents), on
+     * boundary (causal and block-diagonal: ops/mask.h hl_mask_documents), on
      * either attention path. NULL: one document per sequence. Read again by
      * backward: keep it unchanged until hl_graph_backward has run. */
     const hl_tensor *doc_ids;

@@ -14,8 +14,8 @@
  *
  * With fewer key/value heads than query heads (grouped-query attention), k
  * and v are projected per key/value head and handed to each query head of
- * its group (ops.h hl_gather_heads) before either path, so traces and
- * patches of k and v see one (B,H,S,D) tensor per query head.
+ * its group (hl_gather_heads, ops/gather_heads.h) before either path, so
+ * traces and patches of k and v see one (B,H,S,D) tensor per query head.
  *
  * Weights use PyTorch's nn.MultiheadAttention state_dict names under a prefix:
  * `<prefix>in_proj_weight (3E,E)` and `<prefix>in_proj_bias (3E)` when kdim =
@@ -91,13 +91,13 @@ typedef struct hl_mha_config {
     /* With rotary_base: the first rotary_dims (even) of each head's D are
      * rotated, the rest pass unchanged (GPT-NeoX's partial rotary); 0 means D. */
     int rotary_dims;
-    /* > 0: rotary positions (ops.h hl_rope, rotate-half) on q and k, with
+    /* > 0: rotary positions (hl_rope, ops/rope.h: rotate-half) on q and k, with
      * this base (10000 in RoFormer and Llama); 0: none. D must be even.
      * Queries and keys are both numbered from position 0, as in
      * self-attention; for cross-attention that is rarely what is meant. */
     double rotary_base;
-    /* Smeared keys (ops.h hl_smear): each head mixes every key with the one
-     * before by a learned weight σ(smear_h), parameter `<prefix>smear (H)`. */
+    /* Smeared keys (hl_smear, ops/smear.h): each head mixes every key with the
+     * one before by a learned weight σ(smear_h), parameter `<prefix>smear (H)`. */
     bool smear_keys;
     /* QK-norm (Henry et al. 2020; OLMo 2, Qwen3, modded-nanogpt): every
      * head's q and k are RMS-normalised over D before rotation, x /
@@ -130,7 +130,7 @@ typedef struct hl_mha_masks {
     const hl_tensor *blocked;     /* (T,S) or (B,T,S): nonzero = hidden */
     const hl_tensor *additive;    /* (T,S) or (B,T,S): added to the scores */
     const hl_tensor *doc_ids;     /* (B,S): documents; query t (at key position t) sees
-                                   * only keys of its own (ops.h hl_mask_documents) */
+                                   * only keys of its own (ops/mask.h hl_mask_documents) */
 } hl_mha_masks;
 
 /* What a forward pass can hand back for inspection (named graph tensors). */

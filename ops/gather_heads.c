@@ -1,4 +1,4 @@
-/* Heads gathered from a tensor of fewer heads: see hl_gather_heads in ops.h.
+/* Heads gathered from a tensor of fewer heads: see ops/gather_heads.h.
  * Grouped-query attention repeats each key/value head for the query heads
  * that share it; forward copies whole (S,D) blocks, backward adds each
  * output head's gradient into its source head. */

@@ -1,8 +1,8 @@
 /* Self-attention's packed projection split into heads, rotary positions
- * included: see hl_qkv_heads and hl_qkv_heads_grouped in ops.h. Each (b,t)
- * row of qkv holds q for every query head, then k and v for every key/value
- * head, side by side; each goes to its head's (T,D) block, rotated on the
- * way (hl_rope_apply_row) where hl_rope_partial would rotate it. */
+ * included: see ops/qkv_heads.h. Each (b,t) row of qkv holds q for every
+ * query head, then k and v for every key/value head, side by side; each goes
+ * to its head's (T,D) block, rotated on the way (hl_rope_apply_row) where
+ * hl_rope_partial would rotate it. */
 #include <math.h>
 #include <string.h>
 

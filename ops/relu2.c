@@ -1,5 +1,5 @@
 /* ReLU², relu(x)² (So et al. 2021, "Primer"; modded-nanogpt's MLP): see
- * ops.h. The row kernels are in ops/kernels/relu2.c. */
+ * ops/relu2.h. The row kernels are in ops/kernels/relu2.c. */
 #include "ops/internal.h"
 #include "ops/kernels/relu2.h"
 

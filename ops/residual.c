@@ -1,7 +1,8 @@
-/* The residual add inside hl_add_layernorm and hl_add_rmsnorm (ops.h): its
- * checks, its second output, and its part of backward. The norms' own files
- * run the rows; this file decides where each row's gradient goes, so that the
- * fused op gives the same bits as hl_add's backward after the norm's. */
+/* The residual add inside hl_add_layernorm and hl_add_rmsnorm (ops/layernorm.h,
+ * ops/rmsnorm.h): its checks, its second output, and its part of backward.
+ * The norms' own files run the rows; this file decides where each row's
+ * gradient goes, so that the fused op gives the same bits as hl_add's
+ * backward after the norm's. */
 #include <string.h>
 
 #include "ops/internal.h"

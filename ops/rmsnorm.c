@@ -1,4 +1,4 @@
-/* Root-mean-square normalisation over the last dim: see ops.h. Statistics and
+/* Root-mean-square normalisation over the last dim: see ops/rmsnorm.h. Statistics and
  * each element's arithmetic in double on LayerNorm's row kernels, with the
  * mean held at 0 (ops/kernels/norm.c). */
 #include <math.h>

@@ -1,5 +1,5 @@
 /* Rotary position embedding, rotate-half convention, over all of each row
- * (hl_rope) or its first rot_dims values (hl_rope_partial): see ops.h. The
+ * (hl_rope) or its first rot_dims values (hl_rope_partial): see ops/rope.h. The
  * rows are rotated by the kernel set's row kernel (ops/kernels/rotary.c). */
 #include <math.h>
 #include <string.h>

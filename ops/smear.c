@@ -1,4 +1,4 @@
-/* Smeared keys (Olsson et al. 2022): see ops.h. */
+/* Smeared keys (Olsson et al. 2022): see ops/smear.h. */
 #include <math.h>
 
 #include "ops/internal.h"

@@ -1,4 +1,4 @@
-/* SwiGLU's gate, silu(a)·b over the two halves of the last dim: see ops.h.
+/* SwiGLU's gate, silu(a)·b over the two halves of the last dim: see ops/swiglu.h.
  * The row kernels are in ops/kernels/vmath.c. */
 #include "ops/internal.h"
 #include "ops/vmath.h"

@@ -11,10 +11,11 @@ list=""
 for s in $(echo "$suites" | tr , ' '); do list="$list X($s)"; done
 tests=""
 for s in $(echo "$suites" | tr , ' '); do tests="$tests tests/test_$s.c"; done
+make --no-print-directory -s build/include/ops/op_headers.h
 out=/tmp/devtest_$(echo "$suites" | tr , _)${real:+_double}
 # shellcheck disable=SC2086
 gcc -std=c11 -O1 -g -fopenmp -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
-    -D_POSIX_C_SOURCE=200809L $real -I. $(pkg-config --cflags check libcjson) \
+    -D_POSIX_C_SOURCE=200809L $real -I. -Ibuild/include $(pkg-config --cflags check libcjson) \
     -fsanitize=address,undefined -fno-sanitize-recover=undefined \
     "-DHL_TEST_SUITES(X)=$list" \
     core/error.c core/tensor.c core/arena.c core/rng.c core/graph.c core/params.c core/gradcheck.c \
