@@ -35,7 +35,13 @@
 #       blocks);
 #   (f) a line of a C block of docs/extending.md (```c, whose code the guide
 #       says the library compiles) is no line of a .c or .h file of the
-#       repository ("..." lines and blank lines aside).
+#       repository ("..." lines and blank lines aside);
+#   (g) the packages README.md and docs/getting-started.md list after
+#       "`tools/deps.sh`:" are not tools/deps.sh's list, or README.md does not
+#       name a package `make test` adds (the test-deps target's);
+#   (h) a `make TARGET` of README.md or docs/ (in a code span, or a code line
+#       starting with make) names no target of the Makefile (a .PHONY one, or
+#       a file under build/).
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -334,9 +340,50 @@ awk '/^```c$/ { c = 1; next } /^```/ { c = 0 } c { print NR "\t" $0 }' docs/exte
     done >"$tmp/quotes"
 while read -r q; do problem "$q"; done <"$tmp/quotes"
 
+# ---- (g) the packages the make targets install ---------------------------------------
+
+# tools/deps.sh's own list (gcc and make aside, which must be there to run it) and
+# the extra packages of `make test` (the test-deps target's arguments).
+deps=$(sed -n 's/^need="gcc make \(.*\) \$\*"$/\1/p' tools/deps.sh | tr ' ' '\n' | sort)
+test_deps=$(awk '/^test-deps:/ { getline; print }' Makefile | sed 's/.*tools\/deps\.sh//' |
+    tr ' ' '\n' | grep -v -e '^$' -e '^\$' || true)
+[ -n "$deps" ] || problem "tools/deps.sh: no need=\"gcc make ...\" list found"
+for page in README.md docs/getting-started.md; do
+    named=$(tr '\n' ' ' <"$page" | grep -o '`tools/deps\.sh`: `[^`]*`' | head -n 1 |
+        sed 's/.*: `//; s/`$//' | tr ' ' '\n' | grep -v '^$' | sort || true)
+    [ "$named" = "$deps" ] || problem "$page: the packages after \`tools/deps.sh\`: are not \
+tools/deps.sh's ($(echo $deps))"
+done
+for pkg in $test_deps; do
+    grep -q "\`$pkg\`" README.md ||
+        problem "README.md: does not name $pkg, which make test installs (test-deps)"
+done
+
+# ---- (h) make targets that exist ------------------------------------------------------
+
+# Every `make TARGET` of README.md and docs/ (studies aside), in a code span or at the
+# start of a line of a code block, names a target of the Makefile: a .PHONY one or a
+# file under build/.
+phony=$(sed -n 's/^\.PHONY: //p' Makefile)
+grep -v -e '^docs/studies/' -e '^docs/bench/' "$tmp/named_in" | grep '\.md$' |
+    while read -r f; do
+        { grep -o '`make [^`]*`' "$f" | sed 's/^`//; s/`$//'
+          grep -E '^(\$ )?make( |$)' "$f" | sed 's/^\$ //'; } |
+            awk '{ for (i = 2; i <= NF; i++) {
+                       if ($i ~ /^(#|&&|\|\||;|\||>|2>)/) break
+                       if ($i !~ /=/ && $i !~ /^-/) print $i } }' |
+            sed 's/[^A-Za-z0-9_./-].*//' | sort -u | while read -r target; do
+                case " $phony " in *" $target "*) continue ;; esac
+                case $target in build/* | '') continue ;; esac
+                echo "$f: names \`make $target\`, which is no target of the Makefile"
+            done
+    done >"$tmp/targets"
+while read -r t; do problem "$t"; done <"$tmp/targets"
+
 if [ "$status" = 0 ]; then
     echo "docs: links resolve, every program's flags are on its page, no path outside the"
     echo "  repository, every source path named exists, every listing is the programs' output,"
-    echo "  the extending guide quotes the source"
+    echo "  the extending guide quotes the source, the package lists are tools/deps.sh's, every"
+    echo "  make target named exists"
 fi
 exit "$status"
