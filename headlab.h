@@ -1,10 +1,9 @@
 /*
  * headlab.h: the one public header of headlab, a small graph-based autodiff
  * framework in C11 for training small transformers and studying attention.
- * It includes every public header; the internal ones (core/internal.h,
- * ops/internal.h, ops/kernels.h, ops/simd.h, ops/gemm.h, ops/tile_gemm.h,
- * ops/vmath.h, io/internal.h, text/vocab_impl.h, text/hash.h) are not
- * installed.
+ * It includes every public header (the op headers of ops/ through
+ * ops/ops.h); the internal ones, listed in the Makefile's INTERNAL_HEADERS,
+ * are not installed.
  *
  *     #include "headlab.h"
  *
@@ -67,6 +66,7 @@
 #include "viz/plot.h"
 #include "train/dist.h"
 #include "train/eval.h"
+#include "train/muon.h"
 #include "train/optim.h"
 #include "train/progress.h"
 #include "train/run.h"

@@ -2,6 +2,8 @@
  * op.h: the vocabulary of the graph, one enum value per op of the list in
  * core/op_list.h.
  *
+ *     X(SOFTMAX, softmax, 1, hl_softmax_backward, 0)   // core/op_list.h: HL_OP_SOFTMAX
+ *
  * The table that maps each op to its name and backward kernel is generated
  * from the same list in ops/op_table.c (hl_op_get, ops/internal.h). The op
  * that records a node stores its entry in the node (hl_node.info,

@@ -41,7 +41,10 @@
 #       name a package `make test` adds (the test-deps target's);
 #   (h) a `make TARGET` of README.md or docs/ (in a code span, or a code line
 #       starting with make) names no target of the Makefile (a .PHONY one, or
-#       a file under build/).
+#       a file under build/);
+#   (i) a public header (any header of the library's folders but the
+#       Makefile's INTERNAL_HEADERS) is not reached from headlab.h, or its
+#       opening comment has no indented example line.
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -380,10 +383,32 @@ grep -v -e '^docs/studies/' -e '^docs/bench/' "$tmp/named_in" | grep '\.md$' |
     done >"$tmp/targets"
 while read -r t; do problem "$t"; done <"$tmp/targets"
 
+# ---- (i) the public headers ----------------------------------------------------------
+
+# Every header of the library's folders but the Makefile's INTERNAL_HEADERS is
+# public: headlab.h must reach it (the compiler's list of what headlab.h
+# includes), and its opening comment must show a use (an indented line).
+internal=$(sed -n '/^INTERNAL_HEADERS :=/,/[^\\]$/p' Makefile | tr -d '\\' |
+    sed 's/^INTERNAL_HEADERS :=//')
+lib_dirs=$(sed -n 's/^LIB_DIRS := //p' Makefile)
+${CC:-cc} -std=c11 -I. -I"$build/include" -x c -MM -MT headlab headlab.h >"$tmp/mm" 2>&1 ||
+    problem "headlab.h: its includes do not resolve: $(head -n 3 "$tmp/mm")"
+tr -d '\\' <"$tmp/mm" | tr ' ' '\n' | grep '\.h$' | sed 's|^\./||' | sort -u >"$tmp/reached" || true
+for dir in $lib_dirs; do
+    for h in "$dir"/*.h; do
+        [ -e "$h" ] || continue
+        case " $(echo $internal) " in *" $h "*) continue ;; esac
+        grep -qxF "$h" "$tmp/reached" ||
+            problem "headlab.h: does not include $h, a public header (not in INTERNAL_HEADERS)"
+        awk 'NR == 1 && !/^\/\*/ { exit 1 } /\*\// { exit !found } /^ \*     [^ ]/ { found = 1 }' \
+            "$h" || problem "$h: its opening comment shows no use (an indented example line)"
+    done
+done
+
 if [ "$status" = 0 ]; then
     echo "docs: links resolve, every program's flags are on its page, no path outside the"
     echo "  repository, every source path named exists, every listing is the programs' output,"
     echo "  the extending guide quotes the source, the package lists are tools/deps.sh's, every"
-    echo "  make target named exists"
+    echo "  make target named exists, headlab.h reaches every public header and each shows a use"
 fi
 exit "$status"
