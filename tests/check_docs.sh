@@ -27,7 +27,7 @@
 #       benchmarks aside) or a comment of a .c or .h file does not exist: a
 #       path under one of the source folders (core/gelu.c, ops/kernels/set.h),
 #       or a header of a folder's list in a page ("`analysis/` (`roles.h`,
-#       `heads.h`)");
+#       `heads.h`)"), or such a list leaves out a public header of its folder;
 #   (e) a program listing of README.md or docs/ (a block marked
 #       `<!-- listing -->`) differs from what its commands print now, or a
 #       block of commands is left unmarked: tools/listings.sh --check, which
@@ -44,7 +44,11 @@
 #       a file under build/);
 #   (i) a public header (any header of the library's folders but the
 #       Makefile's INTERNAL_HEADERS) is not reached from headlab.h, or its
-#       opening comment has no indented example line.
+#       opening comment has no indented example line;
+#   (j) an example of docs/library.md's table of names is no function a public
+#       header declares, or is not named hl_<module>_... for a module of its
+#       row;
+#   (k) `make demo` (its dry run) does not build every program of examples/.
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -55,6 +59,9 @@ problem() {
 }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# The Makefile's INTERNAL_HEADERS: every other header of the library is public.
+internal=$(sed -n '/^INTERNAL_HEADERS :=/,/[^\\]$/p' Makefile | tr -d '\\' |
+    sed 's/^INTERNAL_HEADERS :=//' | tr -s ' \n' '  ')
 
 # ---- (a) relative links ---------------------------------------------------------
 
@@ -319,6 +326,17 @@ grep -e '^README.md$' -e '^docs/.*\.md$' "$tmp/scan" | while read -r f; do
         }
     }' "$f"
 done >>"$tmp/paths"
+# Such a list names every public header of its folder: one left out has drifted.
+grep ':list:' "$tmp/paths" | sed 's|:list:| |; s|/[^/]*$||' | sort -u |
+    while read -r f folder; do
+        for h in "$folder"/*.h; do
+            [ -e "$h" ] || continue
+            case " $internal " in *" $h "*) continue ;; esac
+            grep -qxF "$f:list:$h" "$tmp/paths" ||
+                echo "$f: its list of $folder/ leaves out $(basename "$h")"
+        done
+    done >"$tmp/lists"
+while read -r p; do problem "$p"; done <"$tmp/lists"
 while IFS=: read -r f line path; do
     # ops/op_headers.h is written by the build, into $build/include/
     [ -e "$path" ] || [ -e "$build/include/$path" ] ||
@@ -388,8 +406,6 @@ while read -r t; do problem "$t"; done <"$tmp/targets"
 # Every header of the library's folders but the Makefile's INTERNAL_HEADERS is
 # public: headlab.h must reach it (the compiler's list of what headlab.h
 # includes), and its opening comment must show a use (an indented line).
-internal=$(sed -n '/^INTERNAL_HEADERS :=/,/[^\\]$/p' Makefile | tr -d '\\' |
-    sed 's/^INTERNAL_HEADERS :=//')
 lib_dirs=$(sed -n 's/^LIB_DIRS := //p' Makefile)
 ${CC:-cc} -std=c11 -I. -I"$build/include" -x c -MM -MT headlab headlab.h >"$tmp/mm" 2>&1 ||
     problem "headlab.h: its includes do not resolve: $(head -n 3 "$tmp/mm")"
@@ -397,7 +413,7 @@ tr -d '\\' <"$tmp/mm" | tr ' ' '\n' | grep '\.h$' | sed 's|^\./||' | sort -u >"$
 for dir in $lib_dirs; do
     for h in "$dir"/*.h; do
         [ -e "$h" ] || continue
-        case " $(echo $internal) " in *" $h "*) continue ;; esac
+        case " $internal " in *" $h "*) continue ;; esac
         grep -qxF "$h" "$tmp/reached" ||
             problem "headlab.h: does not include $h, a public header (not in INTERNAL_HEADERS)"
         awk 'NR == 1 && !/^\/\*/ { exit 1 } /\*\// { exit !found } /^ \*     [^ ]/ { found = 1 }' \
@@ -405,10 +421,47 @@ for dir in $lib_dirs; do
     done
 done
 
+# ---- (j) the naming rule's examples --------------------------------------------------
+
+# Each example of docs/library.md's table of names is a function a public header
+# declares, named hl_<module>_... for a module of its row.
+for dir in $lib_dirs; do
+    for h in "$dir"/*.h; do
+        case " $internal " in *" $h "*) ;; *) cat "$h" ;; esac
+    done
+done >"$tmp/public_decls"
+awk '/^## Names/ { on = 1; next } /^## / { on = 0 } on && /^\| `/' docs/library.md |
+    while IFS='|' read -r _ modules examples _; do
+        for fn in $(echo "$examples" | grep -o '`hl_[a-z0-9_]*`' | tr -d '`'); do
+            grep -q "[ *]$fn(" "$tmp/public_decls" ||
+                echo "docs/library.md: names $fn, which no public header declares"
+            ok=no
+            for m in $(echo "$modules" | grep -o '`[a-z0-9_]*`' | tr -d '`'); do
+                case $fn in "hl_${m}_"*) ok=yes ;; esac
+            done
+            [ "$ok" = yes ] ||
+                echo "docs/library.md: $fn is no hl_<module>_ name of its row's modules:$modules"
+        done
+    done >"$tmp/names"
+while read -r p; do problem "$p"; done <"$tmp/names"
+
+# ---- (k) what make demo builds -----------------------------------------------------------
+
+# README.md and docs/getting-started.md say `make demo` builds every program: its
+# dry run (make -n -B, into a scratch build folder) must link each one.
+make --no-print-directory -n -B demo BUILD="$tmp/demo" >"$tmp/demo.log" 2>&1 ||
+    problem "make -n demo failed: $(tail -n 3 "$tmp/demo.log")"
+for p in $(ls examples/*.c | sed 's|examples/||; s|\.c$||') \
+    $(ls -d examples/*/ | sed 's|examples/||; s|/$||'); do
+    grep -q -- "-o $tmp/demo/$p\b" "$tmp/demo.log" ||
+        problem "make demo does not build $p, and README.md says it builds every program"
+done
+
 if [ "$status" = 0 ]; then
     echo "docs: links resolve, every program's flags are on its page, no path outside the"
     echo "  repository, every source path named exists, every listing is the programs' output,"
     echo "  the extending guide quotes the source, the package lists are tools/deps.sh's, every"
-    echo "  make target named exists, headlab.h reaches every public header and each shows a use"
+    echo "  make target named exists, headlab.h reaches every public header and each shows a use,"
+    echo "  the naming rule's examples exist and follow it, make demo builds every program"
 fi
 exit "$status"
