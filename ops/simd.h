@@ -356,6 +356,19 @@ HL_SIMD_INLINE hl_vec hl_vkeep_n(hl_vec v, int n)
     return hl_vload_mask(lanes, hl_vmask_first(n));
 }
 
+/* y[i] = f(x[i]) over a row of n, f a function or macro of one vector:
+ * whole vectors, then the masked tail. */
+#define HL_ROW_MAP(x, y, n, f)                                                                    \
+    do {                                                                                          \
+        size_t i_ = 0;                                                                            \
+        for (; i_ + HL_VL <= (n); i_ += HL_VL)                                                    \
+            hl_vstore((y) + i_, f(hl_vload((x) + i_)));                                           \
+        if (i_ < (n)) {                                                                           \
+            const hl_vmask m_ = hl_vmask_first((int)((n) - i_));                                  \
+            hl_vstore_mask((y) + i_, f(hl_vload_mask((x) + i_, m_)), m_);                         \
+        }                                                                                         \
+    } while (0)
+
 /* ---- Tile shapes, from the register budget above. */
 #if HL_SIMD_REGS >= 32
 /* GEMM micro-tile: 14×2 accumulators + 2 vectors of B + 1 broadcast of A. */

@@ -21,13 +21,7 @@ HL_SIMD_INLINE hl_vec relu2_grad(hl_vec x, hl_vec dy)
 
 void HL_SIMD_FN(hl_relu2_row)(const hl_real *x, hl_real *y, size_t n)
 {
-    size_t i = 0;
-    for (; i + HL_VL <= n; i += HL_VL)
-        hl_vstore(y + i, relu2(hl_vload(x + i)));
-    if (i < n) {
-        const hl_vmask m = hl_vmask_first((int)(n - i));
-        hl_vstore_mask(y + i, relu2(hl_vload_mask(x + i, m)), m);
-    }
+    HL_ROW_MAP(x, y, n, relu2);
 }
 
 void HL_SIMD_FN(hl_relu2_grad_row)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,

@@ -304,29 +304,20 @@ double HL_SIMD_FN(hl_vmath_exp_sum)(const hl_real *x, hl_real shift, hl_real *y,
     return hl_sum_lanes_total(lanes);
 }
 
-/* y = f(x) over a row: whole vectors, then the masked tail. */
-#define ROW_MAP(x, y, n, f)                                                                      \
-    do {                                                                                         \
-        size_t i_ = 0;                                                                           \
-        for (; i_ + V <= (n); i_ += V)                                                           \
-            hl_vstore((y) + i_, f(hl_vload((x) + i_)));                                          \
-        if (i_ < (n)) {                                                                          \
-            const hl_vmask m_ = hl_vmask_first((int)((n) - i_));                                 \
-            hl_vstore_mask((y) + i_, f(hl_vload_mask((x) + i_, m_)), m_);                        \
-        }                                                                                        \
-    } while (0)
-
 void HL_SIMD_FN(hl_vmath_exp)(const hl_real *x, hl_real a, hl_real b, hl_real *y, size_t n)
 {
     const hl_vec va = hl_vset1(a), vb = hl_vset1(b);
 #define EXP_AB(v) vexp(hl_vsub(hl_vsub(v, va), vb))
-    ROW_MAP(x, y, n, EXP_AB);
+    HL_ROW_MAP(x, y, n, EXP_AB);
 #undef EXP_AB
 }
 
-void HL_SIMD_FN(hl_vmath_erf)(const hl_real *x, hl_real *y, size_t n) { ROW_MAP(x, y, n, verf); }
+void HL_SIMD_FN(hl_vmath_erf)(const hl_real *x, hl_real *y, size_t n) { HL_ROW_MAP(x, y, n, verf); }
 
-void HL_SIMD_FN(hl_vmath_gelu)(const hl_real *x, hl_real *y, size_t n) { ROW_MAP(x, y, n, gelu); }
+void HL_SIMD_FN(hl_vmath_gelu)(const hl_real *x, hl_real *y, size_t n)
+{
+    HL_ROW_MAP(x, y, n, gelu);
+}
 
 void HL_SIMD_FN(hl_vmath_gelu_grad)(const hl_real *x, const hl_real *dy, hl_real *dx, size_t n,
                                     bool overwrite)
@@ -430,7 +421,7 @@ HL_SIMD_INLINE hl_vec gelu_tanh_slope(hl_vec x)
 
 void HL_SIMD_FN(hl_vmath_gelu_tanh)(const hl_real *x, hl_real *y, size_t n)
 {
-    ROW_MAP(x, y, n, gelu_tanh);
+    HL_ROW_MAP(x, y, n, gelu_tanh);
 }
 
 void HL_SIMD_FN(hl_vmath_gelu_tanh_grad)(const hl_real *x, const hl_real *dy, hl_real *dx,
@@ -502,7 +493,7 @@ void HL_SIMD_FN(hl_vmath_softcap)(const hl_real *x, hl_real cap, hl_real *y, siz
 {
     const hl_vec c = hl_vset1(cap);
 #define SOFTCAP(v) hl_vmul(c, vtanh(hl_vdiv(v, c)))
-    ROW_MAP(x, y, n, SOFTCAP);
+    HL_ROW_MAP(x, y, n, SOFTCAP);
 #undef SOFTCAP
 }
 
