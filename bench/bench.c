@@ -778,6 +778,62 @@ static void phases_section(bench_run *run)
 static const int muon_shapes[][2] = {{128, 128}, {512, 128}, {384, 384}, {1536, 384},
                                      {768, 768}};
 
+/* charlm's default model (the first gpt row's) trained with AdamW and with
+ * Muon, a block of steps of each in turn, headlab alone: what Muon adds to a
+ * step. For each optimizer a row of its phase and one of the whole step. */
+static void muon_step_rows(bench_run *run)
+{
+    const bench_plan *g = &run->gpt;
+    const bench_plan block = {.reps = g->reps, .warmup = g->warmup,
+                              .warmup_seconds = g->warmup_seconds};
+    const int reps = g->rounds * g->reps;
+    static const char *const optim[2] = {"AdamW", "Muon"};
+    double *phases = malloc(sizeof *phases * (BENCH_PHASES + 1) * block.reps),
+           *times = malloc(sizeof *times * 4 * reps); /* [optim][phase, step][reps] */
+    bench_gpt *work = phases && times ? gpt_work_new(run, 0) : NULL;
+    for (int t = 0; work && t < run->o.n_threads; t++) {
+        set_threads(run, run->o.threads[t], 1);
+        char why[WHY_SIZE] = "out of memory for Muon";
+        bench_load_mark before, after;
+        bench_load_mark_take(&before, run->torch.pid);
+        bool failed = false;
+        for (int r = 0; r < g->rounds && !failed; r++)
+            for (int k = 0; k < 2 && !failed; k++) {
+                failed = bench_gpt_use_muon(work, k == 1) ||
+                         bench_gpt_phases(work, &block, phases, why, sizeof why);
+                for (int i = 0; !failed && i < block.reps; i++) {
+                    const int at = r * block.reps + i;
+                    times[(2 * k) * reps + at] = phases[BENCH_PHASE_OPTIMIZER * block.reps + i];
+                    times[(2 * k + 1) * reps + at] = phases[BENCH_PHASES * block.reps + i];
+                }
+            }
+        bench_load_mark_take(&after, run->torch.pid);
+        if (failed) {
+            fprintf(stderr, "bench: headlab %s with Muon: %s\n", gpt_configs[0].name, why);
+            run->failed = true;
+        }
+        for (int row_i = 0; row_i < 4; row_i++) {
+            bench_row row = {.section = "muon", .threads = run->o.threads[t],
+                             .foreign = bench_load_foreign(&before, &after, 0),
+                             .cell = {failed ? BENCH_CELL_FAILED : BENCH_CELL_OK, BENCH_CELL_NA,
+                                      BENCH_CELL_NA}};
+            snprintf(row.name, sizeof row.name, "%s", gpt_configs[0].name);
+            snprintf(row.variant, sizeof row.variant, "%s, %s", row_i % 2 ? "step" : "optimizer",
+                     optim[row_i / 2]);
+            if (!failed)
+                bench_stats_of(times + (size_t)row_i * reps, reps, &row.stats[BENCH_HEADLAB]);
+            bench_report_row(&run->report, &row);
+        }
+    }
+    if (!phases || !times) {
+        fprintf(stderr, "bench: out of memory for the Muon steps\n");
+        run->failed = true;
+    }
+    bench_gpt_free(work);
+    free(phases);
+    free(times);
+}
+
 static void muon_section(bench_run *run)
 {
     const int n_shapes = run->o.quick ? 2 : (int)(sizeof muon_shapes / sizeof muon_shapes[0]);
@@ -804,6 +860,7 @@ static void muon_section(bench_run *run)
         }
         bench_muon_release(&m);
     }
+    muon_step_rows(run);
 }
 
 /* ---- peak memory: one fresh process per MHA config ---- */

@@ -202,6 +202,10 @@ typedef struct bench_gpt bench_gpt;
 bench_gpt *bench_gpt_new(const bench_gpt_shape *shape);
 void bench_gpt_free(bench_gpt *w);
 void bench_gpt_select(bench_gpt *w, bench_gpt_mode mode);
+/* The training steps' optimizer from now on: AdamW (as the gpt rows), or with
+ * muon Muon on the hidden matrices and AdamW on the rest (charlm --optim
+ * muon). 0, or -1 when out of memory. */
+int bench_gpt_use_muon(bench_gpt *w, bool muon);
 int bench_gpt_block(void *ctx, const bench_plan *p, double *seconds, char *why,
                     size_t why_size);
 /* The phases of a training step, in order; bench_gpt_phases times each. */
@@ -210,7 +214,7 @@ typedef enum bench_gpt_phase {
     BENCH_PHASE_FORWARD,   /* hl_gpt_forward to the logits */
     BENCH_PHASE_LOSS,      /* the cross-entropy */
     BENCH_PHASE_BACKWARD,  /* hl_graph_backward */
-    BENCH_PHASE_OPTIMIZER, /* AdamW */
+    BENCH_PHASE_OPTIMIZER, /* AdamW, or Muon (bench_gpt_use_muon) */
     BENCH_PHASE_RESET,     /* hl_graph_reset: the step arena emptied */
     BENCH_PHASES
 } bench_gpt_phase;

@@ -1,5 +1,5 @@
 /* headlab's side of the benchmark's gpt rows: a GPT training step (zero-grad,
- * forward, cross-entropy, backward, AdamW), an evaluation forward, the
+ * forward, cross-entropy, backward, AdamW or Muon), an evaluation forward, the
  * first training step of a freshly built model, and the step's phases timed
  * apart (see bench/bench.h). */
 #include <stdio.h>
@@ -16,6 +16,8 @@ struct bench_gpt {
     bench_gpt_mode mode;
     hl_gpt *model;
     hl_optim *opt;
+    hl_optim *muon; /* Muon on the hidden matrices, made on its first use */
+    bool use_muon;
     hl_graph *g;
     hl_gpt_cache *cache; /* generation's, made on its first selection */
     int32_t *x, *y; /* GPT_BATCHES batches of (B,T) inputs and next-token targets */
@@ -42,8 +44,9 @@ static int build_model(bench_gpt *w)
 {
     hl_graph_free(w->g);
     hl_optim_free(w->opt);
+    hl_optim_free(w->muon);
     hl_gpt_free(w->model);
-    w->g = NULL, w->opt = NULL, w->model = NULL;
+    w->g = NULL, w->opt = NULL, w->muon = NULL, w->model = NULL;
     const bench_gpt_shape *s = &w->shape;
     hl_gpt_config cfg = {.vocab_in = s->vocab, .vocab_out = s->vocab, .n_ctx = s->ctx,
                          .d_model = s->d_model, .n_heads = s->heads, .n_layers = s->layers,
@@ -94,6 +97,7 @@ void bench_gpt_free(bench_gpt *w)
     hl_gpt_cache_free(w->cache);
     hl_graph_free(w->g);
     hl_optim_free(w->opt);
+    hl_optim_free(w->muon);
     hl_gpt_free(w->model);
     free(w->x);
     free(w->y);
@@ -101,6 +105,21 @@ void bench_gpt_free(bench_gpt *w)
 }
 
 void bench_gpt_select(bench_gpt *w, bench_gpt_mode mode) { w->mode = mode; }
+
+int bench_gpt_use_muon(bench_gpt *w, bool muon)
+{
+    hl_error err = {0};
+    /* charlm --optim muon's groups (examples/charlm.c) */
+    const hl_optim_groups groups = {
+        .n = 2, .group_of = hl_gpt_param_group, .ctx = w->model,
+        .cfg = {[HL_GPT_GROUP_OTHER] = {.kind = HL_OPTIM_ADAMW, .lr = 3e-3, .beta1 = 0.9,
+                                        .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.01},
+                [HL_GPT_GROUP_HIDDEN] = {.kind = HL_OPTIM_MUON, .lr = 0.02, .momentum = 0.95}}};
+    if (muon && !w->muon && !(w->muon = hl_optim_new_groups(w->model->params, &groups, &err)))
+        return -1;
+    w->use_muon = muon;
+    return 0;
+}
 
 /* One generation: the cache emptied, a token fed, then each argmax fed back
  * until BENCH_GENERATE_TOKENS more are made. */
@@ -161,7 +180,7 @@ static int timed_step(bench_gpt *w, double *at, char *why, size_t why_size)
         return fail(w, why, why_size);
     mark(at, BENCH_PHASE_OPTIMIZER);
     if (train)
-        hl_optim_step(w->opt, 1.0);
+        hl_optim_step(w->use_muon ? w->muon : w->opt, 1.0);
     mark(at, BENCH_PHASE_RESET);
     hl_graph_reset(w->g);
     mark(at, BENCH_PHASES);

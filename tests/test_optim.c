@@ -463,12 +463,12 @@ static double max_difference(const hl_real *x, const double *want, size_t n)
 }
 
 /* From 256 rows the symmetric products are computed in strips, upper triangle
- * only (train/muon.c): 258 rows make 8 strips of 32 and one of 2. Checked
- * against plain loops in double on every kernel set at 1 and 2 threads, the
- * FMA sets bitwise equal to each other, and tall. */
-START_TEST(test_newton_schulz_strips)
+ * only (train/muon.c): 258 rows make 8 strips of 32 and one of 2; and from
+ * twice as many columns as rows the iteration runs on the Gram matrix. Each
+ * checked against plain loops in double on every kernel set at 1 and 2
+ * threads, the FMA sets bitwise equal to each other, and tall. */
+static void check_newton_schulz(int R, int C)
 {
-    enum { R = 258, C = 270 };
     const size_t n = (size_t)R * C;
     hl_rng rng;
     hl_rng_seed(&rng, 11);
@@ -527,6 +527,11 @@ START_TEST(test_newton_schulz_strips)
     free(work);
     free(want);
 }
+
+START_TEST(test_newton_schulz_strips) { check_newton_schulz(258, 270); }
+END_TEST
+
+START_TEST(test_newton_schulz_gram_strips) { check_newton_schulz(258, 530); }
 END_TEST
 
 /* The fixture's tensors, in an order that puts AdamW tensors between Muon ones. */
@@ -612,8 +617,10 @@ static int block_group(void *ctx, const hl_tensor *t, int *n_blocks, int *rows)
     return strcmp(t->name, "bias") != 0;
 }
 
-/* Two Muon steps; the weights and momentum after them (caller frees). */
-static hl_real *muon_block_steps(size_t *n)
+/* Two Muon steps at the current thread count, the optimizer made at
+ * made_threads (0: the same); the weights and momentum after them (caller
+ * frees). */
+static hl_real *muon_block_steps(size_t *n, int made_threads)
 {
     hl_params *p = hl_params_new();
     hl_params_add(p, "in_proj", 2, (int[]){288, 96});
@@ -625,8 +632,17 @@ static hl_real *muon_block_steps(size_t *n)
     hl_real *w = hl_params_values(p), *g = hl_params_grads(p);
     hl_optim_groups groups = fixture_groups;
     groups.group_of = block_group;
+#ifdef _OPENMP
+    const int threads = omp_get_max_threads();
+    if (made_threads)
+        omp_set_num_threads(made_threads);
+#endif
+    (void)made_threads;
     hl_optim *opt = hl_optim_new_groups(p, &groups, NULL);
     ck_assert_ptr_nonnull(opt);
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#endif
     for (size_t i = 0; i < *n; i++)
         w[i] = (hl_real)(0.05 * sin(0.7 * (double)i));
     for (int step = 0; step < 2; step++) {
@@ -643,8 +659,10 @@ static hl_real *muon_block_steps(size_t *n)
 }
 
 /* The same bits for 1, 2 and 3 threads (from 2 on, the team shares out the
- * five matrices, unevenly at 3), and on every kernel set with FMA (the
- * portable set of an x86-64 build has none: within float rounding there). */
+ * five matrices, unevenly at 3; the optimizer made at that count or at 1, its
+ * team's work then grown at the first step), and on every kernel set with FMA
+ * (the portable set of an x86-64 build has none: within float rounding
+ * there). */
 START_TEST(test_muon_threads_and_kernel_sets)
 {
     const hl_isa before = hl_isa_active();
@@ -657,7 +675,7 @@ START_TEST(test_muon_threads_and_kernel_sets)
 #ifdef _OPENMP
     omp_set_num_threads(1);
 #endif
-    hl_real *ref = muon_block_steps(&n);
+    hl_real *ref = muon_block_steps(&n, 0);
     for (int i = 0; i < HL_ISA_COUNT; i++) {
         if (!hl_isa_supported((hl_isa)i))
             continue;
@@ -666,14 +684,17 @@ START_TEST(test_muon_threads_and_kernel_sets)
 #ifdef _OPENMP
             omp_set_num_threads(threads);
 #endif
-            hl_real *got = muon_block_steps(&n);
-            if (hl_kernels()->fma)
-                ck_assert_msg(memcmp(ref, got, 2 * n * sizeof *ref) == 0,
-                              "%s with %d threads differs from %s with 1", hl_isa_name((hl_isa)i),
-                              threads, hl_isa_name(hl_isa_best()));
-            else
-                tu_assert_close(hl_isa_name((hl_isa)i), ref, got, 2 * n, MUON_NO_FMA_TOL);
-            free(got);
+            for (int made = 0; made <= 1; made++) {
+                hl_real *got = muon_block_steps(&n, made);
+                if (hl_kernels()->fma)
+                    ck_assert_msg(memcmp(ref, got, 2 * n * sizeof *ref) == 0,
+                                  "%s with %d threads (made at %d) differs from %s with 1",
+                                  hl_isa_name((hl_isa)i), threads, made ? 1 : threads,
+                                  hl_isa_name(hl_isa_best()));
+                else
+                    tu_assert_close(hl_isa_name((hl_isa)i), ref, got, 2 * n, MUON_NO_FMA_TOL);
+                free(got);
+            }
         }
     }
 #ifdef _OPENMP
@@ -754,6 +775,7 @@ Suite *optim_suite(void)
     tcase_add_test(tc, test_optim_errors);
     tcase_add_test(tc, test_newton_schulz_matches_torch);
     tcase_add_test(tc, test_newton_schulz_strips);
+    tcase_add_test(tc, test_newton_schulz_gram_strips);
     tcase_add_test(tc, test_muon_matches_torch);
     tcase_add_test(tc, test_muon_threads_and_kernel_sets);
     tcase_add_test(tc, test_muon_errors);

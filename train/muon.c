@@ -12,10 +12,14 @@
  * additions overlap, and the order is fixed whatever the thread count. */
 #define MUON_LANES 8
 
+/* Whether the Gram form's fewer multiply-adds (see iterate_gram) pay. */
+#define MUON_GRAM_RATIO 2
+
 size_t hl_muon_work_size(int rows, int cols)
 {
     const size_t r = (size_t)(rows < cols ? rows : cols), c = (size_t)(rows < cols ? cols : rows);
-    return 2 * r * c + 2 * r * r;
+    const size_t direct = 2 * r * c + 2 * r * r, gram = r * c + 4 * r * r;
+    return direct > gram ? direct : gram;
 }
 
 static double sum_squares(const hl_real *x, size_t n)
@@ -85,21 +89,29 @@ static void symmetric_gemm(bool trans, int r, int k, hl_real alpha, const hl_rea
     mirror(c, r);
 }
 
-void hl_muon_orthogonalize(hl_real *g, int rows, int cols, int steps, hl_real *work)
+/* x (r,c) = g (rows,cols) / (‖g‖_F + 1e-7), transposed when tall. */
+static void normalize(const hl_real *g, int rows, int cols, hl_real *x)
+{
+    const size_t n = (size_t)rows * cols;
+    const hl_real norm = (hl_real)(sqrt(sum_squares(g, n)) + 1e-7);
+    if (rows > cols) {
+        transpose(g, rows, cols, norm, x);
+        return;
+    }
+#pragma omp parallel for if (n >= MUON_PARALLEL_MIN) schedule(static)
+    for (size_t i = 0; i < n; i++)
+        x[i] = g[i] / norm;
+}
+
+/* The published iteration on x (r,c) itself: three products a step. */
+static void iterate_direct(hl_real *g, int rows, int cols, int steps, hl_real *work)
 {
     const bool tall = rows > cols;
     const int r = tall ? cols : rows, c = tall ? rows : cols;
     const size_t n = (size_t)r * c, rr = (size_t)r * r;
     hl_real *x = work, *y = x + n, *a = y + n, *b = a + rr;
     const hl_real ca = (hl_real)HL_MUON_A, cb = (hl_real)HL_MUON_B, cc = (hl_real)HL_MUON_C;
-    const hl_real norm = (hl_real)(sqrt(sum_squares(g, n)) + 1e-7);
-    if (tall) {
-        transpose(g, rows, cols, norm, x);
-    } else {
-#pragma omp parallel for if (n >= MUON_PARALLEL_MIN) schedule(static)
-        for (size_t i = 0; i < n; i++)
-            x[i] = g[i] / norm;
-    }
+    normalize(g, rows, cols, x);
     for (int s = 0; s < steps; s++) {
         symmetric_gemm(true, r, c, 1, x, 0, a); /* A = X·Xᵀ (r,r) */
         for (size_t i = 0; i < rr; i++)
@@ -117,4 +129,60 @@ void hl_muon_orthogonalize(hl_real *g, int rows, int cols, int steps, hl_real *w
         transpose(x, r, c, 0, g);
     else
         memcpy(g, x, n * sizeof *g);
+}
+
+/* The same iteration on the small Gram matrix (r,r) of a wide x (r,c).
+ * Step k multiplies X_k by P_k = aI + bA_k + cA_k², a polynomial in A_k =
+ * X_k·X_kᵀ, so every X_k is Q_k·X_0 with Q_k = P_{k-1}···P_0, and all these
+ * matrices are polynomials in A_0 that commute: A_{k+1} = P_k·A_k·P_k =
+ * A_k·P_k². Only A_0 = X_0·X_0ᵀ and the last X = Q·X_0 touch the c columns;
+ * the rest is four r×r products a step (A², P², A·P², P·Q) against three of
+ * r×r×c, fewer multiply-adds from c ≥ 1.5r (c ≥ 1.7r with the strips). Equal
+ * to the direct iteration in exact arithmetic; in float the two differ by
+ * rounding, as any two orders of the same sums do. */
+static void iterate_gram(hl_real *g, int rows, int cols, int steps, hl_real *work)
+{
+    const bool tall = rows > cols;
+    const int r = tall ? cols : rows, c = tall ? rows : cols;
+    const size_t n = (size_t)r * c, rr = (size_t)r * r;
+    hl_real *x = work, *a = x + n, *p = a + rr, *t = p + rr, *q = t + rr;
+    const hl_real ca = (hl_real)HL_MUON_A, cb = (hl_real)HL_MUON_B, cc = (hl_real)HL_MUON_C;
+    normalize(g, rows, cols, x);
+    symmetric_gemm(true, r, c, 1, x, 0, a); /* A_0 = X_0·X_0ᵀ */
+    for (int s = 0; s < steps; s++) {
+        symmetric_gemm(false, r, r, 1, a, 0, p); /* A², then P = aI + bA + cA² */
+        for (size_t i = 0; i < rr; i++)
+            p[i] = cb * a[i] + cc * p[i];
+        for (size_t i = 0; i < rr; i += (size_t)r + 1)
+            p[i] += ca;
+        if (s == 0) {
+            memcpy(q, p, rr * sizeof *q);
+        } else {
+            hl_gemm(false, false, r, r, r, 1, p, r, q, r, 0, t, r); /* Q ← P·Q */
+            hl_real *u = q;
+            q = t;
+            t = u;
+        }
+        if (s == steps - 1)
+            break;
+        symmetric_gemm(false, r, r, 1, p, 0, t); /* A ← A·P² */
+        hl_gemm(false, false, r, r, r, 1, a, r, t, r, 0, p, r);
+        hl_real *u = a;
+        a = p;
+        p = u;
+    }
+    /* X = Q·X_0, written straight into g (as Xᵀ = X_0ᵀ·Qᵀ when tall). */
+    if (tall)
+        hl_gemm(true, true, c, r, r, 1, x, c, q, r, 0, g, r);
+    else
+        hl_gemm(false, false, r, c, r, 1, q, r, x, c, 0, g, c);
+}
+
+void hl_muon_orthogonalize(hl_real *g, int rows, int cols, int steps, hl_real *work)
+{
+    const int r = rows < cols ? rows : cols, c = rows < cols ? cols : rows;
+    if (steps > 0 && c / MUON_GRAM_RATIO >= r)
+        iterate_gram(g, rows, cols, steps, work);
+    else
+        iterate_direct(g, rows, cols, steps, work);
 }

@@ -12,11 +12,13 @@
  *     hl_real *work = malloc(hl_muon_work_size(rows, cols) * sizeof *work);
  *     hl_muon_orthogonalize(g, rows, cols, 5, work);   // g (rows,cols) in place
  *
- * Each product is an hl_gemm (the symmetric A and A² of 256 rows or more in
- * strips, upper triangle only), parallel over its output and with every
- * element summed in a fixed order, and the elementwise passes round each
- * operation once, so the result is bitwise the same for any thread count and
- * on every FMA kernel set.
+ * A matrix with twice as many columns as rows or more (after the transpose)
+ * runs the same iteration on its Gram matrix XXᵀ: the same result in exact
+ * arithmetic for fewer multiply-adds (train/muon.c says how). Each product is
+ * an hl_gemm (the symmetric ones of 256 rows or more in strips, upper triangle
+ * only), parallel over its output and with every element summed in a fixed
+ * order, and the elementwise passes round each operation once, so the result
+ * is bitwise the same for any thread count and on every FMA kernel set.
  */
 #ifndef HL_MUON_H
 #define HL_MUON_H

@@ -158,6 +158,16 @@ static hl_status plan_tensors(hl_optim *opt, const hl_optim_groups *gs, hl_optim
     return HL_OK;
 }
 
+/* The work areas a team of `threads` gets: one each when they fit in
+ * MUON_TEAM_WORK_BYTES together, else one. */
+static int team_slots(const hl_optim_plan *plan, int threads)
+{
+    return threads > 1 && plan->n_matrices > 1 &&
+                   plan->slot * sizeof(hl_real) * (size_t)threads <= MUON_TEAM_WORK_BYTES
+               ? threads
+               : 1;
+}
+
 static hl_status plan_new(hl_optim *opt, const hl_optim_groups *gs, hl_error *err)
 {
     hl_optim_plan *plan = opt->plan = calloc(1, sizeof *plan);
@@ -174,10 +184,7 @@ static hl_status plan_new(hl_optim *opt, const hl_optim_groups *gs, hl_error *er
                  sizeof(hl_real);
     plan->slots = 1;
 #ifdef _OPENMP
-    const int threads = omp_get_max_threads();
-    if (threads > 1 && plan->n_matrices > 1 &&
-        plan->slot * sizeof(hl_real) * (size_t)threads <= MUON_TEAM_WORK_BYTES)
-        plan->slots = threads;
+    plan->slots = team_slots(plan, omp_get_max_threads());
 #endif
     plan->work = work ? aligned_alloc(HL_ARENA_ALIGN, plan->slot * sizeof(hl_real) *
                                                           (size_t)plan->slots)
@@ -358,11 +365,23 @@ static void muon_step(hl_optim *opt, const matrix *x, double lr_scale, hl_real s
  * each on the whole team. */
 static void muon_steps(hl_optim *opt, double lr_scale, hl_real scale)
 {
-    const hl_optim_plan *plan = opt->plan;
+    hl_optim_plan *plan = opt->plan;
     const int n = (int)plan->n_matrices;
     int team = 1;
 #ifdef _OPENMP
-    team = omp_get_max_threads() < plan->slots ? omp_get_max_threads() : plan->slots;
+    const int threads = omp_get_max_threads();
+    /* More threads than at creation: their work areas, once. Without the
+     * memory the team stays as large as it was. */
+    if (team_slots(plan, threads) > plan->slots) {
+        hl_real *more = aligned_alloc(HL_ARENA_ALIGN, plan->slot * sizeof(hl_real) *
+                                                          (size_t)threads);
+        if (more) {
+            free(plan->work);
+            plan->work = more;
+            plan->slots = threads;
+        }
+    }
+    team = threads < plan->slots ? threads : plan->slots;
 #endif
     if (team > 1 && n >= team) {
 #pragma omp parallel for num_threads(team) schedule(dynamic, 1)
