@@ -293,9 +293,8 @@ static void attention_forward(const attn_ctx *c, hl_real *out, double *lse, hl_r
 {
     const int q_tiles = (c->T + TILE_Q - 1) / TILE_Q;
     const int tasks = c->B * c->H * q_tiles;
-    const double work = (double)c->B * c->H * c->T * c->S * c->D;
     const bool prob_rows = c->whole_rows && !probs;
-#pragma omp parallel if (work >= HL_PARALLEL_MIN_WORK)
+#pragma omp parallel if ((double)c->B * c->H * c->T * c->S * c->D >= HL_PARALLEL_MIN_WORK)
     {
         const attn_scratch w = scratch_of(c, scratch, prob_rows);
         /* Without causal masking every tile costs the same: each thread
@@ -533,8 +532,7 @@ static void head_backward(const attn_ctx *c, const attn_grads *gr, int bh,
 static void attention_backward(const attn_ctx *c, const attn_grads *gr, hl_real *scratch)
 {
     const int heads = c->B * c->H;
-    const double work = (double)heads * c->T * c->S * c->D;
-#pragma omp parallel if (work >= HL_PARALLEL_MIN_WORK)
+#pragma omp parallel if ((double)heads * c->T * c->S * c->D >= HL_PARALLEL_MIN_WORK)
     {
         const attn_scratch w = scratch_of(c, scratch, false);
         /* Every head costs the same, masked or not: a contiguous run each. */

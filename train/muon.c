@@ -40,8 +40,7 @@ static double sum_squares(const hl_real *x, size_t n)
 /* dst (cols,rows) = src (rows,cols)ᵀ / div, or srcᵀ itself when div is 0. */
 static void transpose(const hl_real *src, int rows, int cols, hl_real div, hl_real *dst)
 {
-    const size_t n = (size_t)rows * cols;
-#pragma omp parallel for if (n >= MUON_PARALLEL_MIN) schedule(static)
+#pragma omp parallel for if ((size_t)rows * cols >= MUON_PARALLEL_MIN) schedule(static)
     for (int j = 0; j < cols; j++)
         for (int i = 0; i < rows; i++)
             dst[(size_t)j * rows + i] = div != 0 ? src[(size_t)i * cols + j] / div

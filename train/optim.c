@@ -158,6 +158,7 @@ static hl_status plan_tensors(hl_optim *opt, const hl_optim_groups *gs, hl_optim
     return HL_OK;
 }
 
+#ifdef _OPENMP
 /* The work areas a team of `threads` gets: one each when they fit in
  * MUON_TEAM_WORK_BYTES together, else one. */
 static int team_slots(const hl_optim_plan *plan, int threads)
@@ -167,6 +168,7 @@ static int team_slots(const hl_optim_plan *plan, int threads)
                ? threads
                : 1;
 }
+#endif
 
 static hl_status plan_new(hl_optim *opt, const hl_optim_groups *gs, hl_error *err)
 {
