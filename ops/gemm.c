@@ -3,6 +3,7 @@
  * (ops/kernels/gemm_micro.c). */
 #include "ops/gemm.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -48,6 +49,7 @@ typedef struct {
     hl_gemm_pack_fn *pack, *pack_transposed; /* the kernel set's */
     int mr, nr;              /* kern's tile */
     bool direct_a, direct_b; /* whole slivers read in place, not packed */
+    bool upper;              /* C's tiles wholly below its diagonal skipped */
     const hl_real *bias;     /* the row C starts from (beta unused), or NULL */
     hl_gemm_act_fn *act;     /* the GELU taken of C, when gelu is not NULL */
     hl_real *gelu;           /* act(C) goes here (row stride ldc), or NULL */
@@ -60,6 +62,7 @@ typedef struct {
 } gemm_work;
 
 static int min_int(int a, int b) { return a < b ? a : b; }
+static int max_int(int a, int b) { return a > b ? a : b; }
 static int round_up(int n, int to) { return (n + to - 1) / to * to; }
 
 /* The kernel that does an M×N product in the least time: a big tile is
@@ -176,6 +179,8 @@ static void gemm_block(const gemm_shape *s, const hl_real *A, const hl_real *B, 
             pack_b(s, B, pc, jc + nc_whole, kc, nc - nc_whole, w->b + (size_t)nc_whole * kc);
             for (int ic = m0; ic < m1; ic += w->mc) {
                 const int mc = min_int(w->mc, m1 - ic);
+                if (s->upper && jc + nc <= ic) /* every column left of every row */
+                    continue;
                 const int mc_whole = s->direct_a ? mc / mr * mr : 0;
                 pack_a(s, A, ic + mc_whole, pc, mc - mc_whole, kc, w->a + (size_t)mc_whole * kc);
                 epilogue(s, C, ic, jc, mc, nc, first, false);
@@ -185,6 +190,8 @@ static void gemm_block(const gemm_shape *s, const hl_real *A, const hl_real *B, 
                                                 : w->b + (size_t)jr * kc;
                     const size_t b_step = b_direct ? s->ldb : (size_t)nr;
                     for (int ir = 0; ir < mc; ir += mr) {
+                        if (s->upper && jc + jr + nr <= ic + ir)
+                            continue;
                         const bool a_direct = ir < mc_whole;
                         const hl_real *a = w->a + (size_t)ir * kc;
                         size_t a_step = mr;
@@ -260,10 +267,21 @@ static bool work_alloc(gemm_work *w, const gemm_shape *s, int mb, int nb)
     return true;
 }
 
+/* The first of `units` row (or column) units of part p of `parts`: equal
+ * counts, or for the rows of an upper triangle equal areas (the rows above x
+ * of an n-square hold x·(n - x/2) of its n²/2 elements). */
+static int part_start(int units, int p, int parts, bool upper)
+{
+    if (!upper || p == parts)
+        return (int)((int64_t)units * p / parts);
+    return (int)(units * (1 - sqrt(1 - (double)p / parts)) + 0.5);
+}
+
 static void gemm_run(bool trans_a, bool trans_b, int M, int N, int K, hl_real alpha,
                      const hl_real *A, int lda, const hl_real *B, int ldb, hl_real beta,
                      hl_real *C, int ldc, int batch, size_t stride_a, size_t stride_b,
-                     size_t stride_c, const hl_real *bias, hl_gemm_act_fn *act, hl_real *gelu)
+                     size_t stride_c, const hl_real *bias, hl_gemm_act_fn *act, hl_real *gelu,
+                     bool upper)
 {
     if (M <= 0 || N <= 0 || K < 0 || batch <= 0)
         return;
@@ -299,18 +317,20 @@ static void gemm_run(bool trans_a, bool trans_b, int M, int N, int K, hl_real al
                           .nr = kern->nr,
                           .direct_a = direct_a,
                           .direct_b = direct_b,
+                          .upper = upper,
                           .bias = bias,
                           .act = act,
                           .gelu = gelu};
     const bool scale_only = K == 0 || alpha == 0;
 
     /* Tasks are (matrix, part) pairs, a part being a slice of the matrix's
-     * rows (or of its columns, when it is wider than tall) in whole tiles.
+     * rows (or of its columns, when it is wider than tall) in whole tiles,
+     * of an upper triangle's rows as much of its area each.
      * Matrices are split only as far as needed to give every thread an equal
      * share; each element is still summed by one thread in one order. */
     int threads = 1;
 #ifdef _OPENMP
-    const double work = (double)batch * M * N * (K > 0 ? K : 1);
+    const double work = (double)batch * M * N * (K > 0 ? K : 1) * (upper ? 0.5 : 1);
     if (work >= GEMM_PARALLEL_MIN_WORK && !omp_in_parallel()) {
         const double shares = work / GEMM_PARALLEL_MIN_WORK;
         threads = omp_get_max_threads();
@@ -328,7 +348,10 @@ static void gemm_run(bool trans_a, bool trans_b, int M, int N, int K, hl_real al
     const int tasks = batch * parts;
     if (threads > tasks)
         threads = tasks;
-    const int part_max = (units + parts - 1) / parts * unit;
+    int part_max = 0;
+    for (int p = 0; p < parts; p++)
+        part_max = max_int(part_max, (part_start(units, p + 1, parts, upper) -
+                                      part_start(units, p, parts, upper)) * unit);
 
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
@@ -342,8 +365,8 @@ static void gemm_run(bool trans_a, bool trans_b, int M, int N, int K, hl_real al
 #pragma omp for schedule(static)
         for (int t = 0; t < tasks; t++) {
             const int i = t / parts, p = t % parts;
-            const int lo = (int)((int64_t)units * p / parts) * unit;
-            const int hi = min_int((int)((int64_t)units * (p + 1) / parts) * unit,
+            const int lo = part_start(units, p, parts, upper) * unit;
+            const int hi = min_int(part_start(units, p + 1, parts, upper) * unit,
                                    split_rows ? M : N);
             const int m0 = split_rows ? lo : 0, m1 = split_rows ? hi : M;
             const int n0 = split_rows ? 0 : lo, n1 = split_rows ? N : hi;
@@ -363,14 +386,21 @@ void hl_gemm_batched(bool trans_a, bool trans_b, int M, int N, int K, hl_real al
                      size_t stride_c)
 {
     gemm_run(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, batch, stride_a,
-             stride_b, stride_c, NULL, NULL, NULL);
+             stride_b, stride_c, NULL, NULL, NULL, false);
 }
 
 void hl_gemm(bool trans_a, bool trans_b, int M, int N, int K, hl_real alpha, const hl_real *A,
              int lda, const hl_real *B, int ldb, hl_real beta, hl_real *C, int ldc)
 {
     gemm_run(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, 1, 0, 0, 0, NULL,
-             NULL, NULL);
+             NULL, NULL, false);
+}
+
+void hl_gemm_upper(bool trans_a, bool trans_b, int N, int K, hl_real alpha, const hl_real *A,
+                   int lda, const hl_real *B, int ldb, hl_real beta, hl_real *C, int ldc)
+{
+    gemm_run(trans_a, trans_b, N, N, K, alpha, A, lda, B, ldb, beta, C, ldc, 1, 0, 0, 0, NULL,
+             NULL, NULL, true);
 }
 
 void hl_gemm_bias_gelu(bool trans_a, bool trans_b, int M, int N, int K, const hl_real *A,
@@ -378,5 +408,5 @@ void hl_gemm_bias_gelu(bool trans_a, bool trans_b, int M, int N, int K, const hl
                        hl_gemm_act_fn *act, hl_real *gelu, int ldc)
 {
     gemm_run(trans_a, trans_b, M, N, K, 1, A, lda, B, ldb, 0, C, ldc, 1, 0, 0, 0, bias, act,
-             gelu);
+             gelu, false);
 }

@@ -26,6 +26,14 @@
 void hl_gemm(bool trans_a, bool trans_b, int M, int N, int K, hl_real alpha, const hl_real *A,
              int lda, const hl_real *B, int ldb, hl_real beta, hl_real *C, int ldc);
 
+/* C (N,N) = beta·C + alpha·op(A)·op(B) on and above the diagonal, for a
+ * product the caller knows to be symmetric (X·Xᵀ, or two commuting symmetric
+ * matrices): micro-tiles wholly below the diagonal are skipped, about half
+ * the multiply-adds. Every element on or above it has hl_gemm's bits; those
+ * below are left unspecified (a tile across the diagonal writes some). */
+void hl_gemm_upper(bool trans_a, bool trans_b, int N, int K, hl_real alpha, const hl_real *A,
+                   int lda, const hl_real *B, int ldb, hl_real beta, hl_real *C, int ldc);
+
 /* batch independent products; matrix i of each operand starts at
  * X + i·stride_x. A stride of 0 shares A or B between all batches (e.g. one
  * weight B for a batch of A); C's batches must not overlap. */

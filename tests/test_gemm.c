@@ -227,6 +227,51 @@ START_TEST(test_gemm_threads_bitwise)
 }
 END_TEST
 
+/* hl_gemm_upper: every element on and above the diagonal has hl_gemm's
+ * bits, for each transpose, sizes around the tiles, and (from 150 on, over
+ * 1e6 multiply-adds) 1 and 2 threads splitting the triangle's rows. */
+START_TEST(test_gemm_upper)
+{
+    static const int ns[] = {1, 17, 65, 150, 301}, ks[] = {3, 75};
+#ifdef _OPENMP
+    const int saved = omp_get_max_threads();
+#endif
+    for (int flags = 0; flags < 4; flags++)
+        for (int in = 0; in < 5; in++)
+            for (int ik = 0; ik < 2; ik++)
+                for (int threads = 1; threads <= 2; threads++) {
+#ifdef _OPENMP
+                    omp_set_num_threads(threads);
+#endif
+                    gemm_case t = {.ta = flags & 1, .tb = flags & 2, .M = ns[in], .N = ns[in],
+                                   .K = ks[ik], .alpha = 0.5, .beta = 1};
+                    size_t na, nb, nc;
+                    layout(&t, &na, &nb, &nc);
+                    hl_real *A = random_values(na, 70 + flags), *B = random_values(nb, 80);
+                    hl_real *want = random_values(nc, 90), *got = malloc(nc * sizeof *got);
+                    ck_assert_ptr_nonnull(got);
+                    memcpy(got, want, nc * sizeof *got);
+                    hl_gemm(t.ta, t.tb, t.N, t.N, t.K, (hl_real)t.alpha, A, t.lda, B, t.ldb,
+                            (hl_real)t.beta, want, t.ldc);
+                    hl_gemm_upper(t.ta, t.tb, t.N, t.K, (hl_real)t.alpha, A, t.lda, B, t.ldb,
+                                  (hl_real)t.beta, got, t.ldc);
+                    for (int i = 0; i < t.N; i++)
+                        if (memcmp(&got[i * t.ldc + i], &want[i * t.ldc + i],
+                                   (size_t)(t.N - i) * sizeof *got) != 0)
+                            ck_abort_msg("gemm_upper ta=%d tb=%d N=%d K=%d, %d threads: row %d "
+                                         "differs from hl_gemm's", t.ta, t.tb, t.N, t.K,
+                                         threads, i);
+                    free(A);
+                    free(B);
+                    free(want);
+                    free(got);
+                }
+#ifdef _OPENMP
+    omp_set_num_threads(saved);
+#endif
+}
+END_TEST
+
 Suite *gemm_suite(void)
 {
     Suite *s = suite_create("gemm");
@@ -236,6 +281,7 @@ Suite *gemm_suite(void)
     tcase_add_test(tc, test_gemm_blocks);
     tcase_add_test(tc, test_gemm_batched);
     tcase_add_test(tc, test_gemm_threads_bitwise);
+    tcase_add_test(tc, test_gemm_upper);
     suite_add_tcase(s, tc);
     return s;
 }

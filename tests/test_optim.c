@@ -462,9 +462,9 @@ static double max_difference(const hl_real *x, const double *want, size_t n)
     return worst;
 }
 
-/* From 256 rows the symmetric products are computed in strips, upper triangle
- * only (train/muon.c): 258 rows make 8 strips of 32 and one of 2; and from
- * twice as many columns as rows the iteration runs on the Gram matrix. Each
+/* The iteration's symmetric products computed as upper triangles
+ * (hl_gemm_upper, split by area between threads) and, from twice as many
+ * columns as rows, the iteration on the Gram matrix: at 258 rows, each
  * checked against plain loops in double on every kernel set at 1 and 2
  * threads, the FMA sets bitwise equal to each other, and tall. */
 static void check_newton_schulz(int R, int C)
@@ -528,10 +528,10 @@ static void check_newton_schulz(int R, int C)
     free(want);
 }
 
-START_TEST(test_newton_schulz_strips) { check_newton_schulz(258, 270); }
+START_TEST(test_newton_schulz_direct) { check_newton_schulz(258, 270); }
 END_TEST
 
-START_TEST(test_newton_schulz_gram_strips) { check_newton_schulz(258, 530); }
+START_TEST(test_newton_schulz_gram) { check_newton_schulz(258, 530); }
 END_TEST
 
 /* The fixture's tensors, in an order that puts AdamW tensors between Muon ones. */
@@ -774,8 +774,8 @@ Suite *optim_suite(void)
     tcase_add_test(tc, test_schedule);
     tcase_add_test(tc, test_optim_errors);
     tcase_add_test(tc, test_newton_schulz_matches_torch);
-    tcase_add_test(tc, test_newton_schulz_strips);
-    tcase_add_test(tc, test_newton_schulz_gram_strips);
+    tcase_add_test(tc, test_newton_schulz_direct);
+    tcase_add_test(tc, test_newton_schulz_gram);
     tcase_add_test(tc, test_muon_matches_torch);
     tcase_add_test(tc, test_muon_threads_and_kernel_sets);
     tcase_add_test(tc, test_muon_errors);

@@ -47,16 +47,6 @@ static void transpose(const hl_real *src, int rows, int cols, hl_real div, hl_re
                                                  : src[(size_t)i * cols + j];
 }
 
-/* The symmetric products of the iteration from MUON_STRIPS_MIN rows up
- * compute their upper triangle only, one GEMM per strip of MUON_STRIP rows
- * from the diagonal rightwards, and copy it below: about (1 + 1/strips)/2 of
- * the multiply-adds. Smaller ones are one GEMM: there the strips' smaller
- * products and the copy lose more than the saved multiply-adds win (measured
- * on Zen 4, one thread: 128 rows 8% slower in strips; 384 and 768 rows 14%
- * and 19% faster). */
-#define MUON_STRIP 32
-#define MUON_STRIPS_MIN 256
-
 /* m (r,r): the lower triangle set to the upper one's mirror image. */
 static void mirror(hl_real *m, int r)
 {
@@ -65,26 +55,17 @@ static void mirror(hl_real *m, int r)
             m[(size_t)i * r + j] = m[(size_t)j * r + i];
 }
 
-/* c (r,r) = alpha·p·op(p) + beta·c, a symmetric product: p (r,k) times its
- * transpose (trans), or a symmetric p (r,r) times itself. In strips,
- * elements (i,j) and (j,i) of p·pᵀ are the same sum of the same products, so
- * the mirrored triangle has a full product's bits; p·p comes out exactly
- * symmetric, where one GEMM may differ in the last bit between (i,j) and
- * (j,i) (alpha scales a different factor of the same products). */
-static void symmetric_gemm(bool trans, int r, int k, hl_real alpha, const hl_real *p, hl_real beta,
-                           hl_real *c)
+/* c (r,r) = alpha·p·op(q) + beta·c for a product known to be symmetric: p
+ * (r,k) times its own transpose (trans), or two commuting symmetric (r,r)
+ * matrices. Its upper triangle (hl_gemm_upper, about half the multiply-adds)
+ * is copied below. Elements (i,j) and (j,i) of p·pᵀ are the same sum of the
+ * same products, so that result has a full product's bits; the others come
+ * out exactly symmetric, where a full product may differ in the last bit
+ * between (i,j) and (j,i). */
+static void symmetric_gemm(bool trans, int r, int k, hl_real alpha, const hl_real *p,
+                           const hl_real *q, hl_real beta, hl_real *c)
 {
-    const int ldp = trans ? k : r;
-    if (r < MUON_STRIPS_MIN) {
-        hl_gemm(false, trans, r, r, k, alpha, p, k, p, ldp, beta, c, r);
-        return;
-    }
-    for (int i = 0; i < r; i += MUON_STRIP) {
-        const int h = r - i < MUON_STRIP ? r - i : MUON_STRIP;
-        const hl_real *cols = trans ? p + (size_t)i * k : p + i; /* op(p)'s columns i.. */
-        hl_gemm(false, trans, h, r - i, k, alpha, p + (size_t)i * k, k, cols, ldp, beta,
-                c + (size_t)i * r + i, r);
-    }
+    hl_gemm_upper(false, trans, r, k, alpha, p, k, q, trans ? k : r, beta, c, r);
     mirror(c, r);
 }
 
@@ -112,10 +93,10 @@ static void iterate_direct(hl_real *g, int rows, int cols, int steps, hl_real *w
     const hl_real ca = (hl_real)HL_MUON_A, cb = (hl_real)HL_MUON_B, cc = (hl_real)HL_MUON_C;
     normalize(g, rows, cols, x);
     for (int s = 0; s < steps; s++) {
-        symmetric_gemm(true, r, c, 1, x, 0, a); /* A = X·Xᵀ (r,r) */
+        symmetric_gemm(true, r, c, 1, x, x, 0, a); /* A = X·Xᵀ (r,r) */
         for (size_t i = 0; i < rr; i++)
             b[i] = cb * a[i];
-        symmetric_gemm(false, r, r, cc, a, 1, b); /* B = bA + cA² */
+        symmetric_gemm(false, r, r, cc, a, a, 1, b); /* B = bA + cA² */
 #pragma omp parallel for if (n >= MUON_PARALLEL_MIN) schedule(static)
         for (size_t i = 0; i < n; i++)
             y[i] = ca * x[i];
@@ -135,10 +116,11 @@ static void iterate_direct(hl_real *g, int rows, int cols, int steps, hl_real *w
  * X_k·X_kᵀ, so every X_k is Q_k·X_0 with Q_k = P_{k-1}···P_0, and all these
  * matrices are polynomials in A_0 that commute: A_{k+1} = P_k·A_k·P_k =
  * A_k·P_k². Only A_0 = X_0·X_0ᵀ and the last X = Q·X_0 touch the c columns;
- * the rest is four r×r products a step (A², P², A·P², P·Q) against three of
- * r×r×c, fewer multiply-adds from c ≥ 1.5r (c ≥ 1.7r with the strips). Equal
- * to the direct iteration in exact arithmetic; in float the two differ by
- * rounding, as any two orders of the same sums do. */
+ * the rest is four symmetric r×r products a step (A², P², A·P², P·Q),
+ * against the direct form's two symmetric products and one r×r×c: fewer
+ * multiply-adds for any c > r, about 0.45 of them at c = 4r. Equal to the
+ * direct iteration in exact arithmetic; in float the two differ by rounding,
+ * as any two orders of the same sums do. */
 static void iterate_gram(hl_real *g, int rows, int cols, int steps, hl_real *work)
 {
     const bool tall = rows > cols;
@@ -147,9 +129,9 @@ static void iterate_gram(hl_real *g, int rows, int cols, int steps, hl_real *wor
     hl_real *x = work, *a = x + n, *p = a + rr, *t = p + rr, *q = t + rr;
     const hl_real ca = (hl_real)HL_MUON_A, cb = (hl_real)HL_MUON_B, cc = (hl_real)HL_MUON_C;
     normalize(g, rows, cols, x);
-    symmetric_gemm(true, r, c, 1, x, 0, a); /* A_0 = X_0·X_0ᵀ */
+    symmetric_gemm(true, r, c, 1, x, x, 0, a); /* A_0 = X_0·X_0ᵀ */
     for (int s = 0; s < steps; s++) {
-        symmetric_gemm(false, r, r, 1, a, 0, p); /* A², then P = aI + bA + cA² */
+        symmetric_gemm(false, r, r, 1, a, a, 0, p); /* A², then P = aI + bA + cA² */
         for (size_t i = 0; i < rr; i++)
             p[i] = cb * a[i] + cc * p[i];
         for (size_t i = 0; i < rr; i += (size_t)r + 1)
@@ -157,15 +139,15 @@ static void iterate_gram(hl_real *g, int rows, int cols, int steps, hl_real *wor
         if (s == 0) {
             memcpy(q, p, rr * sizeof *q);
         } else {
-            hl_gemm(false, false, r, r, r, 1, p, r, q, r, 0, t, r); /* Q ← P·Q */
+            symmetric_gemm(false, r, r, 1, p, q, 0, t); /* Q ← P·Q */
             hl_real *u = q;
             q = t;
             t = u;
         }
         if (s == steps - 1)
             break;
-        symmetric_gemm(false, r, r, 1, p, 0, t); /* A ← A·P² */
-        hl_gemm(false, false, r, r, r, 1, a, r, t, r, 0, p, r);
+        symmetric_gemm(false, r, r, 1, p, p, 0, t); /* A ← A·P² */
+        symmetric_gemm(false, r, r, 1, a, t, 0, p);
         hl_real *u = a;
         a = p;
         p = u;

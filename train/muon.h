@@ -15,8 +15,8 @@
  * A matrix with twice as many columns as rows or more (after the transpose)
  * runs the same iteration on its Gram matrix XXᵀ: the same result in exact
  * arithmetic for fewer multiply-adds (train/muon.c says how). Each product is
- * an hl_gemm (the symmetric ones of 256 rows or more in strips, upper triangle
- * only), parallel over its output and with every element summed in a fixed
+ * an hl_gemm (a symmetric one its upper triangle only, hl_gemm_upper, copied
+ * below), parallel over its output and with every element summed in a fixed
  * order, and the elementwise passes round each operation once, so the result
  * is bitwise the same for any thread count and on every FMA kernel set.
  */
