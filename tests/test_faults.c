@@ -237,6 +237,7 @@ START_TEST(test_charlm_killed)
 }
 END_TEST
 
+#ifndef HL_MPI /* see faults_suite */
 /* With a file-size limit of `blocks` 512-byte blocks the run fails with exit
  * status 2 and a message naming a file in dir; no temporary file is left and
  * the model written before is intact. */
@@ -256,7 +257,6 @@ static void expect_write_failure(const char *program_and_flags, const char *dir,
     ck_assert_msg(tu_same_file(model, saved), "%s changed", model);
 }
 
-#ifndef HL_MPI /* see faults_suite */
 START_TEST(test_toy_heads_file_size_limit)
 {
     make_work_dir();
