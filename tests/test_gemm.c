@@ -228,8 +228,9 @@ START_TEST(test_gemm_threads_bitwise)
 END_TEST
 
 /* hl_gemm_upper: every element on and above the diagonal has hl_gemm's
- * bits, for each transpose, sizes around the tiles, and (from 150 on, over
- * 1e6 multiply-adds) 1 and 2 threads splitting the triangle's rows. */
+ * bits, for each transpose, sizes around the tiles, and 1 and 2 threads (at
+ * N 301, K 75, 3.4e6 multiply-adds over the triangle, the rows split between
+ * the threads). */
 START_TEST(test_gemm_upper)
 {
     static const int ns[] = {1, 17, 65, 150, 301}, ks[] = {3, 75};
