@@ -43,6 +43,7 @@
 #include "core/gradcheck.h"
 #include "core/graph.h"
 #include "core/params.h"
+#include "core/profile.h"
 #include "core/real.h"
 #include "core/rng.h"
 #include "core/tensor.h"

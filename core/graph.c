@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/profile.h"
 
 /* AddressSanitizer is told that a released gradient buffer, past the pool's
  * header, is off limits until it is handed out again, so a backward kernel
@@ -69,6 +70,8 @@ void hl_graph_reset(hl_graph *g)
     g->n_nodes = 0;
     hl_error_clear(&g->error);
 }
+
+void hl_graph_set_profile(hl_graph *g, struct hl_profile *profile) { g->profile = profile; }
 
 bool hl_graph_set_grad_enabled(hl_graph *g, bool enabled)
 {
@@ -200,10 +203,15 @@ static bool reached(const hl_node *n)
 
 static hl_status run_backward(hl_graph *g)
 {
+    if (g->profile)
+        hl_profile_stop(g->profile); /* the forward's last op ends here */
     for (hl_node *n = g->tail; n && !hl_graph_failed(g); n = n->prev) {
         if (!reached(n))
             continue; /* not on a path from the loss */
+        const double start = g->profile ? hl_profile_clock() : 0;
         n->info->backward(g, n);
+        if (g->profile)
+            hl_profile_backward(g->profile, n->op, start);
         release_grad(g, n->out);
         for (int i = 0; i < HL_NODE_MAX_EXTRA_OUTPUTS && n->extra_out[i]; i++)
             release_grad(g, n->extra_out[i]);
@@ -273,3 +281,11 @@ const hl_node *hl_graph_first_nonfinite(const hl_graph *g)
 }
 
 const char *hl_node_name(const hl_node *n) { return n->info->name; }
+
+const char *hl_op_name(hl_op op)
+{
+#define HL_OP_NAME(e, name, n_inputs, backward, flags) #name,
+    static const char *const names[HL_OP_COUNT] = {HL_OP_LIST(HL_OP_NAME)};
+#undef HL_OP_NAME
+    return (unsigned)op < HL_OP_COUNT ? names[op] : "?";
+}

@@ -43,6 +43,7 @@
 typedef struct hl_node hl_node;
 
 struct hl_grad_block;
+struct hl_profile;
 
 typedef struct hl_graph {
     hl_arena arena;
@@ -54,6 +55,7 @@ typedef struct hl_graph {
     bool training;      /* false: dropout is the identity */
     hl_rng rng;         /* dropout masks */
     hl_tensor poison;   /* what ops return after an error */
+    struct hl_profile *profile; /* per-op times (core/profile.h), or NULL */
 } hl_graph;
 
 /* A graph whose arena starts with arena_bytes (0: 1 MiB) and grows as needed.
@@ -67,6 +69,11 @@ void hl_graph_reset(hl_graph *g);
 static inline bool hl_graph_failed(const hl_graph *g) { return g->error.status != HL_OK; }
 static inline hl_status hl_graph_status(const hl_graph *g) { return g->error.status; }
 static inline const char *hl_graph_message(const hl_graph *g) { return g->error.message; }
+
+/* Adds each op's forward time and each backward kernel's time to profile
+ * (core/profile.h) from now on; NULL stops it. The caller keeps
+ * profile alive while it is set; hl_graph_reset keeps the setting. */
+void hl_graph_set_profile(hl_graph *g, struct hl_profile *profile);
 
 /* Returns the previous setting. */
 bool hl_graph_set_grad_enabled(hl_graph *g, bool enabled);

@@ -23,6 +23,10 @@ struct hl_node;
 typedef enum hl_op { HL_OP_LIST(HL_OP_ENUM_VALUE) HL_OP_COUNT } hl_op;
 #undef HL_OP_ENUM_VALUE
 
+/* The op's name as core/op_list.h gives it ("linear", "softmax", ...), or
+ * "?" for a value outside the list. */
+const char *hl_op_name(hl_op op);
+
 /* Adds the gradient of node->out into the gradients of the node's inputs. */
 typedef void (*hl_backward_fn)(struct hl_graph *g, struct hl_node *node);
 

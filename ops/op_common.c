@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/profile.h"
 #include "ops/internal.h"
 
 static void record_failure(hl_graph *g, const char *name, hl_status status, const char *fmt,
@@ -59,6 +60,8 @@ bool hl_op_inputs_ok(hl_graph *g, hl_op op, int n, hl_tensor *const *inputs)
 
 hl_tensor *hl_op_output(hl_graph *g, hl_op op, int rank, const int *shape)
 {
+    if (g->profile)
+        hl_profile_enter(g->profile, op);
     return hl_graph_tensor_uninit(g, hl_op_get(op)->name, rank, shape);
 }
 
@@ -92,6 +95,8 @@ hl_node *hl_op_record(hl_graph *g, hl_op op, hl_tensor *out, int n, hl_tensor *c
     g->n_nodes++;
     out->requires_grad = true;
     out->node = node;
+    if (g->profile)
+        g->profile->forward_calls[op]++;
     return node;
 }
 
