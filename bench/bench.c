@@ -67,7 +67,8 @@ enum {
     SECTION_GPT2 = 128,
     SECTION_MUON = 256,
     SECTION_BATCHED = 512,
-    SECTION_PHASES = 1024
+    SECTION_PHASES = 1024,
+    SECTION_PROFILE = 2048
 };
 
 typedef struct {
@@ -176,7 +177,7 @@ static void parse_threads(options *o, const char *list)
 }
 
 /* --only's names, in the order its help gives them */
-#define SECTION_NAMES "gemm,batched,mha,toy,gpt,gpt2,phases,muon,rss,long,busy"
+#define SECTION_NAMES "gemm,batched,mha,toy,gpt,gpt2,phases,profile,muon,rss,long,busy"
 
 static void parse_sections(options *o, const char *list)
 {
@@ -186,7 +187,8 @@ static void parse_sections(options *o, const char *list)
     } names[] = {{"gemm", SECTION_GEMM}, {"mha", SECTION_MHA}, {"toy", SECTION_TOY},
                  {"gpt", SECTION_GPT}, {"rss", SECTION_RSS}, {"long", SECTION_LONG},
                  {"busy", SECTION_BUSY}, {"gpt2", SECTION_GPT2}, {"muon", SECTION_MUON},
-                 {"batched", SECTION_BATCHED}, {"phases", SECTION_PHASES}};
+                 {"batched", SECTION_BATCHED}, {"phases", SECTION_PHASES},
+                 {"profile", SECTION_PROFILE}};
     o->sections = 0;
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ",");
@@ -273,7 +275,9 @@ static options parse_options(int argc, char **argv)
                        "shape (train step at 4 x 256, forward over 1,024 tokens; not with "
                        "--quick unless named); phases: the 4x4, 6x6 and GPT-2 small training "
                        "steps' zero-grad, forward, loss, backward, AdamW and arena reset timed "
-                       "apart, headlab alone (not in every section; with --scaling); muon: "
+                       "apart, headlab alone (not in every section; with --scaling); profile: the "
+                       "same steps' time op by op, forward and backward (not in every section); "
+                       "muon: "
                        "Muon's Newton-Schulz on one matrix of each model's shapes; long: MHA "
                        "(1,4096,256,4) fwd+bwd causal, its time and peak RSS; busy: toy_heads and "
                        "charlm runs with one core taken",
@@ -770,6 +774,81 @@ static void phases_section(bench_run *run)
     free(seconds);
 }
 
+/* ---- the training step op by op ---- */
+
+/* A row of the profile: step r's seconds of op's forward (or backward) in
+ * seconds[r]; false when no step ran it. */
+static bool op_seconds(const hl_profile *steps, int reps, hl_op op, bool backward,
+                       double *seconds)
+{
+    bool ran = false;
+    for (int r = 0; r < reps; r++) {
+        const hl_profile *s = &steps[r];
+        seconds[r] = backward ? s->backward_seconds[op] : s->forward_seconds[op];
+        ran |= (backward ? s->backward_calls[op] : s->forward_calls[op]) > 0;
+    }
+    return ran;
+}
+
+/* --only profile: the phases section's training steps with each op's forward
+ * and backward timed (core/profile.h), headlab alone. Rows go op by op, each
+ * at every thread count, so that the op that gains least from more threads
+ * stands out. */
+static void profile_section(bench_run *run)
+{
+    const bench_plan plan = {.reps = run->gpt.rounds * run->gpt.reps, .warmup = run->gpt.warmup,
+                             .warmup_seconds = run->gpt.warmup_seconds},
+                     *p = &plan;
+    const int n_t = run->o.n_threads;
+    hl_profile *steps = malloc(sizeof *steps * (size_t)(n_t * p->reps));
+    double *seconds = malloc(sizeof *seconds * p->reps);
+    for (int i = 0; steps && seconds && i < N_GPT_CONFIGS; i++) {
+        if (!gpt_configs[i].scaling || (run->o.quick && i != 0))
+            continue;
+        bench_gpt *work = gpt_work_new(run, i);
+        if (!work)
+            continue;
+        bool failed[MAX_THREAD_COUNTS] = {false};
+        double foreign[MAX_THREAD_COUNTS];
+        for (int t = 0; t < n_t; t++) {
+            set_threads(run, run->o.threads[t], 1);
+            char why[WHY_SIZE];
+            bench_load_mark before, after;
+            bench_load_mark_take(&before, run->torch.pid);
+            failed[t] = bench_gpt_profile(work, p, steps + (size_t)t * p->reps, why,
+                                          sizeof why) != 0;
+            bench_load_mark_take(&after, run->torch.pid);
+            foreign[t] = bench_load_foreign(&before, &after, 0);
+            if (failed[t]) {
+                fprintf(stderr, "bench: headlab %s profile: %s\n", gpt_configs[i].name, why);
+                run->failed = true;
+            }
+        }
+        bench_gpt_free(work);
+        for (int op = 0; op < HL_OP_COUNT; op++)
+            for (int backward = 0; backward < 2; backward++)
+                for (int t = 0; t < n_t; t++) {
+                    if (failed[t] || !op_seconds(steps + (size_t)t * p->reps, p->reps,
+                                                 (hl_op)op, backward, seconds))
+                        continue;
+                    bench_row row = {.section = "profile", .threads = run->o.threads[t],
+                                     .foreign = foreign[t],
+                                     .cell = {BENCH_CELL_OK, BENCH_CELL_NA, BENCH_CELL_NA}};
+                    snprintf(row.name, sizeof row.name, "%s", gpt_configs[i].name);
+                    snprintf(row.variant, sizeof row.variant, "%s %s", hl_op_name((hl_op)op),
+                             backward ? "bwd" : "fwd");
+                    bench_stats_of(seconds, p->reps, &row.stats[BENCH_HEADLAB]);
+                    bench_report_row(&run->report, &row);
+                }
+    }
+    if (!steps || !seconds) {
+        fprintf(stderr, "bench: out of memory for the profile\n");
+        run->failed = true;
+    }
+    free(steps);
+    free(seconds);
+}
+
 /* ---- Muon rows ---- */
 
 /* The hidden matrices of charlm's 4x4 model (attention's 128 x 128 blocks,
@@ -964,8 +1043,8 @@ static void print_intro(const bench_run *run)
            "after warm-up; a row runs %d round%s of one block per\nimplementation, alternating "
            "headlab, OpenBLAS, PyTorch.\n"
            "vs OB, vs PT: speed-up = the other's median time / headlab's (> 1: headlab is "
-           "faster).\nbusy: the share of all CPUs other processes used during the row (the PyTorch worker "
-           "too, outside its own blocks)%s.\n",
+           "faster).\nbusy: the share of all CPUs other processes used during the row (the "
+           "PyTorch worker too, outside its own blocks)%s.\n",
            run->mha.rounds * run->mha.reps, run->toy.rounds * run->toy.reps,
            run->gpt.rounds * run->gpt.reps, run->gpt_first.rounds * run->gpt_first.reps,
            run->mha.rounds,
@@ -1039,6 +1118,8 @@ int main(int argc, char **argv)
         gpt_section(&run, true);
     if (run.o.sections & SECTION_PHASES)
         phases_section(&run);
+    if (run.o.sections & SECTION_PROFILE)
+        profile_section(&run);
     if (run.o.sections & SECTION_MUON)
         muon_section(&run);
     bench_torch_stop(&run.torch);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "core/profile.h"
 #include "core/real.h"
 #include "ops/isa.h"
 #include "files/atomic.h"
@@ -224,6 +225,11 @@ typedef enum bench_gpt_phase {
  * p->reps). Selects BENCH_GPT_STEP. 0, or -1 with a reason. */
 int bench_gpt_phases(bench_gpt *w, const bench_plan *p, double *seconds, char *why,
                      size_t why_size);
+/* Training steps with each op's forward and backward timed (core/profile.h):
+ * the warm-up, then p->reps steps, step r's times in steps[r]. Selects
+ * BENCH_GPT_STEP. 0, or -1 with a reason. */
+int bench_gpt_profile(bench_gpt *w, const bench_plan *p, hl_profile *steps, char *why,
+                      size_t why_size);
 /* Matmul FLOPs of one call: 24·B·T·d² + 4·B·T²·d a layer and 2·B·T·d·V for the head
  * forward, three times that with backward. */
 double bench_gpt_flops(const bench_gpt_shape *shape, bench_gpt_mode mode);

@@ -170,9 +170,13 @@ static int timed_step(bench_gpt *w, double *at, char *why, size_t why_size)
     if (train)
         hl_params_zero_grad(w->model->params);
     mark(at, BENCH_PHASE_FORWARD);
+    if (w->g->profile)
+        hl_profile_start(w->g->profile);
     hl_tensor *logits = hl_gpt_forward(w->g, w->model, w->x + from, B, T, NULL);
     mark(at, BENCH_PHASE_LOSS);
     hl_tensor *loss = hl_cross_entropy(w->g, logits, w->y + from, -1);
+    if (w->g->profile)
+        hl_profile_stop(w->g->profile); /* the loss is the forward's last op */
     if (hl_graph_failed(w->g))
         return fail(w, why, why_size);
     mark(at, BENCH_PHASE_BACKWARD);
@@ -209,6 +213,24 @@ int bench_gpt_phases(bench_gpt *w, const bench_plan *p, double *seconds, char *w
         seconds[BENCH_PHASES * p->reps + r] = at[BENCH_PHASES] - at[0];
     }
     return 0;
+}
+
+int bench_gpt_profile(bench_gpt *w, const bench_plan *p, hl_profile *steps, char *why,
+                      size_t why_size)
+{
+    w->mode = BENCH_GPT_STEP;
+    const double start = bench_now();
+    for (int i = 0; i < p->warmup || bench_now() - start < p->warmup_seconds; i++)
+        if (gpt_step(w, why, why_size))
+            return -1;
+    int status = 0;
+    for (int r = 0; r < p->reps && !status; r++) {
+        hl_profile_clear(&steps[r]);
+        hl_graph_set_profile(w->g, &steps[r]);
+        status = gpt_step(w, why, why_size);
+    }
+    hl_graph_set_profile(w->g, NULL);
+    return status;
 }
 
 /* The first step: each timed call builds a new model, optimizer and graph

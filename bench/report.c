@@ -57,6 +57,10 @@ static void print_header(const char *section)
                    ? "Phases  the gpt rows' training step, each phase timed apart in the same "
                      "steps (headlab alone; step: the whole step,\nreset: the step arena "
                      "emptied)"
+               : !strcmp(section, "profile")
+                   ? "Profile  the phases' training steps op by op (headlab alone): an op's "
+                     "forward (fwd: since the op before it)\nand backward kernel (bwd), ms a "
+                     "step over all its calls"
                : !strcmp(section, "muon")
                    ? "Muon  one matrix (rows,cols) orthogonalised as the optimizer does each "
                      "step; PyTorch: the same iteration\nwritten with torch.mm (modded-nanogpt's "
