@@ -277,6 +277,32 @@ static int part_start(int units, int p, int parts, bool upper)
     return (int)(units * (1 - sqrt(1 - (double)p / parts)) + 0.5);
 }
 
+/* A single product's `parts` as a grid of pm row slices by pn column slices
+ * (pm·pn = parts, at most one slice per tile row and column), the one whose
+ * slices are nearest square. A thread packs the rows of op(A) and the columns
+ * of op(B) of its slice, so slices of a few rows would have every thread pack
+ * nearly all of op(B): on 16 threads of a Xeon, the linear layers of GPT-2
+ * small (1,024 tokens, d 768) ran 7.0-7.4x faster than on one thread when
+ * split into 16 slices of 64 rows. A prime count of parts stays one strip. */
+static void choose_grid(int M, int N, int m_units, int n_units, int parts, int *pm, int *pn)
+{
+    *pm = M >= N ? min_int(parts, m_units) : 1;
+    *pn = M >= N ? 1 : min_int(parts, n_units);
+    double best = (double)M / *pm + (double)N / *pn;
+    for (int r = 1; r <= parts; r++) {
+        const int c = parts / r;
+        if (r * c != parts || r > m_units || c > n_units)
+            continue;
+        /* each slice's packing: its rows and its columns, times K */
+        const double cost = (double)M / r + (double)N / c;
+        if (cost < best) {
+            best = cost;
+            *pm = r;
+            *pn = c;
+        }
+    }
+}
+
 static void gemm_run(bool trans_a, bool trans_b, int M, int N, int K, hl_real alpha,
                      const hl_real *A, int lda, const hl_real *B, int ldb, hl_real beta,
                      hl_real *C, int ldc, int batch, size_t stride_a, size_t stride_b,
@@ -341,17 +367,26 @@ static void gemm_run(bool trans_a, bool trans_b, int M, int N, int K, hl_real al
     int parts = 1;
     while ((batch * parts) % threads != 0 && batch * parts < 8 * threads)
         parts++;
-    const bool split_rows = M >= N;
-    const int unit = split_rows ? s.mr : s.nr;
-    const int units = ((split_rows ? M : N) + unit - 1) / unit;
-    parts = min_int(parts, units);
+    const int m_units = (M + s.mr - 1) / s.mr, n_units = (N + s.nr - 1) / s.nr;
+    int pm, pn;
+    if (batch == 1 && !upper) {
+        choose_grid(M, N, m_units, n_units, parts, &pm, &pn);
+    } else {
+        const bool split_rows = upper || M >= N;
+        pm = split_rows ? min_int(parts, m_units) : 1;
+        pn = split_rows ? 1 : min_int(parts, n_units);
+    }
+    parts = pm * pn;
     const int tasks = batch * parts;
     if (threads > tasks)
         threads = tasks;
-    int part_max = 0;
-    for (int p = 0; p < parts; p++)
-        part_max = max_int(part_max, (part_start(units, p + 1, parts, upper) -
-                                      part_start(units, p, parts, upper)) * unit);
+    int rows_max = 0, cols_max = 0;
+    for (int p = 0; p < pm; p++)
+        rows_max = max_int(rows_max, (part_start(m_units, p + 1, pm, upper) -
+                                      part_start(m_units, p, pm, upper)) * s.mr);
+    for (int p = 0; p < pn; p++)
+        cols_max = max_int(cols_max, (part_start(n_units, p + 1, pn, false) -
+                                      part_start(n_units, p, pn, false)) * s.nr);
 
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
@@ -359,17 +394,15 @@ static void gemm_run(bool trans_a, bool trans_b, int M, int N, int K, hl_real al
         _Alignas(ALIGN) hl_real stack_a[HL_GEMM_MAX_MR * KC_MIN];
         _Alignas(ALIGN) hl_real stack_b[KC_MIN * HL_GEMM_MAX_NR];
         gemm_work w = {0};
-        if (!scale_only && !work_alloc(&w, &s, split_rows ? part_max : M,
-                                       split_rows ? N : part_max))
+        if (!scale_only && !work_alloc(&w, &s, rows_max, cols_max))
             w = (gemm_work){stack_a, stack_b, s.mr, s.nr, KC_MIN};
 #pragma omp for schedule(static)
         for (int t = 0; t < tasks; t++) {
-            const int i = t / parts, p = t % parts;
-            const int lo = part_start(units, p, parts, upper) * unit;
-            const int hi = min_int(part_start(units, p + 1, parts, upper) * unit,
-                                   split_rows ? M : N);
-            const int m0 = split_rows ? lo : 0, m1 = split_rows ? hi : M;
-            const int n0 = split_rows ? 0 : lo, n1 = split_rows ? N : hi;
+            const int i = t / parts, p_m = t % parts / pn, p_n = t % parts % pn;
+            const int m0 = part_start(m_units, p_m, pm, upper) * s.mr;
+            const int m1 = min_int(part_start(m_units, p_m + 1, pm, upper) * s.mr, M);
+            const int n0 = part_start(n_units, p_n, pn, false) * s.nr;
+            const int n1 = min_int(part_start(n_units, p_n + 1, pn, false) * s.nr, N);
             hl_real *Ci = C + (size_t)i * stride_c;
             if (scale_only)
                 scale_block(&s, Ci, m0, m1, n0, n1);

@@ -200,9 +200,13 @@ START_TEST(test_gemm_threads_bitwise)
 {
 #ifdef _OPENMP
     int saved = omp_get_max_threads();
-    /* Over 1e6 multiply-adds each: parallel, split by rows, then by columns. */
-    static const int shapes[][3] = {{150, 97, 75}, {20, 300, 180}};
-    for (int flags = 0; flags < 8; flags++)
+    /* Over 1e6 multiply-adds each: parallel, split by rows, then by columns;
+     * the third, 18e6, on up to 16 threads, a single product cut into a grid
+     * of row and column slices (4 x 4 at 16, 2 x 3 at 6), a batch into
+     * matrices and row slices. */
+    static const int shapes[][3] = {{150, 97, 75}, {20, 300, 180}, {261, 301, 229}};
+    static const int counts[] = {2, 4, 6, 16};
+    for (int flags = 0; flags < 12; flags++)
         for (int batch = 1; batch <= 5; batch += 4) {
             const int *mnk = shapes[flags >> 2];
             gemm_case t = {.ta = flags & 1, .tb = flags & 2, .M = mnk[0], .N = mnk[1],
@@ -212,15 +216,17 @@ START_TEST(test_gemm_threads_bitwise)
             hl_real *A = random_values(na * batch, 40 + flags), *B = random_values(nb, 50);
             hl_real *C0 = random_values(nc * batch, 60);
             hl_real *one = gemm_with_threads(1, &t, batch, A, B, C0, na, nc);
-            hl_real *two = gemm_with_threads(2, &t, batch, A, B, C0, na, nc);
-            ck_assert_msg(memcmp(one, two, nc * batch * sizeof *one) == 0,
-                          "gemm ta=%d tb=%d M=%d N=%d batch=%d differs between 1 and 2 threads",
-                          t.ta, t.tb, t.M, t.N, batch);
+            for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+                hl_real *many = gemm_with_threads(counts[c], &t, batch, A, B, C0, na, nc);
+                ck_assert_msg(memcmp(one, many, nc * batch * sizeof *one) == 0,
+                              "gemm ta=%d tb=%d M=%d N=%d batch=%d differs between 1 and %d "
+                              "threads", t.ta, t.tb, t.M, t.N, batch, counts[c]);
+                free(many);
+            }
             free(A);
             free(B);
             free(C0);
             free(one);
-            free(two);
         }
     omp_set_num_threads(saved);
 #endif
