@@ -96,8 +96,9 @@ typedef struct {
 } bench_run;
 
 /* The MHA configurations of the issue, (B,T,E,H). */
+/* The last: one sequence of one head, fewer heads than threads. */
 static const int mha_configs[][4] = {{8, 64, 128, 4}, {8, 128, 256, 8}, {4, 256, 512, 8},
-                                     {1, 1024, 256, 4}};
+                                     {1, 1024, 256, 4}, {1, 1024, 64, 1}};
 #define N_MHA_CONFIGS (int)(sizeof mha_configs / sizeof mha_configs[0])
 /* The long-context row: fwd+bwd causal on the training path only (the
  * composed path's (1,4,4096,4096) weights alone would be 256 MiB a tensor). */

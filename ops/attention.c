@@ -18,8 +18,9 @@
  * so no two threads ever add into the same element and every sum runs in one
  * fixed order: 1 and N threads give bitwise identical results.
  * (FlashAttention-2 splits a head's key tiles over threads and adds into dq
- * atomically, which costs determinism; the batch × heads of a training step
- * keep two cores busy without that.)
+ * atomically, which costs determinism.) With fewer than half as many heads
+ * as threads, key tiles go to threads for dk and dv, then query tiles for dq,
+ * P and dS computed twice: each sum still in one thread and one order.
  *
  * Short contexts take whole rows instead (WHOLE_ROWS_MAX): a query tile's
  * scores against every key at once and an ordinary softmax per row, then
@@ -248,13 +249,19 @@ static size_t scratch_per_thread(const attn_ctx *c, bool prob_rows)
            (prob_rows ? (size_t)TILE_Q * c->S : 0);
 }
 
+static int max_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
 static hl_real *scratch_alloc(hl_graph *g, const attn_ctx *c, bool prob_rows)
 {
-    size_t threads = 1;
-#ifdef _OPENMP
-    threads = (size_t)omp_get_max_threads();
-#endif
-    return hl_graph_alloc(g, threads * scratch_per_thread(c, prob_rows) * sizeof(hl_real));
+    return hl_graph_alloc(g, (size_t)max_threads() * scratch_per_thread(c, prob_rows) *
+                                 sizeof(hl_real));
 }
 
 /* The calling thread's share of the scratch, laid out s, ds, kt, vt, rows. */
@@ -490,55 +497,125 @@ static void deltas(const attn_ctx *c, const attn_grads *gr, int bh)
     }
 }
 
-/* The whole backward of head bh: for each key tile, over the query tiles
- * that can see it, dv += Pᵀ·dO, dq += scale·dS·k, dk += scale·dSᵀ·q. */
-static void head_backward(const attn_ctx *c, const attn_grads *gr, int bh,
-                          const attn_scratch *w)
+/* The first query tile that sees key tile s0: under causal masking queries
+ * before s0 see none of its keys. */
+static int first_query_tile(const attn_ctx *c, int s0)
+{
+    return c->masks.causal ? s0 / TILE_Q * TILE_Q : 0;
+}
+
+/* The key and value tiles of s0, transposed into w->kt (when P is to be
+ * recomputed) and w->vt. */
+static void transpose_key_tile(const attn_ctx *c, const attn_grads *gr, int bh, int s0, int nk,
+                               const attn_scratch *w)
+{
+    const size_t key_row = (size_t)bh * c->S + s0;
+    if (!gr->probs)
+        transpose_tile(c->k + key_row * (size_t)c->D, nk, c->D, w->kt);
+    transpose_tile(c->v + key_row * (size_t)c->D, nk, c->D, w->vt);
+}
+
+/* P and dS of the tile (query tile t0, key tile s0), its key tile already
+ * transposed; P's rows are *ldp apart. */
+static const hl_real *tile_grads(const attn_ctx *c, const attn_grads *gr, int bh, int t0, int nq,
+                                 int s0, int nk, size_t *ldp, const attn_scratch *w)
+{
+    const size_t row = (size_t)bh * c->T + t0;
+    /* P: kept whole rows, or recomputed into w->s. */
+    const hl_real *p = gr->probs ? gr->probs + row * c->S + s0 : w->s;
+    *ldp = gr->probs ? (size_t)c->S : TILE_K;
+    if (!gr->probs)
+        probs_tile(c, gr->lse, bh, t0, nq, s0, nk, w);
+    if (gr->dq || gr->dk)
+        dscores_tile(c, gr, bh, t0, nq, nk, p, *ldp, w);
+    return p;
+}
+
+/* Key tile s0 of head bh, over the query tiles that see it: dv += Pᵀ·dO,
+ * dk += scale·dSᵀ·q, and with with_dq dq += scale·dS·k as well. */
+static void key_tile_backward(const attn_ctx *c, const attn_grads *gr, int bh, int s0,
+                              bool with_dq, const attn_scratch *w)
 {
     const size_t D = (size_t)c->D;
-    deltas(c, gr, bh);
-    for (int s0 = 0; s0 < c->S; s0 += TILE_K) {
-        const int nk = min_int(TILE_K, c->S - s0);
-        const size_t key_row = (size_t)bh * c->S + s0;
-        if (!gr->probs)
-            transpose_tile(c->k + key_row * D, nk, c->D, w->kt);
-        transpose_tile(c->v + key_row * D, nk, c->D, w->vt);
-        /* Under causal masking queries before s0 see none of these keys. */
-        const int first = c->masks.causal ? s0 / TILE_Q * TILE_Q : 0;
-        for (int t0 = first; t0 < c->T; t0 += TILE_Q) {
-            const int nq = min_int(TILE_Q, c->T - t0);
-            const size_t row = (size_t)bh * c->T + t0;
-            /* P: kept whole rows, or recomputed into w->s. */
-            const hl_real *p = gr->probs ? gr->probs + row * c->S + s0 : w->s;
-            const size_t ldp = gr->probs ? (size_t)c->S : TILE_K;
-            if (!gr->probs)
-                probs_tile(c, gr->lse, bh, t0, nq, s0, nk, w);
-            if (gr->dv)
-                hl_tile_gemm(nk, c->D, nq, p, 1, ldp, gr->d_o + out_at(c, bh, t0), c->ldo,
-                             true, gr->dv + key_row * D, D);
-            if (!gr->dq && !gr->dk)
-                continue;
-            dscores_tile(c, gr, bh, t0, nq, nk, p, ldp, w);
-            if (gr->dq)
-                hl_tile_gemm(nq, c->D, nk, w->ds, TILE_K, 1, c->k + key_row * D, D, true,
-                             gr->dq + row * D, D);
-            if (gr->dk)
-                hl_tile_gemm(nk, c->D, nq, w->ds, 1, TILE_K, c->q + row * D, D, true,
-                             gr->dk + key_row * D, D);
-        }
+    const int nk = min_int(TILE_K, c->S - s0);
+    const size_t key_row = (size_t)bh * c->S + s0;
+    transpose_key_tile(c, gr, bh, s0, nk, w);
+    for (int t0 = first_query_tile(c, s0); t0 < c->T; t0 += TILE_Q) {
+        const int nq = min_int(TILE_Q, c->T - t0);
+        const size_t row = (size_t)bh * c->T + t0;
+        size_t ldp;
+        const hl_real *p = tile_grads(c, gr, bh, t0, nq, s0, nk, &ldp, w);
+        if (gr->dv)
+            hl_tile_gemm(nk, c->D, nq, p, 1, ldp, gr->d_o + out_at(c, bh, t0), c->ldo,
+                         true, gr->dv + key_row * D, D);
+        if (gr->dq && with_dq)
+            hl_tile_gemm(nq, c->D, nk, w->ds, TILE_K, 1, c->k + key_row * D, D, true,
+                         gr->dq + row * D, D);
+        if (gr->dk)
+            hl_tile_gemm(nk, c->D, nq, w->ds, 1, TILE_K, c->q + row * D, D, true,
+                         gr->dk + key_row * D, D);
     }
 }
 
+/* dq += scale·dS·k of query tile t0 of head bh, over the key tiles it sees,
+ * in the order key_tile_backward adds them: the same bits. */
+static void query_tile_dq(const attn_ctx *c, const attn_grads *gr, int bh, int t0,
+                          const attn_scratch *w)
+{
+    const size_t D = (size_t)c->D;
+    const int nq = min_int(TILE_Q, c->T - t0);
+    const size_t row = (size_t)bh * c->T + t0;
+    for (int s0 = 0; s0 < c->S && first_query_tile(c, s0) <= t0; s0 += TILE_K) {
+        const int nk = min_int(TILE_K, c->S - s0);
+        transpose_key_tile(c, gr, bh, s0, nk, w);
+        size_t ldp;
+        tile_grads(c, gr, bh, t0, nq, s0, nk, &ldp, w);
+        hl_tile_gemm(nq, c->D, nk, w->ds, TILE_K, 1, c->k + ((size_t)bh * c->S + s0) * D, D,
+                     true, gr->dq + row * D, D);
+    }
+}
+
+/* One thread owns a whole head when there are heads enough for the threads:
+ * one pass over its key tiles adds into dq, dk and dv. With fewer than half
+ * as many heads as threads (one sequence of a few heads), the threads take
+ * (head, key tile) tasks for dk and dv, then (head, query tile) tasks for
+ * dq, recomputing P and dS: more work (the tile products for P and dS twice),
+ * but every thread busy, and each sum still in one thread in the same order,
+ * so both ways give the same bits. */
 static void attention_backward(const attn_ctx *c, const attn_grads *gr, hl_real *scratch)
 {
     const int heads = c->B * c->H;
-#pragma omp parallel if ((double)heads * c->T * c->S * c->D >= HL_PARALLEL_MIN_WORK)
+    const bool parallel = (double)heads * c->T * c->S * c->D >= HL_PARALLEL_MIN_WORK;
+    const bool by_tiles = parallel && 2 * heads <= max_threads();
+    const int k_tiles = (c->S + TILE_K - 1) / TILE_K, q_tiles = (c->T + TILE_Q - 1) / TILE_Q;
+#pragma omp parallel if (parallel)
     {
         const attn_scratch w = scratch_of(c, scratch, false);
-        /* Every head costs the same, masked or not: a contiguous run each. */
+        if (!by_tiles) {
+            /* Every head costs the same, masked or not: a contiguous run each. */
 #pragma omp for schedule(static)
-        for (int bh = 0; bh < heads; bh++)
-            head_backward(c, gr, bh, &w);
+            for (int bh = 0; bh < heads; bh++) {
+                deltas(c, gr, bh);
+                for (int s0 = 0; s0 < c->S; s0 += TILE_K)
+                    key_tile_backward(c, gr, bh, s0, true, &w);
+            }
+        } else {
+#pragma omp for schedule(static)
+            for (int bh = 0; bh < heads; bh++)
+                deltas(c, gr, bh);
+            /* Under causal masking tiles differ in cost: one by one. */
+            if (gr->dk || gr->dv) {
+#pragma omp for schedule(dynamic, 1)
+                for (int task = 0; task < heads * k_tiles; task++)
+                    key_tile_backward(c, gr, task / k_tiles, task % k_tiles * TILE_K, false,
+                                      &w);
+            }
+            if (gr->dq) {
+#pragma omp for schedule(dynamic, 1)
+                for (int task = 0; task < heads * q_tiles; task++)
+                    query_tile_dq(c, gr, task / q_tiles, task % q_tiles * TILE_Q, &w);
+            }
+        }
     }
 }
 

@@ -348,6 +348,30 @@ START_TEST(test_attention_threads)
 }
 END_TEST
 
+/* One head on 2 threads: backward by key tiles, then query tiles (2·heads <=
+ * threads), against one pass over the head on 1 thread. */
+START_TEST(test_attention_one_head_by_tiles)
+{
+    hl_tensor *owned[3] = {NULL, NULL, NULL}, *qkv[3];
+    attn_case rows = {1, 1, 130, 150, 32, 0.18f, {0}};
+    make_masks(&rows, 7, 52, owned);
+    make_qkv(&rows, 62, qkv);
+    tu_check_threads_bitwise("attention, one head, all masks", build_fused, &rows, qkv, 3);
+    free_qkv(qkv);
+    const attn_case online[] = {{1, 1, 300, 260, 8, 0.18f, {.causal = true}},
+                                {1, 1, 260, 300, 16, 0.18f, {0}}};
+    for (int i = 0; i < 2; i++) {
+        make_qkv(&online[i], 63 + i, qkv);
+        tu_check_threads_bitwise(i ? "attention, one head, online" :
+                                     "attention, one head, online, causal",
+                                 build_fused, (void *)&online[i], qkv, 3);
+        free_qkv(qkv);
+    }
+    for (int i = 0; i < 3; i++)
+        hl_tensor_free(owned[i]);
+}
+END_TEST
+
 /* Forward and backward keep O(T) per head in the arena, never the (T,S)
  * scores, past 256×256 scores a head; without grad mode nothing is recorded
  * and the output is the same. */
@@ -583,6 +607,7 @@ Suite *attention_suite(void)
     tcase_add_test(tc, test_attention_fully_masked_rows);
     tcase_add_test(tc, test_attention_gradients);
     tcase_add_test(tc, test_attention_threads);
+    tcase_add_test(tc, test_attention_one_head_by_tiles);
     tcase_add_test(tc, test_attention_memory);
     tcase_add_test(tc, test_attention_whole_rows_eval_same);
     tcase_add_test(tc, test_attention_nan_reaches_output);
