@@ -196,14 +196,22 @@ static int gpt_step(void *ctx, char *why, size_t why_size)
     return timed_step(ctx, NULL, why, why_size);
 }
 
-int bench_gpt_phases(bench_gpt *w, const bench_plan *p, double *seconds, char *why,
-                     size_t why_size)
+/* Selects BENCH_GPT_STEP and runs p's warm-up steps. */
+static int warm_up(bench_gpt *w, const bench_plan *p, char *why, size_t why_size)
 {
     w->mode = BENCH_GPT_STEP;
     const double start = bench_now();
     for (int i = 0; i < p->warmup || bench_now() - start < p->warmup_seconds; i++)
         if (gpt_step(w, why, why_size))
             return -1;
+    return 0;
+}
+
+int bench_gpt_phases(bench_gpt *w, const bench_plan *p, double *seconds, char *why,
+                     size_t why_size)
+{
+    if (warm_up(w, p, why, why_size))
+        return -1;
     for (int r = 0; r < p->reps; r++) {
         double at[BENCH_PHASES + 1];
         if (timed_step(w, at, why, why_size))
@@ -218,11 +226,8 @@ int bench_gpt_phases(bench_gpt *w, const bench_plan *p, double *seconds, char *w
 int bench_gpt_profile(bench_gpt *w, const bench_plan *p, hl_profile *steps, char *why,
                       size_t why_size)
 {
-    w->mode = BENCH_GPT_STEP;
-    const double start = bench_now();
-    for (int i = 0; i < p->warmup || bench_now() - start < p->warmup_seconds; i++)
-        if (gpt_step(w, why, why_size))
-            return -1;
+    if (warm_up(w, p, why, why_size))
+        return -1;
     int status = 0;
     for (int r = 0; r < p->reps && !status; r++) {
         hl_profile_clear(&steps[r]);
