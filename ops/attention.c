@@ -18,9 +18,11 @@
  * so no two threads ever add into the same element and every sum runs in one
  * fixed order: 1 and N threads give bitwise identical results.
  * (FlashAttention-2 splits a head's key tiles over threads and adds into dq
- * atomically, which costs determinism.) With fewer than half as many heads
- * as threads, key tiles go to threads for dk and dv, then query tiles for dq,
- * P and dS computed twice: each sum still in one thread and one order.
+ * atomically, which costs determinism.) A head's key tiles fall into at most
+ * KEY_GROUPS groups, fixed by S alone; dq is the sum over groups, in group
+ * order, of each group's part, so with at most half as many heads as
+ * threads the (head, group) pairs can go to threads, each group's part of dq
+ * kept apart and added in afterwards: the same sums in the same order.
  *
  * Short contexts take whole rows instead (WHOLE_ROWS_MAX): a query tile's
  * scores against every key at once and an ordinary softmax per row, then
@@ -48,6 +50,10 @@
  * a key tile of k and v (D ≤ 64) it stays in L1/L2. */
 enum { TILE_Q = 64, TILE_K = 64 };
 
+/* The most groups a head's key tiles fall into for backward (see the top):
+ * work for 8 threads a head, and at most 7 parts of dq (T×D each) kept apart. */
+enum { KEY_GROUPS = 8 };
+
 /* Heads of at most this many scores (T·S) take whole rows: 256×256 scores
  * are 256 KiB in float, one L2 cache, and the (B,H,T,S) probabilities a
  * training step keeps are then no more than the composed ops keep. */
@@ -57,7 +63,8 @@ enum { TILE_Q = 64, TILE_K = 64 };
  * tiles (D rows of TILE_K). */
 typedef struct attn_scratch {
     hl_real *s, *ds, *kt, *vt;
-    hl_real *rows; /* whole rows not kept: a query tile's probabilities (TILE_Q×S) */
+    hl_real *rows;    /* whole rows not kept: a query tile's probabilities (TILE_Q×S) */
+    hl_real *dq_part; /* backward by heads: one key group's part of a head's dq (T×D) */
 } attn_scratch;
 
 /* What forward and backward share: dims, data and masks of one call. */
@@ -241,12 +248,13 @@ static void forward_tile_whole(const attn_ctx *c, int bh, int t0, int nq, hl_rea
 }
 
 /* Per-thread scratch for a parallel region: threads × (2 score tiles and 2
- * transposed tiles, and the rows of a query tile's probabilities when whole
- * rows are not kept) from the arena, or NULL (recorded on the graph). */
-static size_t scratch_per_thread(const attn_ctx *c, bool prob_rows)
+ * transposed tiles, the rows of a query tile's probabilities when whole
+ * rows are not kept, a part of dq when dq_part) from the arena, or NULL
+ * (recorded on the graph). */
+static size_t scratch_per_thread(const attn_ctx *c, bool prob_rows, bool dq_part)
 {
     return 2 * (size_t)TILE_Q * TILE_K + 2 * (size_t)c->D * TILE_K +
-           (prob_rows ? (size_t)TILE_Q * c->S : 0);
+           (prob_rows ? (size_t)TILE_Q * c->S : 0) + (dq_part ? (size_t)c->T * c->D : 0);
 }
 
 static int max_threads(void)
@@ -258,24 +266,26 @@ static int max_threads(void)
 #endif
 }
 
-static hl_real *scratch_alloc(hl_graph *g, const attn_ctx *c, bool prob_rows)
+static hl_real *scratch_alloc(hl_graph *g, const attn_ctx *c, bool prob_rows, bool dq_part)
 {
-    return hl_graph_alloc(g, (size_t)max_threads() * scratch_per_thread(c, prob_rows) *
+    return hl_graph_alloc(g, (size_t)max_threads() * scratch_per_thread(c, prob_rows, dq_part) *
                                  sizeof(hl_real));
 }
 
-/* The calling thread's share of the scratch, laid out s, ds, kt, vt, rows. */
-static attn_scratch scratch_of(const attn_ctx *c, hl_real *base, bool prob_rows)
+/* The calling thread's share of the scratch, laid out s, ds, kt, vt, then
+ * rows or dq_part. */
+static attn_scratch scratch_of(const attn_ctx *c, hl_real *base, bool prob_rows, bool dq_part)
 {
     int thread = 0;
 #ifdef _OPENMP
     thread = omp_get_thread_num();
 #endif
     const size_t tile = (size_t)TILE_Q * TILE_K, kv = (size_t)c->D * TILE_K;
-    hl_real *mine = base + (size_t)thread * scratch_per_thread(c, prob_rows);
+    hl_real *mine = base + (size_t)thread * scratch_per_thread(c, prob_rows, dq_part);
+    hl_real *rest = mine + 2 * tile + 2 * kv;
     return (attn_scratch){.s = mine, .ds = mine + tile, .kt = mine + 2 * tile,
-                          .vt = mine + 2 * tile + kv,
-                          .rows = prob_rows ? mine + 2 * tile + 2 * kv : NULL};
+                          .vt = mine + 2 * tile + kv, .rows = prob_rows ? rest : NULL,
+                          .dq_part = dq_part ? rest : NULL};
 }
 
 /* The forward of query tile `task` (head task / q_tiles) on the calling
@@ -303,7 +313,7 @@ static void attention_forward(const attn_ctx *c, hl_real *out, double *lse, hl_r
     const bool prob_rows = c->whole_rows && !probs;
 #pragma omp parallel if ((double)c->B * c->H * c->T * c->S * c->D >= HL_PARALLEL_MIN_WORK)
     {
-        const attn_scratch w = scratch_of(c, scratch, prob_rows);
+        const attn_scratch w = scratch_of(c, scratch, prob_rows, false);
         /* Without causal masking every tile costs the same: each thread
          * takes one contiguous run of them, so no two threads work on
          * neighbouring rows (at 2 threads 10% faster than handing tiles out
@@ -410,7 +420,7 @@ static hl_tensor *attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *
         *saved = (attn_saved){c, lse, probs};
         n->saved = saved;
     }
-    hl_real *scratch = scratch_alloc(g, &c, c.whole_rows && !probs);
+    hl_real *scratch = scratch_alloc(g, &c, c.whole_rows && !probs, false);
     if (!scratch)
         return &g->poison; /* out of memory, recorded on the graph */
     attention_forward(&c, out->data, lse, probs, scratch);
@@ -438,6 +448,7 @@ typedef struct attn_grads {
     double *delta;          /* (B,H,T): D_t = Σ_d dO_td·O_td, written by pass 1 */
     const hl_real *o, *d_o; /* the output and its gradient, rows as out_at says */
     hl_real *dq, *dk, *dv;  /* NULL when that input needs no gradient */
+    hl_real *dq_parts;      /* by groups: groups 1.. of each head's dq parts (T×D each) */
 } attn_grads;
 
 /* The probabilities P = exp(S - lse) of a tile into w->s, recomputed from q
@@ -532,9 +543,10 @@ static const hl_real *tile_grads(const attn_ctx *c, const attn_grads *gr, int bh
 }
 
 /* Key tile s0 of head bh, over the query tiles that see it: dv += Pᵀ·dO,
- * dk += scale·dSᵀ·q, and with with_dq dq += scale·dS·k as well. */
+ * dk += scale·dSᵀ·q, and dq_part += scale·dS·k when dq_part (the head's T
+ * rows of D) is given. */
 static void key_tile_backward(const attn_ctx *c, const attn_grads *gr, int bh, int s0,
-                              bool with_dq, const attn_scratch *w)
+                              hl_real *dq_part, const attn_scratch *w)
 {
     const size_t D = (size_t)c->D;
     const int nk = min_int(TILE_K, c->S - s0);
@@ -548,72 +560,118 @@ static void key_tile_backward(const attn_ctx *c, const attn_grads *gr, int bh, i
         if (gr->dv)
             hl_tile_gemm(nk, c->D, nq, p, 1, ldp, gr->d_o + out_at(c, bh, t0), c->ldo,
                          true, gr->dv + key_row * D, D);
-        if (gr->dq && with_dq)
+        if (dq_part)
             hl_tile_gemm(nq, c->D, nk, w->ds, TILE_K, 1, c->k + key_row * D, D, true,
-                         gr->dq + row * D, D);
+                         dq_part + (size_t)t0 * D, D);
         if (gr->dk)
             hl_tile_gemm(nk, c->D, nq, w->ds, 1, TILE_K, c->q + row * D, D, true,
                          gr->dk + key_row * D, D);
     }
 }
 
-/* dq += scale·dS·k of query tile t0 of head bh, over the key tiles it sees,
- * in the order key_tile_backward adds them: the same bits. */
-static void query_tile_dq(const attn_ctx *c, const attn_grads *gr, int bh, int t0,
-                          const attn_scratch *w)
+/* The groups of a head's key tiles, and where group g starts (S for g =
+ * groups): whole tiles, as many to each as can be. */
+static int key_groups(const attn_ctx *c)
 {
-    const size_t D = (size_t)c->D;
-    const int nq = min_int(TILE_Q, c->T - t0);
-    const size_t row = (size_t)bh * c->T + t0;
-    for (int s0 = 0; s0 < c->S && first_query_tile(c, s0) <= t0; s0 += TILE_K) {
-        const int nk = min_int(TILE_K, c->S - s0);
-        transpose_key_tile(c, gr, bh, s0, nk, w);
-        size_t ldp;
-        tile_grads(c, gr, bh, t0, nq, s0, nk, &ldp, w);
-        hl_tile_gemm(nq, c->D, nk, w->ds, TILE_K, 1, c->k + ((size_t)bh * c->S + s0) * D, D,
-                     true, gr->dq + row * D, D);
-    }
+    return min_int(KEY_GROUPS, (c->S + TILE_K - 1) / TILE_K);
 }
 
-/* One thread owns a whole head when there are heads enough for the threads:
- * one pass over its key tiles adds into dq, dk and dv. With fewer than half
- * as many heads as threads (one sequence of a few heads), the threads take
- * (head, key tile) tasks for dk and dv, then (head, query tile) tasks for
- * dq, recomputing P and dS: more work (the tile products for P and dS twice),
- * but every thread busy, and each sum still in one thread in the same order,
- * so both ways give the same bits. */
-static void attention_backward(const attn_ctx *c, const attn_grads *gr, hl_real *scratch)
+static int group_start(const attn_ctx *c, int g, int groups)
+{
+    const int k_tiles = (c->S + TILE_K - 1) / TILE_K;
+    return min_int(k_tiles * g / groups * TILE_K, c->S);
+}
+
+/* Group g of head bh's key tiles. Group 0 adds into dq itself; a later one
+ * into its part (the head's T×D rows, zeroed first from the first query tile
+ * that sees the group), which the caller adds into dq afterwards. */
+static void key_group_backward(const attn_ctx *c, const attn_grads *gr, int bh, int g,
+                               int groups, hl_real *part, const attn_scratch *w)
+{
+    const size_t D = (size_t)c->D;
+    const int s_begin = group_start(c, g, groups), s_end = group_start(c, g + 1, groups);
+    hl_real *dq_part = NULL;
+    if (gr->dq && g == 0) {
+        dq_part = gr->dq + (size_t)bh * c->T * D;
+    } else if (gr->dq) {
+        const int t_first = min_int(first_query_tile(c, s_begin), c->T);
+        memset(part + (size_t)t_first * D, 0, (size_t)(c->T - t_first) * D * sizeof *part);
+        dq_part = part;
+    }
+    for (int s0 = s_begin; s0 < s_end; s0 += TILE_K)
+        key_tile_backward(c, gr, bh, s0, dq_part, w);
+}
+
+/* dq += group g's part, rows t0..t0+nq-1 of head bh (those the group sees). */
+static void add_dq_part(const attn_ctx *c, const attn_grads *gr, int bh, int g, int groups,
+                        const hl_real *part, int t0, int nq)
+{
+    const int t_first = first_query_tile(c, group_start(c, g, groups));
+    if (t0 + nq <= t_first)
+        return;
+    const int from = t0 > t_first ? t0 : t_first;
+    const size_t D = (size_t)c->D;
+    hl_vmath_add(part + (size_t)from * D, gr->dq + ((size_t)bh * c->T + from) * D,
+                 (size_t)(t0 + nq - from) * D);
+}
+
+/* Whether backward shares out (head, key group) pairs instead of heads:
+ * with at most half as many heads as threads. */
+static bool backward_by_groups(const attn_ctx *c)
 {
     const int heads = c->B * c->H;
+    return (double)heads * c->T * c->S * c->D >= HL_PARALLEL_MIN_WORK &&
+           2 * heads <= max_threads() && key_groups(c) > 1;
+}
+
+/* By heads, one thread a head: its groups one after another, each later
+ * group's part of dq added in as soon as it is done. By groups: every
+ * (head, group) pair a task, the parts kept in gr->dq_parts, then added in
+ * group order by (head, query tile) tasks. Both add the same parts in the
+ * same order. */
+static void attention_backward(const attn_ctx *c, const attn_grads *gr, hl_real *scratch)
+{
+    const int heads = c->B * c->H, groups = key_groups(c);
     const bool parallel = (double)heads * c->T * c->S * c->D >= HL_PARALLEL_MIN_WORK;
-    const bool by_tiles = parallel && 2 * heads <= max_threads();
-    const int k_tiles = (c->S + TILE_K - 1) / TILE_K, q_tiles = (c->T + TILE_Q - 1) / TILE_Q;
+    const bool by_groups = backward_by_groups(c);
+    const size_t head_rows = (size_t)c->T * c->D;
+    const int q_tiles = (c->T + TILE_Q - 1) / TILE_Q;
 #pragma omp parallel if (parallel)
     {
-        const attn_scratch w = scratch_of(c, scratch, false);
-        if (!by_tiles) {
+        const attn_scratch w = scratch_of(c, scratch, false, !by_groups && gr->dq);
+        if (!by_groups) {
             /* Every head costs the same, masked or not: a contiguous run each. */
 #pragma omp for schedule(static)
             for (int bh = 0; bh < heads; bh++) {
                 deltas(c, gr, bh);
-                for (int s0 = 0; s0 < c->S; s0 += TILE_K)
-                    key_tile_backward(c, gr, bh, s0, true, &w);
+                for (int g = 0; g < groups; g++) {
+                    key_group_backward(c, gr, bh, g, groups, w.dq_part, &w);
+                    if (gr->dq && g > 0)
+                        add_dq_part(c, gr, bh, g, groups, w.dq_part, 0, c->T);
+                }
             }
         } else {
 #pragma omp for schedule(static)
             for (int bh = 0; bh < heads; bh++)
                 deltas(c, gr, bh);
-            /* Under causal masking tiles differ in cost: one by one. */
-            if (gr->dk || gr->dv) {
+            /* Under causal masking groups differ in cost: one by one. */
 #pragma omp for schedule(dynamic, 1)
-                for (int task = 0; task < heads * k_tiles; task++)
-                    key_tile_backward(c, gr, task / k_tiles, task % k_tiles * TILE_K, false,
-                                      &w);
+            for (int task = 0; task < heads * groups; task++) {
+                const int bh = task / groups, g = task % groups;
+                hl_real *part = g > 0 && gr->dq
+                                    ? gr->dq_parts + ((size_t)bh * (groups - 1) + g - 1) * head_rows
+                                    : NULL;
+                key_group_backward(c, gr, bh, g, groups, part, &w);
             }
             if (gr->dq) {
-#pragma omp for schedule(dynamic, 1)
-                for (int task = 0; task < heads * q_tiles; task++)
-                    query_tile_dq(c, gr, task / q_tiles, task % q_tiles * TILE_Q, &w);
+#pragma omp for schedule(static)
+                for (int task = 0; task < heads * q_tiles; task++) {
+                    const int bh = task / q_tiles, t0 = task % q_tiles * TILE_Q;
+                    for (int g = 1; g < groups; g++)
+                        add_dq_part(c, gr, bh, g, groups,
+                                    gr->dq_parts + ((size_t)bh * (groups - 1) + g - 1) * head_rows,
+                                    t0, min_int(TILE_Q, c->T - t0));
+                }
             }
         }
     }
@@ -629,9 +687,14 @@ void hl_attention_backward(hl_graph *g, hl_node *n)
                      .dv = hl_op_grad(g, n->inputs[2])};
     if (!gr.dq && !gr.dk && !gr.dv)
         return;
-    gr.delta = hl_graph_alloc(g, (size_t)c->B * c->H * c->T * sizeof *gr.delta);
-    hl_real *scratch = gr.delta ? scratch_alloc(g, c, false) : NULL;
-    if (!scratch)
+    const bool by_groups = backward_by_groups(c);
+    const size_t heads = (size_t)c->B * c->H;
+    gr.delta = hl_graph_alloc(g, heads * c->T * sizeof *gr.delta);
+    if (by_groups && gr.dq)
+        gr.dq_parts = hl_graph_alloc(g, heads * (size_t)(key_groups(c) - 1) * c->T * c->D *
+                                            sizeof *gr.dq_parts);
+    hl_real *scratch = gr.delta ? scratch_alloc(g, c, false, !by_groups && gr.dq) : NULL;
+    if (!scratch || (by_groups && gr.dq && !gr.dq_parts))
         return; /* out of memory, recorded on the graph */
     attention_backward(c, &gr, scratch);
 }
