@@ -632,11 +632,10 @@ static bool backward_by_groups(const attn_ctx *c)
 static void attention_backward(const attn_ctx *c, const attn_grads *gr, hl_real *scratch)
 {
     const int heads = c->B * c->H, groups = key_groups(c);
-    const bool parallel = (double)heads * c->T * c->S * c->D >= HL_PARALLEL_MIN_WORK;
     const bool by_groups = backward_by_groups(c);
     const size_t head_rows = (size_t)c->T * c->D;
     const int q_tiles = (c->T + TILE_Q - 1) / TILE_Q;
-#pragma omp parallel if (parallel)
+#pragma omp parallel if ((double)heads * c->T * c->S * c->D >= HL_PARALLEL_MIN_WORK)
     {
         const attn_scratch w = scratch_of(c, scratch, false, !by_groups && gr->dq);
         if (!by_groups) {
