@@ -303,6 +303,41 @@ static void choose_grid(int M, int N, int m_units, int n_units, int parts, int *
     }
 }
 
+/* How a call's product is cut into tasks (see gemm_run). */
+typedef struct {
+    const hl_real *A, *B;
+    hl_real *C;
+    size_t stride_a, stride_b, stride_c;
+    int parts, pm, pn, m_units, n_units, tasks;
+    int rows_max, cols_max; /* the most rows and columns of a slice */
+    bool scale_only;        /* K or alpha 0: C is only scaled */
+} gemm_split;
+
+/* Tasks t0..t1 of sp on the calling thread. */
+static void run_tasks(const gemm_shape *s, const gemm_split *sp, int t0, int t1)
+{
+    /* Out of memory, the smallest blocks on the stack give the same sums. */
+    _Alignas(ALIGN) hl_real stack_a[HL_GEMM_MAX_MR * KC_MIN];
+    _Alignas(ALIGN) hl_real stack_b[KC_MIN * HL_GEMM_MAX_NR];
+    gemm_work w = {0};
+    if (!sp->scale_only && !work_alloc(&w, s, sp->rows_max, sp->cols_max))
+        w = (gemm_work){stack_a, stack_b, s->mr, s->nr, KC_MIN};
+    const int parts = sp->parts, pm = sp->pm, pn = sp->pn;
+    for (int t = t0; t < t1; t++) {
+        const int i = t / parts, p_m = t % parts / pn, p_n = t % parts % pn;
+        const int m0 = part_start(sp->m_units, p_m, pm, s->upper) * s->mr;
+        const int m1 = min_int(part_start(sp->m_units, p_m + 1, pm, s->upper) * s->mr, s->M);
+        const int n0 = part_start(sp->n_units, p_n, pn, false) * s->nr;
+        const int n1 = min_int(part_start(sp->n_units, p_n + 1, pn, false) * s->nr, s->N);
+        hl_real *Ci = sp->C + (size_t)i * sp->stride_c;
+        if (sp->scale_only)
+            scale_block(s, Ci, m0, m1, n0, n1);
+        else
+            gemm_block(s, sp->A + (size_t)i * sp->stride_a, sp->B + (size_t)i * sp->stride_b,
+                       Ci, m0, m1, n0, n1, &w);
+    }
+}
+
 static void gemm_run(bool trans_a, bool trans_b, int M, int N, int K, hl_real alpha,
                      const hl_real *A, int lda, const hl_real *B, int ldb, hl_real beta,
                      hl_real *C, int ldc, int batch, size_t stride_a, size_t stride_b,
@@ -388,29 +423,26 @@ static void gemm_run(bool trans_a, bool trans_b, int M, int N, int K, hl_real al
         cols_max = max_int(cols_max, (part_start(n_units, p + 1, pn, false) -
                                       part_start(n_units, p, pn, false)) * s.nr);
 
-#pragma omp parallel num_threads(threads) if (threads > 1)
-    {
-        /* Out of memory, the smallest blocks on the stack give the same sums. */
-        _Alignas(ALIGN) hl_real stack_a[HL_GEMM_MAX_MR * KC_MIN];
-        _Alignas(ALIGN) hl_real stack_b[KC_MIN * HL_GEMM_MAX_NR];
-        gemm_work w = {0};
-        if (!scale_only && !work_alloc(&w, &s, rows_max, cols_max))
-            w = (gemm_work){stack_a, stack_b, s.mr, s.nr, KC_MIN};
-#pragma omp for schedule(static)
-        for (int t = 0; t < tasks; t++) {
-            const int i = t / parts, p_m = t % parts / pn, p_n = t % parts % pn;
-            const int m0 = part_start(m_units, p_m, pm, upper) * s.mr;
-            const int m1 = min_int(part_start(m_units, p_m + 1, pm, upper) * s.mr, M);
-            const int n0 = part_start(n_units, p_n, pn, false) * s.nr;
-            const int n1 = min_int(part_start(n_units, p_n + 1, pn, false) * s.nr, N);
-            hl_real *Ci = C + (size_t)i * stride_c;
-            if (scale_only)
-                scale_block(&s, Ci, m0, m1, n0, n1);
-            else
-                gemm_block(&s, A + (size_t)i * stride_a, B + (size_t)i * stride_b, Ci, m0, m1,
-                           n0, n1, &w);
+    const gemm_split sp = {.A = A, .B = B, .C = C, .stride_a = stride_a, .stride_b = stride_b,
+                           .stride_c = stride_c, .parts = parts, .pm = pm, .pn = pn,
+                           .m_units = m_units, .n_units = n_units, .tasks = tasks,
+                           .rows_max = rows_max, .cols_max = cols_max,
+                           .scale_only = scale_only};
+#ifdef _OPENMP
+    if (threads > 1) {
+#pragma omp parallel num_threads(threads)
+        {
+            /* equal contiguous shares, in thread order */
+            const int id = omp_get_thread_num(), n = omp_get_num_threads();
+            run_tasks(&s, &sp, (int)((int64_t)tasks * id / n),
+                      (int)((int64_t)tasks * (id + 1) / n));
         }
+        return;
     }
+#endif
+    /* One thread runs every task without a parallel region: even unused, one
+     * costs a few µs in libgomp, as much as a tenth of a 128×128×128 product. */
+    run_tasks(&s, &sp, 0, tasks);
 }
 
 void hl_gemm_batched(bool trans_a, bool trans_b, int M, int N, int K, hl_real alpha,
