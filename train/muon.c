@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ops/gemm.h"
+#include "ops/kernels.h"
 
 /* Elementwise passes go parallel above this many values (cf. OPTIM_PARALLEL_MIN). */
 #define MUON_PARALLEL_MIN 32768
@@ -37,22 +38,36 @@ static double sum_squares(const hl_real *x, size_t n)
     return total;
 }
 
-/* dst (cols,rows) = src (rows,cols)ᵀ / div, or srcᵀ itself when div is 0. */
-static void transpose(const hl_real *src, int rows, int cols, hl_real div, hl_real *dst)
+/* Source rows a task of a parallel transpose takes: whole vectors of them. */
+#define MUON_TRANSPOSE_ROWS 64
+
+/* dst (cols,rows), row stride ldd, = src (rows,cols)ᵀ, row stride lds: by the
+ * kernel set's packing transpose, which moves vector-sized blocks where a
+ * plain loop would read or write one value per cache line. */
+static void transpose(const hl_real *src, int rows, int cols, size_t lds, hl_real *dst,
+                      int ldd)
 {
+    hl_gemm_pack_fn *pack = hl_kernels()->gemm_pack_transposed;
 #pragma omp parallel for if ((size_t)rows * cols >= MUON_PARALLEL_MIN) schedule(static)
-    for (int j = 0; j < cols; j++)
-        for (int i = 0; i < rows; i++)
-            dst[(size_t)j * rows + i] = div != 0 ? src[(size_t)i * cols + j] / div
-                                                 : src[(size_t)i * cols + j];
+    for (int i = 0; i < rows; i += MUON_TRANSPOSE_ROWS) {
+        const int n = rows - i < MUON_TRANSPOSE_ROWS ? rows - i : MUON_TRANSPOSE_ROWS;
+        pack(n, n, cols, 1, src + (size_t)i * lds, lds, dst + i, ldd);
+    }
 }
 
-/* m (r,r): the lower triangle set to the upper one's mirror image. */
+/* m (r,r): the lower triangle set to the upper one's mirror image, a band of
+ * MUON_TRANSPOSE_ROWS rows at a time: left of the band's diagonal block, the
+ * transpose of the columns above it (as transpose() does, on one thread);
+ * in that block, value by value. */
 static void mirror(hl_real *m, int r)
 {
-    for (int i = 1; i < r; i++)
-        for (int j = 0; j < i; j++)
-            m[(size_t)i * r + j] = m[(size_t)j * r + i];
+    for (int i0 = 0; i0 < r; i0 += MUON_TRANSPOSE_ROWS) {
+        const int n = r - i0 < MUON_TRANSPOSE_ROWS ? r - i0 : MUON_TRANSPOSE_ROWS;
+        hl_kernels()->gemm_pack_transposed(i0, i0, n, 1, m + i0, (size_t)r, m + (size_t)i0 * r, r);
+        for (int i = i0 + 1; i < i0 + n; i++)
+            for (int j = i0; j < i; j++)
+                m[(size_t)i * r + j] = m[(size_t)j * r + i];
+    }
 }
 
 /* c (r,r) = alpha·p·op(q) + beta·c for a product known to be symmetric: p
@@ -74,13 +89,14 @@ static void normalize(const hl_real *g, int rows, int cols, hl_real *x)
 {
     const size_t n = (size_t)rows * cols;
     const hl_real norm = (hl_real)(sqrt(sum_squares(g, n)) + 1e-7);
+    const hl_real *src = g;
     if (rows > cols) {
-        transpose(g, rows, cols, norm, x);
-        return;
+        transpose(g, rows, cols, (size_t)cols, x, rows);
+        src = x;
     }
 #pragma omp parallel for if (n >= MUON_PARALLEL_MIN) schedule(static)
     for (size_t i = 0; i < n; i++)
-        x[i] = g[i] / norm;
+        x[i] = src[i] / norm;
 }
 
 /* The published iteration on x (r,c) itself: three products a step. */
@@ -106,7 +122,7 @@ static void iterate_direct(hl_real *g, int rows, int cols, int steps, hl_real *w
         y = t;
     }
     if (tall)
-        transpose(x, r, c, 0, g);
+        transpose(x, r, c, (size_t)c, g, r);
     else
         memcpy(g, x, n * sizeof *g);
 }
