@@ -624,6 +624,12 @@ static bool backward_by_groups(const attn_ctx *c)
            2 * heads <= max_threads() && key_groups(c) > 1;
 }
 
+/* By groups: where key group g > 0 of head bh keeps its part of dq. */
+static hl_real *dq_part_of(const attn_ctx *c, const attn_grads *gr, int bh, int g, int groups)
+{
+    return gr->dq_parts + ((size_t)bh * (groups - 1) + g - 1) * c->T * c->D;
+}
+
 /* By heads, one thread a head: its groups one after another, each later
  * group's part of dq added in as soon as it is done. By groups: every
  * (head, group) pair a task, the parts kept in gr->dq_parts, then added in
@@ -633,7 +639,6 @@ static void attention_backward(const attn_ctx *c, const attn_grads *gr, hl_real 
 {
     const int heads = c->B * c->H, groups = key_groups(c);
     const bool by_groups = backward_by_groups(c);
-    const size_t head_rows = (size_t)c->T * c->D;
     const int q_tiles = (c->T + TILE_Q - 1) / TILE_Q;
 #pragma omp parallel if ((double)heads * c->T * c->S * c->D >= HL_PARALLEL_MIN_WORK)
     {
@@ -657,9 +662,7 @@ static void attention_backward(const attn_ctx *c, const attn_grads *gr, hl_real 
 #pragma omp for schedule(dynamic, 1)
             for (int task = 0; task < heads * groups; task++) {
                 const int bh = task / groups, g = task % groups;
-                hl_real *part = g > 0 && gr->dq
-                                    ? gr->dq_parts + ((size_t)bh * (groups - 1) + g - 1) * head_rows
-                                    : NULL;
+                hl_real *part = g > 0 && gr->dq ? dq_part_of(c, gr, bh, g, groups) : NULL;
                 key_group_backward(c, gr, bh, g, groups, part, &w);
             }
             if (gr->dq) {
@@ -667,9 +670,8 @@ static void attention_backward(const attn_ctx *c, const attn_grads *gr, hl_real 
                 for (int task = 0; task < heads * q_tiles; task++) {
                     const int bh = task / q_tiles, t0 = task % q_tiles * TILE_Q;
                     for (int g = 1; g < groups; g++)
-                        add_dq_part(c, gr, bh, g, groups,
-                                    gr->dq_parts + ((size_t)bh * (groups - 1) + g - 1) * head_rows,
-                                    t0, min_int(TILE_Q, c->T - t0));
+                        add_dq_part(c, gr, bh, g, groups, dq_part_of(c, gr, bh, g, groups), t0,
+                                    min_int(TILE_Q, c->T - t0));
                 }
             }
         }
