@@ -120,45 +120,42 @@ static void pack_b(const gemm_shape *s, const hl_real *B, int k0, int j0, int kb
     }
 }
 
-/* One tile of C, rows×cols of it real: a partial tile goes through a whole
+/* One tile of C, rows×cols of it real, starting from beta·C or, when bias is
+ * not NULL, from the bias's cols values: a partial tile goes through a whole
  * one on the stack, with the same arithmetic. */
 static void tile(const gemm_shape *s, int kc, hl_gemm_micro_fn *fn, const hl_real *a,
-                 size_t a_step, const hl_real *b, size_t b_step, hl_real beta, hl_real *c,
-                 int rows, int cols)
+                 size_t a_step, const hl_real *b, size_t b_step, hl_real beta,
+                 const hl_real *bias, hl_real *c, int rows, int cols)
 {
     if (rows == s->mr && cols == s->nr) {
-        fn(kc, a, a_step, b, b_step, beta, c, s->ldc);
+        fn(kc, a, a_step, b, b_step, beta, bias, c, s->ldc);
         return;
     }
     _Alignas(ALIGN) hl_real t[HL_GEMM_MAX_MR * HL_GEMM_MAX_NR];
+    _Alignas(ALIGN) hl_real bias_row[HL_GEMM_MAX_NR] = {0};
     const int nr = s->nr;
-    if (beta != 0)
+    if (bias)
+        bias = memcpy(bias_row, bias, (size_t)cols * sizeof *bias);
+    else if (beta != 0)
         for (int r = 0; r < rows; r++)
             for (int j = 0; j < cols; j++)
                 t[r * nr + j] = c[r * s->ldc + j];
-    fn(kc, a, a_step, b, b_step, beta, t, (size_t)nr);
+    fn(kc, a, a_step, b, b_step, beta, bias, t, (size_t)nr);
     for (int r = 0; r < rows; r++)
         for (int j = 0; j < cols; j++)
             c[r * s->ldc + j] = t[r * nr + j];
 }
 
-/* The epilogue, on an mb×nb block of C at (i0, j0) while it is in L2:
- * with first (K's first slice still to come) every row starts from the bias,
- * with last (its last slice done) act(C), a GELU, is written to s->gelu. The
- * same arithmetic as a bias fill before the product and hl_gelu (or
- * hl_gelu_tanh) after it, without their passes over memory. */
-static void epilogue(const gemm_shape *s, hl_real *C, int i0, int j0, int mb, int nb, bool first,
-                     bool last)
+/* The epilogue, on an mb×nb block of C at (i0, j0) while it is in L2, once
+ * K's last slice is added: act(C), a GELU, is written to s->gelu. The same
+ * arithmetic as hl_gelu (or hl_gelu_tanh) after the product, without its pass
+ * over memory. */
+static void epilogue(const gemm_shape *s, hl_real *C, int i0, int j0, int mb, int nb)
 {
-    if (!(first && s->bias) && !(last && s->gelu))
+    if (!s->gelu)
         return;
-    for (int i = i0; i < i0 + mb; i++) {
-        hl_real *row = C + (size_t)i * s->ldc + j0;
-        if (first && s->bias)
-            memcpy(row, s->bias + j0, (size_t)nb * sizeof *row);
-        if (last && s->gelu)
-            s->act(row, s->gelu + (size_t)i * s->ldc + j0, (size_t)nb);
-    }
+    for (int i = i0; i < i0 + mb; i++)
+        s->act(C + (size_t)i * s->ldc + j0, s->gelu + (size_t)i * s->ldc + j0, (size_t)nb);
 }
 
 /* C[m0..m1, n0..n1) = beta·C + alpha·op(A)·op(B) for one matrix of a batch.
@@ -173,9 +170,11 @@ static void gemm_block(const gemm_shape *s, const hl_real *A, const hl_real *B, 
         for (int pc = 0; pc < s->K; pc += w->kc) {
             const int kc = min_int(w->kc, s->K - pc);
             /* beta scales C once, before the first slice is added; a bias is
-             * where C starts instead. */
+             * where the first slice starts instead (the kernel reads it as
+             * it would have read C filled with it: the same sums). */
             const bool first = pc == 0, last = pc + kc == s->K;
-            const hl_real beta = first && !s->bias ? s->beta : 1;
+            const hl_real beta = first ? s->beta : 1;
+            const hl_real *bias = first ? s->bias : NULL;
             pack_b(s, B, pc, jc + nc_whole, kc, nc - nc_whole, w->b + (size_t)nc_whole * kc);
             for (int ic = m0; ic < m1; ic += w->mc) {
                 const int mc = min_int(w->mc, m1 - ic);
@@ -183,7 +182,6 @@ static void gemm_block(const gemm_shape *s, const hl_real *A, const hl_real *B, 
                     continue;
                 const int mc_whole = s->direct_a ? mc / mr * mr : 0;
                 pack_a(s, A, ic + mc_whole, pc, mc - mc_whole, kc, w->a + (size_t)mc_whole * kc);
-                epilogue(s, C, ic, jc, mc, nc, first, false);
                 for (int jr = 0; jr < nc; jr += nr) {
                     const bool b_direct = jr < nc_whole;
                     const hl_real *b = b_direct ? B + (size_t)pc * s->ldb + jc + jr
@@ -204,12 +202,13 @@ static void gemm_block(const gemm_shape *s, const hl_real *A, const hl_real *B, 
                             a_step = s->lda;
                             fn = s->kern->fn_rows;
                         }
-                        tile(s, kc, fn, a, a_step, b, b_step, beta,
+                        tile(s, kc, fn, a, a_step, b, b_step, beta, bias ? bias + jc + jr : NULL,
                              C + (size_t)(ic + ir) * s->ldc + jc + jr, min_int(mr, mc - ir),
                              min_int(nr, nc - jr));
                     }
                 }
-                epilogue(s, C, ic, jc, mc, nc, false, last);
+                if (last)
+                    epilogue(s, C, ic, jc, mc, nc);
             }
         }
     }

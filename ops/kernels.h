@@ -29,13 +29,15 @@
  * op(A)'s column k at a[k·a_step..], b holds nr values of op(B)'s row k at
  * b[k·b_step..], for k < kc:
  *     c (mr rows, row stride ldc) = beta·c + Σ_k a[k·a_step + r]·b[k·b_step + j]
- * beta 0 writes c without reading it. Each element is one running sum: beta·c
- * first, then one fused multiply-add per k in ascending order, carried across
- * calls through c itself, so the result depends neither on how K is cut into
- * panels and C into tiles nor on the tile shape of the set. */
+ * beta 0 writes c without reading it; a bias (nr values, or NULL) is where
+ * every row starts instead of beta·c, which is then not read either. Each
+ * element is one running sum: beta·c (or the bias) first, then one fused
+ * multiply-add per k in ascending order, carried across calls through c
+ * itself, so the result depends neither on how K is cut into panels and C
+ * into tiles nor on the tile shape of the set. */
 typedef void hl_gemm_micro_fn(int kc, const hl_real *restrict a, size_t a_step,
                               const hl_real *restrict b, size_t b_step, hl_real beta,
-                              hl_real *restrict c, size_t ldc);
+                              const hl_real *restrict bias, hl_real *restrict c, size_t ldc);
 
 typedef struct {
     int mr, nr;   /* the tile of C it updates */

@@ -12,7 +12,7 @@ enum { V = HL_VL };
  * b, one broadcast of a per row, mr·nv fused multiply-adds. */
 HL_SIMD_INLINE void micro(int mr, int nv, int kc, const hl_real *restrict a, size_t a_row,
                           size_t a_step, const hl_real *restrict b, size_t b_step, hl_real beta,
-                          hl_real *restrict c, size_t ldc)
+                          const hl_real *restrict bias, hl_real *restrict c, size_t ldc)
 {
     hl_vec acc[HL_GEMM_MR][HL_GEMM_NV];
     const hl_vec vb = hl_vset1(beta);
@@ -20,7 +20,9 @@ HL_SIMD_INLINE void micro(int mr, int nv, int kc, const hl_real *restrict a, siz
     for (int r = 0; r < mr; r++)
 #pragma GCC unroll 2
         for (int v = 0; v < nv; v++)
-            acc[r][v] = beta == 0 ? hl_vzero() : hl_vmul(vb, hl_vload(c + r * ldc + v * V));
+            acc[r][v] = bias        ? hl_vload(bias + v * V)
+                        : beta == 0 ? hl_vzero()
+                                    : hl_vmul(vb, hl_vload(c + r * ldc + v * V));
     for (int k = 0; k < kc; k++) {
         hl_vec bk[HL_GEMM_NV];
 #pragma GCC unroll 2
@@ -46,9 +48,9 @@ HL_SIMD_INLINE void micro(int mr, int nv, int kc, const hl_real *restrict a, siz
 #define KERNEL(mr, nv)                                                                           \
     static void micro_##mr##x##nv(int kc, const hl_real *restrict a, size_t a_step,             \
                                   const hl_real *restrict b, size_t b_step, hl_real beta,        \
-                                  hl_real *restrict c, size_t ldc)                               \
+                                  const hl_real *restrict bias, hl_real *restrict c, size_t ldc) \
     {                                                                                            \
-        micro(mr, nv, kc, a, 1, a_step, b, b_step, beta, c, ldc);                                \
+        micro(mr, nv, kc, a, 1, a_step, b, b_step, beta, bias, c, ldc);                          \
     }
 
 /* The same reading A's rows in place (a_step 1, rows lda apart): only for
@@ -56,9 +58,10 @@ HL_SIMD_INLINE void micro(int mr, int nv, int kc, const hl_real *restrict a, siz
 #define KERNEL_ROWS(mr, nv)                                                                      \
     static void micro_rows_##mr##x##nv(int kc, const hl_real *restrict a, size_t lda,           \
                                        const hl_real *restrict b, size_t b_step, hl_real beta,   \
-                                       hl_real *restrict c, size_t ldc)                          \
+                                       const hl_real *restrict bias, hl_real *restrict c,        \
+                                       size_t ldc)                                               \
     {                                                                                            \
-        micro(mr, nv, kc, a, lda, 1, b, b_step, beta, c, ldc);                                   \
+        micro(mr, nv, kc, a, lda, 1, b, b_step, beta, bias, c, ldc);                             \
     }
 
 #if HL_GEMM_MR == 14
