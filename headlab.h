@@ -42,6 +42,7 @@
 #include "core/error.h"
 #include "core/gradcheck.h"
 #include "core/graph.h"
+#include "core/pages.h"
 #include "core/params.h"
 #include "core/profile.h"
 #include "core/real.h"

@@ -1,12 +1,11 @@
-/* madvise and MADV_HUGEPAGE are Linux extensions. */
-#define _DEFAULT_SOURCE
 #include "core/arena.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+
+#include "core/pages.h"
 
 typedef struct hl_arena_chunk {
     struct hl_arena_chunk *next;
@@ -17,29 +16,21 @@ typedef struct hl_arena_chunk {
 
 static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
-/* Large chunks are placed on huge-page boundaries and offered to transparent
- * huge pages: a fresh chunk's first touch then costs one fault per 2 MiB
- * instead of one per 4 KiB, which on a virtual machine is most of a large
- * model's first step (2.6 million faults at nanoGPT's size). */
-#define HUGE_PAGE ((size_t)2 << 20)
-
+/* A chunk spans whole huge pages where it is large enough (core/pages.h): a
+ * fresh chunk's first touch then costs one fault per 2 MiB instead of one per
+ * 4 KiB, which on a virtual machine is most of a large model's first step
+ * (2.6 million faults at nanoGPT's size). */
 static hl_arena_chunk *chunk_new(size_t size)
 {
     hl_arena_chunk *c = malloc(sizeof *c);
     if (!c)
         return NULL;
-    const bool huge = size >= HUGE_PAGE;
-    if (huge)
-        size = round_up(size, HUGE_PAGE);
-    c->data = aligned_alloc(huge ? HUGE_PAGE : HL_ARENA_ALIGN, size);
+    size = hl_pages_size(size);
+    c->data = size ? hl_pages_alloc(size) : NULL;
     if (!c->data) {
         free(c);
         return NULL;
     }
-#ifdef MADV_HUGEPAGE
-    if (huge)
-        (void)madvise(c->data, size, MADV_HUGEPAGE); /* advice only: may be refused */
-#endif
     c->next = NULL;
     c->size = size;
     c->used = 0;

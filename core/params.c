@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/arena.h"
+#include "core/pages.h"
 
 struct hl_params {
     hl_tensor **tensors;
@@ -86,8 +87,8 @@ hl_status hl_params_commit(hl_params *p)
     if (p->values)
         return hl_error_set(&p->error, HL_ERR_STATE, "params: already committed");
     size_t bytes = (p->count ? p->count : 1) * sizeof(hl_real);
-    p->values = aligned_alloc(HL_ARENA_ALIGN, bytes);
-    p->grads = aligned_alloc(HL_ARENA_ALIGN, bytes);
+    p->values = hl_pages_alloc(bytes);
+    p->grads = hl_pages_alloc(bytes);
     if (!p->values || !p->grads)
         return hl_error_set(&p->error, HL_ERR_NOMEM, "params: out of memory for %zu values",
                             p->count);

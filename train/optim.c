@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/arena.h"
+#include "core/pages.h"
 #include "ops/kernels.h"
 #include "train/muon.h"
 #ifdef _OPENMP
@@ -233,8 +234,8 @@ hl_optim *hl_optim_new_groups(hl_params *params, const hl_optim_groups *groups, 
         memcpy(opt->cfg, groups->cfg, sizeof opt->cfg);
         opt->n_groups = groups->n;
         opt->params = params;
-        opt->m = aligned_alloc(HL_ARENA_ALIGN, bytes);
-        opt->v = adamw ? aligned_alloc(HL_ARENA_ALIGN, bytes) : NULL;
+        opt->m = hl_pages_alloc(bytes);
+        opt->v = adamw ? hl_pages_alloc(bytes) : NULL;
         opt->group = calloc(tensors ? tensors : 1, 1);
     }
     if (!opt || !opt->m || (adamw && !opt->v) || !opt->group) {
