@@ -1,6 +1,5 @@
 #include "core/arena.h"
 
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
