@@ -107,8 +107,8 @@ const hl_gemm_kernel HL_SIMD_FN(hl_gemm_kernels)[] = {
 _Static_assert(HL_GEMM_MR <= HL_GEMM_MAX_MR && HL_GEMM_NV * HL_VL <= HL_GEMM_MAX_NR,
                "a tile larger than ops/kernels.h allows for");
 
+/* Packing only copies and scales, so every set packs the same bits. */
 #if defined(HL_SIMD_AVX512)
-
 /* With AVX-512 masks, rows that end mid-vector are loaded and stored whole. */
 void HL_SIMD_FN(hl_gemm_pack)(int rows, int width, int kc, hl_real alpha,
                               const hl_real *restrict src, size_t lds, hl_real *restrict dst,
@@ -122,11 +122,26 @@ void HL_SIMD_FN(hl_gemm_pack)(int rows, int width, int kc, hl_real alpha,
                            hl_vmul(va, hl_vload_mask(src + (size_t)k * lds + r, in)), out);
     }
 }
+#else
+/* Plain loops, which the compiler vectorises for the set's flags. */
+void HL_SIMD_FN(hl_gemm_pack)(int rows, int width, int kc, hl_real alpha,
+                              const hl_real *restrict src, size_t lds, hl_real *restrict dst,
+                              int ld)
+{
+    for (int k = 0; k < kc; k++, src += lds, dst += ld) {
+        for (int r = 0; r < rows; r++)
+            dst[r] = alpha * src[r];
+        for (int r = rows; r < width; r++)
+            dst[r] = 0;
+    }
+}
+#endif
 
-#ifdef HL_REAL_DOUBLE
-/* t[i][l] becomes t[l][i]: for each bit s of the row and lane numbers, the
- * lanes with bit s set of a row with it clear swap with the lanes with it
- * clear of the row s further on. */
+/* transpose(t): a V×V block in V vectors, t[i][l] becomes t[l][i]. */
+#if defined(HL_SIMD_AVX512) && defined(HL_REAL_DOUBLE)
+/* For each bit s of the row and lane numbers, the lanes with bit s set of a
+ * row with it clear swap with the lanes with it clear of the row s further
+ * on. */
 static void transpose(hl_vec t[V])
 {
 #pragma GCC unroll 4
@@ -146,10 +161,9 @@ static void transpose(hl_vec t[V])
             }
     }
 }
-#else
-/* t[i][l] becomes t[l][i], with in-lane shuffles where they do: 4×4 blocks
- * transposed within each 128-bit lane, then the lanes moved as a 4×4 of
- * blocks. */
+#elif defined(HL_SIMD_AVX512)
+/* In-lane shuffles where they do: 4×4 blocks transposed within each 128-bit
+ * lane, then the lanes moved as a 4×4 of blocks. */
 static void transpose(hl_vec t[V])
 {
     hl_vec u[V];
@@ -181,7 +195,62 @@ static void transpose(hl_vec t[V])
         t[12 + j] = _mm512_shuffle_f32x4(u[4 + j], u[12 + j], 0xdd);
     }
 }
+#elif defined(HL_SIMD_AVX2) && defined(HL_REAL_DOUBLE)
+/* 2×2 blocks transposed within each 128-bit lane, then the lanes swapped. */
+static void transpose(hl_vec t[V])
+{
+    const hl_vec u0 = _mm256_unpacklo_pd(t[0], t[1]), u1 = _mm256_unpackhi_pd(t[0], t[1]);
+    const hl_vec u2 = _mm256_unpacklo_pd(t[2], t[3]), u3 = _mm256_unpackhi_pd(t[2], t[3]);
+    t[0] = _mm256_permute2f128_pd(u0, u2, 0x20);
+    t[1] = _mm256_permute2f128_pd(u1, u3, 0x20);
+    t[2] = _mm256_permute2f128_pd(u0, u2, 0x31);
+    t[3] = _mm256_permute2f128_pd(u1, u3, 0x31);
+}
+#elif defined(HL_SIMD_AVX2)
+/* As on AVX-512 with two lanes: 4×4 blocks within each 128-bit lane, then
+ * the lanes swapped. */
+static void transpose(hl_vec t[V])
+{
+    hl_vec u[V];
+#pragma GCC unroll 4
+    for (int i = 0; i < V; i += 2) {
+        u[i] = _mm256_unpacklo_ps(t[i], t[i + 1]);
+        u[i + 1] = _mm256_unpackhi_ps(t[i], t[i + 1]);
+    }
+#pragma GCC unroll 2
+    for (int i = 0; i < V; i += 4) {
+        t[i] = _mm256_shuffle_ps(u[i], u[i + 2], 0x44);
+        t[i + 1] = _mm256_shuffle_ps(u[i], u[i + 2], 0xee);
+        t[i + 2] = _mm256_shuffle_ps(u[i + 1], u[i + 3], 0x44);
+        t[i + 3] = _mm256_shuffle_ps(u[i + 1], u[i + 3], 0xee);
+    }
+    /* t[4q + j] now holds, in lane L, column 4L + j of rows 4q..4q+3. */
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        u[j] = _mm256_permute2f128_ps(t[j], t[4 + j], 0x20);
+        u[4 + j] = _mm256_permute2f128_ps(t[j], t[4 + j], 0x31);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < V; i++)
+        t[i] = u[i];
+}
 #endif
+
+#if defined(HL_SIMD_AVX512) || defined(HL_SIMD_AVX2)
+/* A block's part of a row or column, whole vectors loaded and stored plainly:
+ * AVX2's masked stores are slow on some cores. */
+HL_SIMD_INLINE hl_vec load_first(const hl_real *p, int n, hl_vmask m)
+{
+    return n >= V ? hl_vload(p) : hl_vload_mask(p, m);
+}
+
+HL_SIMD_INLINE void store_first(hl_real *p, hl_vec x, int n, hl_vmask m)
+{
+    if (n >= V)
+        hl_vstore(p, x);
+    else
+        hl_vstore_mask(p, x, m);
+}
 
 /* V×V blocks: V rows of V values of k in, V values of k as V rows out. The
  * loops over a block's rows are unrolled so t stays in registers. */
@@ -197,7 +266,7 @@ void HL_SIMD_FN(hl_gemm_pack_transposed)(int rows, int width, int kc, hl_real al
         hl_real *d = dst + r0;
         if (nrow <= 0) {
             for (int k = 0; k < kc; k++)
-                hl_vstore_mask(d + (size_t)k * ld, hl_vzero(), out);
+                store_first(d + (size_t)k * ld, hl_vzero(), width - r0, out);
             continue;
         }
         for (int k0 = 0; k0 < kc; k0 += V) {
@@ -206,33 +275,20 @@ void HL_SIMD_FN(hl_gemm_pack_transposed)(int rows, int width, int kc, hl_real al
             hl_vec t[V];
 #pragma GCC unroll 16
             for (int i = 0; i < V; i++)
-                t[i] = i < nrow ? hl_vmul(va, hl_vload_mask(s + (size_t)i * lds + k0, in))
+                t[i] = i < nrow ? hl_vmul(va, load_first(s + (size_t)i * lds + k0, nk, in))
                                 : hl_vzero();
             transpose(t);
 #pragma GCC unroll 16
             for (int i = 0; i < V; i++)
                 if (i < nk)
-                    hl_vstore_mask(d + (size_t)(k0 + i) * ld, t[i], out);
+                    store_first(d + (size_t)(k0 + i) * ld, t[i], width - r0, out);
         }
     }
 }
 
 #else
 
-/* Plain loops, which the compiler vectorises for the set's flags; packing
- * only copies and scales, so every set packs the same bits. */
-void HL_SIMD_FN(hl_gemm_pack)(int rows, int width, int kc, hl_real alpha,
-                              const hl_real *restrict src, size_t lds, hl_real *restrict dst,
-                              int ld)
-{
-    for (int k = 0; k < kc; k++, src += lds, dst += ld) {
-        for (int r = 0; r < rows; r++)
-            dst[r] = alpha * src[r];
-        for (int r = rows; r < width; r++)
-            dst[r] = 0;
-    }
-}
-
+/* A plain loop. */
 void HL_SIMD_FN(hl_gemm_pack_transposed)(int rows, int width, int kc, hl_real alpha,
                                          const hl_real *restrict src, size_t lds,
                                          hl_real *restrict dst, int ld)
