@@ -111,9 +111,9 @@ static int causal_keys(const attn_ctx *c, int t, int s0, int nk)
     return t < s0 ? 0 : min_int(nk, t - s0 + 1);
 }
 
-/* One row of scores (batch b, query t, keys s0..s0+nk-1): scaled, then every
- * mask as ops/mask.c applies it (a hidden entry is -inf; the additive bias is
- * added where it is not -inf, and blocks where it is). */
+/* One row of scores, already scaled (batch b, query t, keys s0..s0+nk-1):
+ * every mask as ops/mask.c applies it (a hidden entry is -inf; the additive
+ * bias is added where it is not -inf, and blocks where it is). */
 static void mask_row(const attn_ctx *c, int b, int t, int s0, int nk, hl_real *row)
 {
     const hl_attention_masks *m = &c->masks;
@@ -125,8 +125,6 @@ static void mask_row(const attn_ctx *c, int b, int t, int s0, int nk, hl_real *r
     const hl_real *doc = m->doc_ids ? m->doc_ids->data + (size_t)b * c->S : NULL;
     const int kept = causal_keys(c, t, s0, nk);
     /* One simple loop per mask, so each vectorises. */
-    for (int j = 0; j < kept; j++)
-        row[j] *= c->scale;
     for (int j = kept; j < nk; j++)
         row[j] = -INFINITY;
     for (int j = 0; pad && j < kept; j++)
@@ -153,8 +151,8 @@ static void transpose_tile(const hl_real *rows, int n, int D, hl_real *out)
 static void score_tile(const attn_ctx *c, int bh, int t0, int nq, int s0, int nk,
                        const hl_real *kt, hl_real *s, size_t lds)
 {
-    hl_tile_gemm(nq, nk, c->D, c->q + ((size_t)bh * c->T + t0) * c->D, (size_t)c->D, 1, kt,
-                 TILE_K, false, s, lds);
+    hl_tile_gemm_scaled(nq, nk, c->D, c->scale, c->q + ((size_t)bh * c->T + t0) * c->D,
+                        (size_t)c->D, 1, kt, TILE_K, s, lds);
     for (int i = 0; i < nq; i++)
         mask_row(c, bh / c->H, t0 + i, s0, nk, s + (size_t)i * lds);
 }

@@ -9,7 +9,7 @@
  * call, and every op reaches its kernels through it:
  *
  *     const hl_kernel_set *ks = hl_kernels();
- *     ks->tile_gemm(m, n, k, a, lda, 1, b, ldb, false, c, ldc);
+ *     ks->tile_gemm(m, n, k, a, lda, 1, b, ldb, false, 1, c, ldc);
  *
  * Every set computes the same bits (see ops/simd.h), except the portable one
  * on a target without FMA.
@@ -59,10 +59,12 @@ typedef void hl_gemm_pack_fn(int rows, int width, int kc, hl_real alpha,
                              const hl_real *restrict src, size_t lds, hl_real *restrict dst,
                              int ld);
 
-/* ---- Tile products read in place (see ops/tile_gemm.h). */
+/* ---- Tile products read in place (see ops/tile_gemm.h):
+ * c = scale·((accumulate ? c : 0) + A·B), the scale applied to each finished
+ * sum as it is stored (1 leaves the sums as they are). */
 typedef void hl_tile_gemm_fn(int m, int n, int k, const hl_real *a, size_t a_row,
                              size_t a_col, const hl_real *b, size_t ldb, bool accumulate,
-                             hl_real *c, size_t ldc);
+                             hl_real scale, hl_real *c, size_t ldc);
 
 /* ---- Row kernels: the one list of them (called through ops/vmath.h).
  *

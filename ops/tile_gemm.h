@@ -31,7 +31,16 @@ static inline void hl_tile_gemm(int m, int n, int k, const hl_real *a, size_t a_
                                 size_t a_col, const hl_real *b, size_t ldb, bool accumulate,
                                 hl_real *c, size_t ldc)
 {
-    hl_kernels()->tile_gemm(m, n, k, a, a_row, a_col, b, ldb, accumulate, c, ldc);
+    hl_kernels()->tile_gemm(m, n, k, a, a_row, a_col, b, ldb, accumulate, 1, c, ldc);
+}
+
+/* c = scale·(A·B): each sum rounded, then multiplied by scale, the bits of
+ * hl_tile_gemm followed by a pass of multiplies, without that pass over c. */
+static inline void hl_tile_gemm_scaled(int m, int n, int k, hl_real scale, const hl_real *a,
+                                       size_t a_row, size_t a_col, const hl_real *b,
+                                       size_t ldb, hl_real *c, size_t ldc)
+{
+    hl_kernels()->tile_gemm(m, n, k, a, a_row, a_col, b, ldb, false, scale, c, ldc);
 }
 
 #endif

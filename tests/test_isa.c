@@ -197,9 +197,13 @@ static size_t compute_tiles(hl_real *out, size_t cap)
             ck_assert(used + (size_t)m * n <= cap);
             hl_real *c = out + used;
             fill(c, (size_t)m * n, 23, -1, 1);
-            /* A read transposed when i + j is odd. */
+            /* A read transposed when i + j is odd; scaled when j is 2 mod 4. */
             const bool t = (i + j) & 1;
-            hl_tile_gemm(m, n, k, a, t ? 1 : MAX, t ? MAX : 1, b, MAX, j & 1, c, (size_t)n);
+            if ((j & 3) == 2)
+                hl_tile_gemm_scaled(m, n, k, 0.3f, a, t ? 1 : MAX, t ? MAX : 1, b, MAX, c,
+                                    (size_t)n);
+            else
+                hl_tile_gemm(m, n, k, a, t ? 1 : MAX, t ? MAX : 1, b, MAX, j & 1, c, (size_t)n);
             used += (size_t)m * n;
         }
     return used;

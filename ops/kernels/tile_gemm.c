@@ -13,7 +13,7 @@ enum { V = HL_VL, ROWS = HL_TILE_ROWS, NV = HL_TILE_NV, WIDTH = HL_TILE_NV * HL_
 HL_SIMD_INLINE void block(const int rows, const int nv, const bool masked, int k,
                           const hl_real *restrict a, size_t a_row, size_t a_col,
                           const hl_real *restrict b, size_t ldb, bool accumulate,
-                          hl_real *restrict c, size_t ldc, hl_vmask last)
+                          hl_real scale, hl_real *restrict c, size_t ldc, hl_vmask last)
 {
     hl_vec acc[ROWS][NV];
 #pragma GCC unroll 8
@@ -40,36 +40,40 @@ HL_SIMD_INLINE void block(const int rows, const int nv, const bool masked, int k
                 acc[r][v] = hl_vfma(ar, bv[v], acc[r][v]);
         }
     }
+    const hl_vec vs = hl_vset1(scale);
 #pragma GCC unroll 8
     for (int r = 0; r < rows; r++)
 #pragma GCC unroll 2
         for (int v = 0; v < nv; v++) {
             hl_real *cv = c + r * ldc + v * V;
+            const hl_vec out = hl_vmul(vs, acc[r][v]); /* exact when scale is 1 */
             if (masked && v == nv - 1)
-                hl_vstore_mask(cv, acc[r][v], last);
+                hl_vstore_mask(cv, out, last);
             else
-                hl_vstore(cv, acc[r][v]);
+                hl_vstore(cv, out);
         }
 }
 
 typedef void block_fn(int k, const hl_real *a, size_t a_row, size_t a_col, const hl_real *b,
-                      size_t ldb, bool accumulate, hl_real *c, size_t ldc, hl_vmask last);
+                      size_t ldb, bool accumulate, hl_real scale, hl_real *c, size_t ldc,
+                      hl_vmask last);
 
 /* The full block, with constant sizes and no masks. */
 static void block_full(int k, const hl_real *a, size_t a_row, size_t a_col, const hl_real *b,
-                       size_t ldb, bool accumulate, hl_real *c, size_t ldc)
+                       size_t ldb, bool accumulate, hl_real scale, hl_real *c, size_t ldc)
 {
-    block(ROWS, NV, false, k, a, a_row, a_col, b, ldb, accumulate, c, ldc, hl_vmask_first(V));
+    block(ROWS, NV, false, k, a, a_row, a_col, b, ldb, accumulate, scale, c, ldc,
+          hl_vmask_first(V));
 }
 
 /* The edges: fewer rows, fewer vectors, or a last vector cut short; one
  * function per (rows, vectors), each unrolled. */
 #define EDGE(r, nv)                                                                              \
     static void edge_##r##_##nv(int k, const hl_real *a, size_t a_row, size_t a_col,            \
-                                const hl_real *b, size_t ldb, bool accumulate, hl_real *c,       \
-                                size_t ldc, hl_vmask last)                                       \
+                                const hl_real *b, size_t ldb, bool accumulate, hl_real scale,    \
+                                hl_real *c, size_t ldc, hl_vmask last)                           \
     {                                                                                            \
-        block(r, nv, true, k, a, a_row, a_col, b, ldb, accumulate, c, ldc, last);                \
+        block(r, nv, true, k, a, a_row, a_col, b, ldb, accumulate, scale, c, ldc, last);         \
     }
 #define EDGE_ROW(r) EDGE(r, 1) EDGE(r, 2)
 #define EDGE_ENTRY(r) {edge_##r##_1, edge_##r##_2},
@@ -95,8 +99,8 @@ static block_fn *const edges[ROWS][NV] = {
 _Static_assert(ROWS == 4 || ROWS == 6 || ROWS == 8, "edge functions for every row count");
 
 void HL_SIMD_FN(hl_tile_gemm)(int m, int n, int k, const hl_real *a, size_t a_row, size_t a_col,
-                              const hl_real *b, size_t ldb, bool accumulate, hl_real *c,
-                              size_t ldc)
+                              const hl_real *b, size_t ldb, bool accumulate, hl_real scale,
+                              hl_real *c, size_t ldc)
 {
     for (int j0 = 0; j0 < n; j0 += WIDTH) {
         const int width = n - j0 < WIDTH ? n - j0 : WIDTH;
@@ -107,10 +111,10 @@ void HL_SIMD_FN(hl_tile_gemm)(int m, int n, int k, const hl_real *a, size_t a_ro
             const hl_real *ai = a + i0 * a_row;
             hl_real *ci = c + i0 * ldc + j0;
             if (rows == ROWS && width == WIDTH)
-                block_full(k, ai, a_row, a_col, b + j0, ldb, accumulate, ci, ldc);
+                block_full(k, ai, a_row, a_col, b + j0, ldb, accumulate, scale, ci, ldc);
             else
-                edges[rows - 1][nv - 1](k, ai, a_row, a_col, b + j0, ldb, accumulate, ci, ldc,
-                                        last);
+                edges[rows - 1][nv - 1](k, ai, a_row, a_col, b + j0, ldb, accumulate, scale, ci,
+                                        ldc, last);
         }
     }
 }
