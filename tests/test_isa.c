@@ -357,14 +357,15 @@ START_TEST(test_isa_attention_same_bits)
 }
 END_TEST
 
-/* A transformer-like chain: layernorm, linear, GELU, attention scores by
- * matmul, softmax, and cross-entropy, forward and backward. */
+/* A transformer-like chain: layernorm, a linear with a bias (which the GEMM
+ * kernels start their sums from), GELU, attention scores by matmul, softmax,
+ * and cross-entropy, forward and backward. */
 static hl_tensor *build_block(hl_graph *g, hl_tensor *const *in, void *ctx)
 {
     (void)ctx;
     static const int32_t targets[] = {1, 4, 0, 2, 3, 4, 1, 0, 2, 3, 1, 2, 0};
     hl_tensor *h = hl_layernorm(g, in[0], NULL, NULL, (hl_real)1e-5);
-    h = hl_gelu(g, hl_linear(g, h, in[1], NULL));
+    h = hl_gelu(g, hl_linear(g, h, in[1], in[2]));
     hl_tensor *p = hl_softmax(g, hl_matmul(g, h, h, HL_TRANS_B));
     h = hl_matmul(g, p, h, 0);
     return hl_cross_entropy(g, hl_narrow(g, h, 1, 0, 5), targets, -1);
@@ -372,12 +373,12 @@ static hl_tensor *build_block(hl_graph *g, hl_tensor *const *in, void *ctx)
 
 static size_t compute_block(hl_real *out, size_t cap)
 {
-    static const int x_shape[] = {13, 37}, w_shape[] = {21, 37};
-    hl_tensor *in[2] = {tu_random("x", 2, x_shape, true, 51, -2, 2),
-                        tu_random("w", 2, w_shape, true, 52, -0.5, 0.5)};
-    const size_t n = forward_backward(build_block, in, 2, out, cap);
-    hl_tensor_free(in[0]);
-    hl_tensor_free(in[1]);
+    hl_tensor *in[3] = {tu_random("x", 2, (int[]){13, 37}, true, 51, -2, 2),
+                        tu_random("w", 2, (int[]){21, 37}, true, 52, -0.5, 0.5),
+                        tu_random("b", 1, (int[]){21}, true, 56, -0.5, 0.5)};
+    const size_t n = forward_backward(build_block, in, 3, out, cap);
+    for (int i = 0; i < 3; i++)
+        hl_tensor_free(in[i]);
     return n;
 }
 
