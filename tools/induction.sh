@@ -19,9 +19,13 @@
 # Usage: tools/induction.sh [OUT] (default out/induction/TEXT), with build/charlm
 # and build/heads built (BUILD=DIR for another build); DATA=FILE trains on any
 # other text with the same recipe; CHARLM_FLAGS="--steps 300 ..." is appended
-# to the recipe (a later flag wins), for trials. Writes OUT/{model.safetensors,
-# train.csv, heads.csv, position_loss.csv, heads.png, position_loss.png,
-# report/report.html, causal/, phase_change.csv, summary.txt}.
+# to the recipe (a later flag wins), for trials. A --preset there is applied
+# before every other flag, whatever its place, so the recipe's own flags
+# (--pos, --no-mlp, --no-layernorm, --lr, --warmup, --schedule) still win over
+# it: repeat the preset's values that matter (charlm prints them) in
+# CHARLM_FLAGS. Writes OUT/{model.safetensors, train.csv, heads.csv,
+# position_loss.csv, heads.png, position_loss.png, report/report.html, causal/,
+# phase_change.csv, summary.txt}.
 set -eu
 cd "$(dirname "$0")/.."
 text=${TEXT:-kjv}
