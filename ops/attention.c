@@ -151,8 +151,8 @@ static void transpose_tile(const hl_real *rows, int n, int D, hl_real *out)
 static void score_tile(const attn_ctx *c, int bh, int t0, int nq, int s0, int nk,
                        const hl_real *kt, hl_real *s, size_t lds)
 {
-    hl_tile_gemm_scaled(nq, nk, c->D, c->scale, c->q + ((size_t)bh * c->T + t0) * c->D,
-                        (size_t)c->D, 1, kt, TILE_K, s, lds);
+    hl_tile_gemm_scaled(nq, nk, c->D, c->q + ((size_t)bh * c->T + t0) * c->D, (size_t)c->D, 1,
+                        kt, TILE_K, c->scale, s, lds);
     for (int i = 0; i < nq; i++)
         mask_row(c, bh / c->H, t0 + i, s0, nk, s + (size_t)i * lds);
 }

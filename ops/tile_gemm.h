@@ -11,7 +11,8 @@
  *     hl_tile_gemm(m, n, k, a, lda, 1, b, ldb, true, c, ldc);
  *
  * Each element of c is one running sum: c's old value (when accumulating),
- * then the products in ascending p, each a fused multiply-add. Each kernel
+ * then the products in ascending p, each a fused multiply-add; the scaled
+ * product then multiplies the finished sum by its scale. Each kernel
  * set holds a block of c in as many vector registers as it has
  * (ops/simd.h: 8×32 floats on AVX-512, 6×16 on AVX2) and reaches ragged
  * edges with masked loads and stores.
@@ -36,9 +37,9 @@ static inline void hl_tile_gemm(int m, int n, int k, const hl_real *a, size_t a_
 
 /* c = scale·(A·B): each sum rounded, then multiplied by scale, the bits of
  * hl_tile_gemm followed by a pass of multiplies, without that pass over c. */
-static inline void hl_tile_gemm_scaled(int m, int n, int k, hl_real scale, const hl_real *a,
-                                       size_t a_row, size_t a_col, const hl_real *b,
-                                       size_t ldb, hl_real *c, size_t ldc)
+static inline void hl_tile_gemm_scaled(int m, int n, int k, const hl_real *a, size_t a_row,
+                                       size_t a_col, const hl_real *b, size_t ldb,
+                                       hl_real scale, hl_real *c, size_t ldc)
 {
     hl_kernels()->tile_gemm(m, n, k, a, a_row, a_col, b, ldb, false, scale, c, ldc);
 }

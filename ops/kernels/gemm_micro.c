@@ -237,8 +237,9 @@ static void transpose(hl_vec t[V])
 #endif
 
 #if defined(HL_SIMD_AVX512) || defined(HL_SIMD_AVX2)
-/* A block's part of a row or column, whole vectors loaded and stored plainly:
- * AVX2's masked stores are slow on some cores. */
+/* The first n values of a block's row or column: whole vectors loaded and
+ * stored plainly, a mask only for a ragged edge, as AVX2's masked stores are
+ * slow on some cores (on AVX-512 either costs the same). */
 HL_SIMD_INLINE hl_vec load_first(const hl_real *p, int n, hl_vmask m)
 {
     return n >= V ? hl_vload(p) : hl_vload_mask(p, m);
@@ -288,7 +289,8 @@ void HL_SIMD_FN(hl_gemm_pack_transposed)(int rows, int width, int kc, hl_real al
 
 #else
 
-/* A plain loop. */
+/* The portable set's vectors have no shuffles in common across targets: a
+ * plain loop, value by value. */
 void HL_SIMD_FN(hl_gemm_pack_transposed)(int rows, int width, int kc, hl_real alpha,
                                          const hl_real *restrict src, size_t lds,
                                          hl_real *restrict dst, int ld)
