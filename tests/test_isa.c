@@ -200,7 +200,7 @@ static size_t compute_tiles(hl_real *out, size_t cap)
             /* A read transposed when i + j is odd; scaled when j is 2 mod 4. */
             const bool t = (i + j) & 1;
             if ((j & 3) == 2)
-                hl_tile_gemm_scaled(m, n, k, 0.3f, a, t ? 1 : MAX, t ? MAX : 1, b, MAX, c,
+                hl_tile_gemm_scaled(m, n, k, a, t ? 1 : MAX, t ? MAX : 1, b, MAX, (hl_real)0.3, c,
                                     (size_t)n);
             else
                 hl_tile_gemm(m, n, k, a, t ? 1 : MAX, t ? MAX : 1, b, MAX, j & 1, c, (size_t)n);
@@ -210,6 +210,83 @@ static size_t compute_tiles(hl_real *out, size_t cap)
 }
 
 START_TEST(test_isa_tile_gemm_same_bits) { check_sets_agree("tile_gemm", compute_tiles, 1 << 17); }
+END_TEST
+
+/* ---- Exact on each set, against the plain arithmetic. */
+
+/* Packing copies and scales, so every set must give exactly alpha·src where
+ * the operand has values and 0 in the padding, and write nothing past width. */
+static void check_packing(void)
+{
+    enum { MAX = 70, LD = MAX + 3, SENTINEL = 7 };
+    static const int sizes[][3] = {{1, 1, 1},  {3, 8, 5},   {8, 8, 8},    {13, 16, 16},
+                                   {16, 16, 9}, {5, 24, 33}, {33, 40, 17}, {64, 64, 64},
+                                   {70, 70, 70}, {0, 8, 4}};
+    hl_real src[MAX * LD], dst[MAX * LD];
+    fill(src, MAX * LD, 31, -1, 1);
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int transposed = 0; transposed < 2; transposed++) {
+            const int rows = sizes[s][0], width = sizes[s][1], kc = sizes[s][2];
+            const hl_real alpha = s & 1 ? (hl_real)0.3 : 1;
+            for (int i = 0; i < MAX * LD; i++)
+                dst[i] = SENTINEL;
+            hl_gemm_pack_fn *pack = transposed ? hl_kernels()->gemm_pack_transposed
+                                               : hl_kernels()->gemm_pack;
+            pack(rows, width, kc, alpha, src, LD, dst, LD);
+            for (int k = 0; k < kc; k++)
+                for (int r = 0; r < LD; r++) {
+                    hl_real want = r >= width ? SENTINEL : 0;
+                    if (r < rows)
+                        want = alpha * (transposed ? src[r * LD + k] : src[k * LD + r]);
+                    ck_assert_msg(!memcmp(&dst[k * LD + r], &want, sizeof want),
+                                  "%s %s (%d,%d,%d): k %d, r %d: %g, not %g",
+                                  hl_isa_name(hl_isa_active()),
+                                  transposed ? "pack_transposed" : "pack", rows, width, kc, k, r,
+                                  (double)dst[k * LD + r], (double)want);
+                }
+        }
+}
+
+/* The scaled tile product is the product, then a multiply: the same bits. */
+static void check_scaled_tiles(void)
+{
+    enum { MAX = 70 };
+    static const int dims[] = {1, 5, 8, 13, 16, 33, 64, 70};
+    hl_real a[MAX * MAX], b[MAX * MAX], c[MAX * MAX], want[MAX * MAX];
+    fill(a, MAX * MAX, 41, -1, 1);
+    fill(b, MAX * MAX, 42, -1, 1);
+    const hl_real scale = (hl_real)0.125 * (hl_real)1.3;
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++) {
+            const int m = dims[i], n = dims[j], k = dims[(i + j) % 8];
+            hl_tile_gemm(m, n, k, a, MAX, 1, b, MAX, false, want, (size_t)n);
+            for (int e = 0; e < m * n; e++)
+                want[e] *= scale;
+            fill(c, (size_t)m * n, 43, -1, 1);
+            hl_tile_gemm_scaled(m, n, k, a, MAX, 1, b, MAX, scale, c, (size_t)n);
+            ck_assert_msg(!memcmp(c, want, (size_t)m * n * sizeof *c),
+                          "%s: scaled tile (%d,%d,%d) is not the product times the scale",
+                          hl_isa_name(hl_isa_active()), m, n, k);
+        }
+}
+
+/* Runs check on every supported set. */
+static void on_every_set(void (*check)(void))
+{
+    hl_error err = {0};
+    for (int i = 0; i < HL_ISA_COUNT; i++) {
+        if (!hl_isa_supported((hl_isa)i))
+            continue;
+        ck_assert_int_eq(hl_isa_use((hl_isa)i, &err), HL_OK);
+        check();
+    }
+    ck_assert_int_eq(hl_isa_init_from_env(&err), HL_OK);
+}
+
+START_TEST(test_isa_packing_exact) { on_every_set(check_packing); }
+END_TEST
+
+START_TEST(test_isa_scaled_tiles_exact) { on_every_set(check_scaled_tiles); }
 END_TEST
 
 /* Row kernels (vmath, rotary, norms) on rows of every length up to past two
@@ -425,6 +502,8 @@ Suite *isa_suite(void)
     tcase_add_test(tc, test_isa_from_environment);
     tcase_add_test(tc, test_isa_gemm_same_bits);
     tcase_add_test(tc, test_isa_tile_gemm_same_bits);
+    tcase_add_test(tc, test_isa_packing_exact);
+    tcase_add_test(tc, test_isa_scaled_tiles_exact);
     tcase_add_test(tc, test_isa_vmath_same_bits);
     tcase_add_test(tc, test_isa_modern_ops_same_bits);
     tcase_add_test(tc, test_isa_attention_same_bits);
