@@ -23,6 +23,16 @@ HL_SIMD_INLINE void micro(int mr, int nv, int kc, const hl_real *restrict a, siz
             acc[r][v] = bias        ? hl_vload(bias + v * V)
                         : beta == 0 ? hl_vzero()
                                     : hl_vmul(vb, hl_vload(c + r * ldc + v * V));
+    /* Bring C's tile into L1 while the sums run, so that the stores at the
+     * end do not wait on it: on a 16-core Xeon (Emerald Rapids, L3 across a
+     * mesh) charlm's 4x4 step took 92 and 86 ms without this, 66 and 73 with
+     * it (alternated); on a Zen 5 core no change. Already loaded when beta is
+     * not 0, and then a few wasted instructions. */
+#pragma GCC unroll 16
+    for (int r = 0; r < mr; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++)
+            __builtin_prefetch(c + r * ldc + v * V, 1, 3);
     for (int k = 0; k < kc; k++) {
         hl_vec bk[HL_GEMM_NV];
 #pragma GCC unroll 2
