@@ -78,6 +78,14 @@ typedef enum { HL_GELU_EXACT, HL_GELU_TANH } hl_gelu_form;
 void hl_gelu_grad_rows(hl_gelu_form form, const hl_real *x, const hl_real *dy, hl_real *dx,
                        size_t count, bool overwrite);
 
+/* Parameter gradients as column sums over rows (ops/column_sums.c), added
+ * to sum_dy and sum_dxhat (either may be NULL): for each column j < cols of
+ * dy (rows,cols), Σ_r dy and, given x of dy's shape, Σ_r dy·x̂ with x̂ = (x -
+ * mean[r·step])·rstd[r·step] (mean NULL: 0). Each column is summed in double
+ * over the rows in order, whatever the thread count and kernel set. */
+void hl_column_sums(const hl_real *dy, const hl_real *x, const double *mean, const double *rstd,
+                    size_t step, size_t rows, int cols, hl_real *sum_dy, hl_real *sum_dxhat);
+
 /* cos θ and sin θ of hl_rope_partial for every position t < T and pair i <
  * rot/2, θ = t·base^(-2i/rot), computed in double and then rounded: (T,
  * rot/2) each. The first rot values of each row are rotated (hl_rope: all). */

@@ -127,7 +127,15 @@ typedef void hl_tile_gemm_fn(int m, int n, int k, const hl_real *a, size_t a_row
        hl_real *y, size_t n, bool overwrite),                                                    \
       (x, cap, a, b, scale, hot, y, n, overwrite))                                               \
     /* y[i] += x[i]. */                                                                          \
-    P(add, (const hl_real *x, hl_real *y, size_t n), (x, y, n))
+    P(add, (const hl_real *x, hl_real *y, size_t n), (x, y, n))                                  \
+    /* Column sums over rows r < rows (row stride ld), j < n, each in double over                \
+     * the rows in order: sum_dy[j] += Σ dy and, when x is given, sum_dxhat[j] +=                \
+     * Σ dy·((x - mean[r·step])·rstd[r·step]) (mean NULL: 0); a NULL sum is not                  \
+     * taken. A bias's gradient, and the norms' gamma and beta gradients. */                     \
+    P(col_sums,                                                                                  \
+      (const hl_real *dy, const hl_real *x, size_t ld, size_t rows, const double *mean,          \
+       const double *rstd, size_t step, double *sum_dy, double *sum_dxhat, size_t n),            \
+      (dy, x, ld, rows, mean, rstd, step, sum_dy, sum_dxhat, n))
 
 #define HL_VMATH_FIELD_F(name, type, params, args) type(*name) params;
 #define HL_VMATH_FIELD_P(name, params, args) void(*name) params;

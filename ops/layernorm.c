@@ -4,16 +4,14 @@
 #include "ops/internal.h"
 #include "ops/kernels.h"
 
-/* Columns per block in the gamma/beta gradient: one block's accumulators stay
- * in registers or L1 while the rows stream past. */
-#define PARAM_GRAD_BLOCK 64
-
 /* Per-row statistics saved for backward. Kept in double rather than hl_real:
  * for a row like 1000 + noise, a float mean is off by up to half an ulp of
  * 1000 (3e-5), a visible shift of x̂ when the noise is small. */
 typedef struct {
     double mean, rstd;
 } row_stats;
+/* Backward reads the means and the rstds as two arrays of stride 2. */
+_Static_assert(sizeof(row_stats) == 2 * sizeof(double), "row_stats is two doubles");
 
 /* Fails unless p (gamma or beta) is NULL or a vector of n values. */
 static bool param_ok(hl_graph *g, hl_op op, const hl_tensor *p, const char *what,
@@ -104,35 +102,6 @@ hl_tensor *hl_add_layernorm(hl_graph *g, hl_tensor *a, hl_tensor *b, hl_tensor *
     return out;
 }
 
-/* dgamma += Σ_rows dy·x̂ and dbeta += Σ_rows dy (either may be NULL). Threads
- * split the columns, and each column is summed over the rows in order, so the
- * result does not depend on the thread count. */
-static void param_grads(const hl_real *x, const hl_real *dy, const row_stats *stats, size_t rows,
-                        int cols, hl_real *dgamma, hl_real *dbeta)
-{
-    const int blocks = (cols + PARAM_GRAD_BLOCK - 1) / PARAM_GRAD_BLOCK;
-#pragma omp parallel for if (rows * (size_t)cols >= HL_PARALLEL_MIN_WORK) schedule(static)
-    for (int b = 0; b < blocks; b++) {
-        const int j0 = b * PARAM_GRAD_BLOCK;
-        const int width = cols - j0 < PARAM_GRAD_BLOCK ? cols - j0 : PARAM_GRAD_BLOCK;
-        double acc_g[PARAM_GRAD_BLOCK] = {0}, acc_b[PARAM_GRAD_BLOCK] = {0};
-        for (size_t r = 0; r < rows; r++) {
-            const hl_real *xr = x + r * cols + j0, *dyr = dy + r * cols + j0;
-            const row_stats s = stats[r];
-            for (int j = 0; j < width; j++) {
-                acc_g[j] += (double)dyr[j] * (((double)xr[j] - s.mean) * s.rstd);
-                acc_b[j] += (double)dyr[j];
-            }
-        }
-        for (int j = 0; j < width; j++) {
-            if (dgamma)
-                dgamma[j0 + j] += (hl_real)acc_g[j];
-            if (dbeta)
-                dbeta[j0 + j] += (hl_real)acc_b[j];
-        }
-    }
-}
-
 /* dx (+)= rstd·(dŷ - mean(dŷ) - x̂·mean(dŷ·x̂)) for one row, with dŷ = dy·gamma. */
 static void row_grad(const hl_norm_kernels *k, const hl_real *x, const hl_real *dy,
                      const hl_real *gamma, row_stats s, int cols, hl_real *dx, bool overwrite)
@@ -152,7 +121,7 @@ void hl_layernorm_backward(hl_graph *g, hl_node *n)
     const int cols = x->shape[x->rank - 1];
     const size_t rows = x->numel / (size_t)cols;
     if (dgamma || dbeta)
-        param_grads(x->data, dy, stats, rows, cols, dgamma, dbeta);
+        hl_column_sums(dy, x->data, &stats->mean, &stats->rstd, 2, rows, cols, dbeta, dgamma);
     /* Fetched last: x may also be gamma or beta, whose sums are in by now. */
     bool overwrite;
     hl_real *dx = hl_op_grad_first(g, x, &overwrite);
@@ -176,7 +145,7 @@ void hl_add_layernorm_backward(hl_graph *g, hl_node *n)
     const size_t rows = sum->numel / (size_t)cols;
     hl_real *dgamma = dy ? hl_op_grad(g, gamma) : NULL, *dbeta = dy ? hl_op_grad(g, beta) : NULL;
     if (dgamma || dbeta)
-        param_grads(sum->data, dy, stats, rows, cols, dgamma, dbeta);
+        hl_column_sums(dy, sum->data, &stats->mean, &stats->rstd, 2, rows, cols, dbeta, dgamma);
     hl_residual_grads r;
     if (!hl_residual_grads_begin(g, n, &r))
         return;

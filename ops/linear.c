@@ -5,10 +5,6 @@
 #include "ops/internal.h"
 #include "ops/kernels.h"
 
-/* Columns summed per block in db: a thread's block of columns is read row by
- * row, contiguously, and each column is still summed in row order. */
-#define BIAS_BLOCK 64
-
 /* The output of op (linear or one with a GELU) for x, w and b after checking
  * their shapes, or the poisoned tensor. */
 static hl_tensor *linear_output(hl_graph *g, hl_op op, hl_tensor *x, hl_tensor *w, hl_tensor *b)
@@ -84,25 +80,6 @@ hl_tensor *hl_linear_gelu_tanh(hl_graph *g, hl_tensor *x, hl_tensor *w, hl_tenso
     return linear_gelu(g, HL_OP_LINEAR_GELU_TANH, x, w, b);
 }
 
-/* db[j] += Σ_r dy[r][j], each column summed in row order, in double. */
-static void bias_backward(const hl_real *dy, int rows, int N, hl_real *db)
-{
-    const int blocks = (N + BIAS_BLOCK - 1) / BIAS_BLOCK;
-#pragma omp parallel for if ((size_t)rows * N >= HL_PARALLEL_MIN_WORK) schedule(static)
-    for (int blk = 0; blk < blocks; blk++) {
-        const int j0 = blk * BIAS_BLOCK;
-        const int nb = N - j0 < BIAS_BLOCK ? N - j0 : BIAS_BLOCK;
-        double sum[BIAS_BLOCK] = {0};
-        for (int r = 0; r < rows; r++) {
-            const hl_real *row = dy + (size_t)r * N + j0;
-            for (int j = 0; j < nb; j++)
-                sum[j] += row[j];
-        }
-        for (int j = 0; j < nb; j++)
-            db[j0 + j] += (hl_real)sum[j];
-    }
-}
-
 /* The gradients of x, w and b from dy (rows,N), the gradient of x·wᵀ + b. */
 static void linear_grads(hl_graph *g, const hl_node *n, const hl_real *dy)
 {
@@ -118,7 +95,7 @@ static void linear_grads(hl_graph *g, const hl_node *n, const hl_real *dy)
         hl_gemm(true, false, N, K, rows, 1, dy, N, x->data, K, 1, dw, K);
     hl_real *db = hl_op_grad(g, b);
     if (db)
-        bias_backward(dy, rows, N, db);
+        hl_column_sums(dy, NULL, NULL, NULL, 0, (size_t)rows, N, db, NULL);
 }
 
 void hl_linear_backward(hl_graph *g, hl_node *n) { linear_grads(g, n, n->out->grad); }

@@ -6,10 +6,6 @@
 #include "ops/internal.h"
 #include "ops/kernels.h"
 
-/* Columns per block in gamma's gradient (as in ops/layernorm.c). */
-#define PARAM_GRAD_BLOCK 64
-
-
 /* RMSNorm of x, or of x + b into sum when b is given (hl_add_rmsnorm). gamma
  * is checked by the callers. */
 static hl_tensor *rmsnorm(hl_graph *g, hl_op op, hl_tensor *x, hl_tensor *b, hl_tensor *sum,
@@ -74,27 +70,6 @@ hl_tensor *hl_add_rmsnorm(hl_graph *g, hl_tensor *a, hl_tensor *b, hl_tensor *ga
     return out;
 }
 
-/* dgamma += Σ_rows dy·x̂, threads splitting the columns and each column summed
- * over the rows in order (independent of the thread count). */
-static void gamma_grad(const hl_real *x, const hl_real *dy, const double *rstd, size_t rows,
-                       int cols, hl_real *dgamma)
-{
-    const int blocks = (cols + PARAM_GRAD_BLOCK - 1) / PARAM_GRAD_BLOCK;
-#pragma omp parallel for if (rows * (size_t)cols >= HL_PARALLEL_MIN_WORK) schedule(static)
-    for (int b = 0; b < blocks; b++) {
-        const int j0 = b * PARAM_GRAD_BLOCK;
-        const int width = cols - j0 < PARAM_GRAD_BLOCK ? cols - j0 : PARAM_GRAD_BLOCK;
-        double acc[PARAM_GRAD_BLOCK] = {0};
-        for (size_t r = 0; r < rows; r++) {
-            const hl_real *xr = x + r * cols + j0, *dyr = dy + r * cols + j0;
-            for (int j = 0; j < width; j++)
-                acc[j] += (double)dyr[j] * ((double)xr[j] * rstd[r]);
-        }
-        for (int j = 0; j < width; j++)
-            dgamma[j0 + j] += (hl_real)acc[j];
-    }
-}
-
 /* dx (+)= rstd·(dŷ - x̂·mean(dŷ·x̂)) for one row, with dŷ = dy·gamma and
  * x̂ = x·rstd. */
 static void row_grad(const hl_norm_kernels *k, const hl_real *x, const hl_real *dy,
@@ -114,7 +89,7 @@ void hl_rmsnorm_backward(hl_graph *g, hl_node *n)
     const size_t rows = x->numel / (size_t)cols;
     hl_real *dgamma = hl_op_grad(g, gamma);
     if (dgamma)
-        gamma_grad(x->data, dy, rstd, rows, cols, dgamma);
+        hl_column_sums(dy, x->data, NULL, rstd, 1, rows, cols, NULL, dgamma);
     /* Fetched last: x may also be gamma, whose sum is in by now. */
     bool overwrite;
     hl_real *dx = hl_op_grad_first(g, x, &overwrite);
@@ -139,7 +114,7 @@ void hl_add_rmsnorm_backward(hl_graph *g, hl_node *n)
     const size_t rows = sum->numel / (size_t)cols;
     hl_real *dgamma = dy ? hl_op_grad(g, gamma) : NULL;
     if (dgamma)
-        gamma_grad(sum->data, dy, rstd, rows, cols, dgamma);
+        hl_column_sums(dy, sum->data, NULL, rstd, 1, rows, cols, NULL, dgamma);
     hl_residual_grads r;
     if (!hl_residual_grads_begin(g, n, &r))
         return;
