@@ -214,11 +214,8 @@ static void forward_tile(const attn_ctx *c, int bh, int t0, int nq, hl_real *o, 
     for (int i = 0; i < nq; i++) {
         /* A fully masked row has l = 0 and o still all zeros: as hl_softmax.
          * A row that met a NaN has l NaN: it divides, and stays NaN. */
-        if (l[i] != 0) {
-            const double inv = 1.0 / l[i];
-            for (int d = 0; d < D; d++)
-                o[i * ldo + d] = (hl_real)((double)o[i * ldo + d] * inv);
-        }
+        if (l[i] != 0)
+            hl_vmath_mul_double(o + i * ldo, 1.0 / l[i], o + i * ldo, (size_t)D);
         if (lse)
             lse[i] = l[i] != 0 ? (double)m[i] + log(l[i]) : -INFINITY;
     }
@@ -477,11 +474,9 @@ static void dscores_tile(const attn_ctx *c, const attn_grads *gr, int bh, int t0
     hl_tile_gemm(nq, nk, c->D, gr->d_o + out_at(c, bh, t0), c->ldo, 1, w->vt, TILE_K, false,
                  w->ds, TILE_K);
     for (int i = 0; i < nq; i++) {
-        const double delta = gr->delta[row + i];
-        const hl_real *pr = p + (size_t)i * ldp;
         hl_real *dr = w->ds + (size_t)i * TILE_K;
-        for (int j = 0; j < nk; j++)
-            dr[j] = c->scale * (hl_real)((double)pr[j] * ((double)dr[j] - delta));
+        hl_vmath_softmax_grad(p + (size_t)i * ldp, dr, gr->delta[row + i], c->scale, dr,
+                              (size_t)nk, true);
     }
 }
 

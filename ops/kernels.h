@@ -128,6 +128,16 @@ typedef void hl_tile_gemm_fn(int m, int n, int k, const hl_real *a, size_t a_row
       (x, cap, a, b, scale, hot, y, n, overwrite))                                               \
     /* y[i] += x[i]. */                                                                          \
     P(add, (const hl_real *x, hl_real *y, size_t n), (x, y, n))                                  \
+    /* y[i] = x[i]·s, the product in double, then rounded (y may be x): a                        \
+     * softmax row's normalisation by 1/Σ. */                                                    \
+    P(mul_double, (const hl_real *x, double s, hl_real *y, size_t n), (x, s, y, n))              \
+    /* Softmax's backward on a row of probabilities p: dx[i] (+)= scale·(p[i]·(dp[i]             \
+     * - dot)), the difference and product in double, rounded before scale (dx                   \
+     * may be dp; dot = Σ dp·p). */                                                              \
+    P(softmax_grad,                                                                              \
+      (const hl_real *p, const hl_real *dp, double dot, hl_real scale, hl_real *dx, size_t n,    \
+       bool overwrite),                                                                          \
+      (p, dp, dot, scale, dx, n, overwrite))                                                     \
     /* Column sums over rows r < rows (row stride ld), j < n, each in double over                \
      * the rows in order: sum_dy[j] += Σ dy and, when x is given, sum_dxhat[j] +=                \
      * Σ dy·((x - mean[r·step])·rstd[r·step]) (mean NULL: 0); a NULL sum is not                  \

@@ -16,9 +16,7 @@ void hl_softmax_row(const hl_real *x, hl_real *y, int n)
         return;
     }
     /* sum >= 1: the max term is exp(0). */
-    const double inv = 1.0 / hl_vmath_exp_sum(x, max, y, (size_t)n);
-    for (int j = 0; j < n; j++)
-        y[j] = (hl_real)((double)y[j] * inv);
+    hl_vmath_mul_double(y, 1.0 / hl_vmath_exp_sum(x, max, y, (size_t)n), y, (size_t)n);
 }
 
 hl_tensor *hl_softmax(hl_graph *g, hl_tensor *x)
@@ -56,9 +54,6 @@ void hl_softmax_backward(hl_graph *g, hl_node *n)
         double dot = 0;
         for (int j = 0; j < cols; j++)
             dot += (double)dyr[j] * (double)yr[j];
-        for (int j = 0; j < cols; j++) {
-            const hl_real d = (hl_real)((double)yr[j] * ((double)dyr[j] - dot));
-            dxr[j] = overwrite ? d : dxr[j] + d;
-        }
+        hl_vmath_softmax_grad(yr, dyr, dot, 1, dxr, (size_t)cols, overwrite);
     }
 }

@@ -345,6 +345,16 @@ static size_t compute_rows(hl_real *out, size_t cap)
         memcpy(out + used, x, n * sizeof *x);
         hl_vmath_add(dy, out + used, n);
         used += n;
+        /* Softmax's rows in double: the normalisation, and the backward with
+         * x as probabilities and dy as their gradient, stored and added. */
+        ck_assert(used + 3 * n <= cap);
+        hl_vmath_mul_double(x, 1.0 / 3, out + used, n);
+        used += n;
+        hl_vmath_softmax_grad(x, dy, 0.375, (hl_real)0.125, out + used, n, true);
+        used += n;
+        memcpy(out + used, dy, n * sizeof *dy);
+        hl_vmath_softmax_grad(dy, x, -2.5, 1, out + used, n, false);
+        used += n;
         /* Soft-capping, forward and through the cross-entropy gradient,
          * stored and added. */
         ck_assert(used + 3 * n <= cap);
