@@ -17,8 +17,10 @@ typedef struct {
     int cols;
 } shape;
 
-/* Rows, then columns past the widest block (1024) and past a vector. */
-static const shape shapes[] = {{1, 1}, {3, 17}, {37, 64}, {5, 300}, {9, 1100}, {2, 2100}};
+/* Rows, then columns past the widest block (1024) and past a vector; the
+ * last is work enough (44,000 values) for the sums to run on several threads. */
+static const shape shapes[] = {{1, 1},     {3, 17},   {37, 64},  {5, 300},
+                               {9, 1100}, {2, 2100}, {40, 1100}};
 
 static void fill(hl_real *x, size_t n, unsigned seed, double lo, double hi)
 {
