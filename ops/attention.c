@@ -32,9 +32,10 @@
  * of exponentials instead of two. Long contexts keep O(T) per head.
  *
  * The tile products are ops/kernels/tile_gemm.c's, read in place on the calling
- * thread; the key and value tiles are transposed into per-thread scratch so
- * q·kᵀ and dO·vᵀ read rows. Scratch, log-sum-exps, kept probabilities and D
- * live in the graph's arena. */
+ * thread; so that q·kᵀ and dO·vᵀ read rows, forward first transposes every
+ * head's keys, tile by tile (as many values as k), and backward each key
+ * tile's keys and values into per-thread scratch. Scratch, transposed keys,
+ * log-sum-exps, kept probabilities and D live in the graph's arena. */
 #include <math.h>
 #include <string.h>
 
@@ -146,6 +147,16 @@ static void transpose_tile(const hl_real *rows, int n, int D, hl_real *out)
     hl_kernels()->gemm_pack_transposed(n, n, D, 1, rows, (size_t)D, out, TILE_K);
 }
 
+/* Whether no mask hides or shifts any score of the tile (queries from t0,
+ * keys s0..s0+nk-1): no mask but causal, and every key at or before the
+ * tile's first query. */
+static bool tile_unmasked(const attn_ctx *c, int t0, int s0, int nk)
+{
+    const hl_attention_masks *m = &c->masks;
+    return !m->key_padding && !m->blocked && !m->additive && !m->doc_ids &&
+           (!m->causal || s0 + nk - 1 <= t0);
+}
+
 /* The masked, scaled scores of nq queries from t0 against the nk keys from s0
  * of head bh = b·H + h, whose transpose is kt, into s (row stride lds). */
 static void score_tile(const attn_ctx *c, int bh, int t0, int nq, int s0, int nk,
@@ -153,8 +164,41 @@ static void score_tile(const attn_ctx *c, int bh, int t0, int nq, int s0, int nk
 {
     hl_tile_gemm_scaled(nq, nk, c->D, c->q + ((size_t)bh * c->T + t0) * c->D, (size_t)c->D, 1,
                         kt, TILE_K, c->scale, s, lds);
+    if (tile_unmasked(c, t0, s0, nk))
+        return;
     for (int i = 0; i < nq; i++)
         mask_row(c, bh / c->H, t0 + i, s0, nk, s + (size_t)i * lds);
+}
+
+/* Key tiles a head has. */
+static int key_tiles(const attn_ctx *c) { return (c->S + TILE_K - 1) / TILE_K; }
+
+/* Key tile s0 of head bh transposed (D×TILE_K), for forward: from keys_t,
+ * where transpose_keys left it, or when keys_t is NULL transposed now into
+ * the thread's scratch (kt). */
+static const hl_real *forward_key_tile(const attn_ctx *c, const hl_real *keys_t, int bh, int s0,
+                                       int nk, hl_real *kt)
+{
+    if (keys_t)
+        return keys_t + ((size_t)bh * key_tiles(c) + (size_t)(s0 / TILE_K)) * c->D * TILE_K;
+    transpose_tile(c->k + ((size_t)bh * c->S + s0) * c->D, nk, c->D, kt);
+    return kt;
+}
+
+/* Every head's key tiles transposed into keys_t, shared out over the threads
+ * of the enclosing parallel region (a barrier at the end). Every query tile
+ * reads each key tile it sees transposed: done here once, not once per query
+ * tile (1,024 keys of one head: 16 times fewer transposes). With one query
+ * tile a head there is nothing to share, and forward transposes as it goes. */
+static void transpose_keys(const attn_ctx *c, hl_real *keys_t)
+{
+    const int k_tiles = key_tiles(c), tasks = c->B * c->H * k_tiles;
+#pragma omp for schedule(static)
+    for (int task = 0; task < tasks; task++) {
+        const int bh = task / k_tiles, s0 = task % k_tiles * TILE_K;
+        transpose_tile(c->k + ((size_t)bh * c->S + s0) * c->D, min_int(TILE_K, c->S - s0), c->D,
+                       keys_t + (size_t)task * c->D * TILE_K);
+    }
 }
 
 /* The keys a tile of queries t0..t0+nq-1 can see at all: causal masking hides
@@ -164,20 +208,23 @@ static int key_end(const attn_ctx *c, int t0, int nq)
     return c->masks.causal ? min_int(c->S, t0 + nq) : c->S;
 }
 
-/* The online-softmax step of one row: folds scores row[0..nk) into the
- * running max *m and sum *l, rescales the output row o accumulated so far,
- * and leaves exp(row - m) in row for the product with v. */
-static void online_softmax_row(hl_real *row, int nk, hl_real *m, double *l, hl_real *o, int D)
+/* The online-softmax step of one row, up to its exponentials: folds the
+ * scores row[0..nk) into the running max *m, rescales the running sum *l and
+ * the output row o accumulated so far, and returns the shift the row's
+ * exponentials take (hl_vmath_exp_sum_rows then leaves exp(row - shift) in
+ * row, for the product with v, and its sum for *l). */
+static hl_real online_softmax_shift(const hl_real *row, int nk, hl_real *m, double *l, hl_real *o,
+                                    int D)
 {
     /* A NaN score makes the running max NaN (and keeps it so), and from it
      * the sum, the rescaled output and the log-sum-exp: NaN reaches the
      * output, as through hl_softmax. */
     const hl_real tile_max = hl_vmath_max(row, (size_t)nk);
     const hl_real max = tile_max > *m || isnan(tile_max) ? tile_max : *m;
-    if (max == -INFINITY) { /* nothing visible yet: exp(-inf - -inf) would be NaN */
-        memset(row, 0, (size_t)nk * sizeof *row);
-        return;
-    }
+    /* Nothing visible yet: every score is -inf, and a shift of 0 makes its
+     * exponentials 0 where one of -inf would make them NaN. */
+    if (max == -INFINITY)
+        return 0;
     if (max != *m && *m != -INFINITY) {
         hl_real alpha = exp_shifted(*m, max);
         *l *= alpha;
@@ -185,13 +232,13 @@ static void online_softmax_row(hl_real *row, int nk, hl_real *m, double *l, hl_r
             o[d] *= alpha;
     }
     *m = max;
-    *l += hl_vmath_exp_sum(row, max, row, (size_t)nk);
+    return max;
 }
 
 /* Forward of one query tile of head bh: its output rows o (nq×D, c->ldo
  * apart, written whole) and, when lse is not NULL, their log-sum-exps. */
 static void forward_tile(const attn_ctx *c, int bh, int t0, int nq, hl_real *o, double *lse,
-                         const attn_scratch *w)
+                         const hl_real *keys_t, const attn_scratch *w)
 {
     hl_real m[TILE_Q];
     double l[TILE_Q];
@@ -205,10 +252,16 @@ static void forward_tile(const attn_ctx *c, int bh, int t0, int nq, hl_real *o, 
     for (int s0 = 0; s0 < end; s0 += TILE_K) {
         const int nk = min_int(TILE_K, c->S - s0);
         const size_t key_row = (size_t)bh * c->S + s0;
-        transpose_tile(c->k + key_row * D, nk, D, w->kt);
-        score_tile(c, bh, t0, nq, s0, nk, w->kt, w->s, TILE_K);
+        score_tile(c, bh, t0, nq, s0, nk, forward_key_tile(c, keys_t, bh, s0, nk, w->kt), w->s,
+                   TILE_K);
+        hl_real shift[TILE_Q];
+        double sum[TILE_Q];
         for (int i = 0; i < nq; i++)
-            online_softmax_row(w->s + (size_t)i * TILE_K, nk, &m[i], &l[i], o + i * ldo, D);
+            shift[i] = online_softmax_shift(w->s + (size_t)i * TILE_K, nk, &m[i], &l[i],
+                                            o + i * ldo, D);
+        hl_vmath_exp_sum_rows(w->s, TILE_K, nq, (size_t)nk, shift, sum);
+        for (int i = 0; i < nq; i++)
+            l[i] += sum[i];
         hl_tile_gemm(nq, D, nk, w->s, TILE_K, 1, c->v + key_row * D, (size_t)D, true, o, ldo);
     }
     for (int i = 0; i < nq; i++) {
@@ -226,15 +279,15 @@ static void forward_tile(const attn_ctx *c, int bh, int t0, int nq, hl_real *o, 
  * the output rows o = p·v (nq×D, c->ldo apart, written whole). Causal masking leaves the
  * key tiles past the queries' last one unwritten; backward never reads them. */
 static void forward_tile_whole(const attn_ctx *c, int bh, int t0, int nq, hl_real *o,
-                               hl_real *p, const attn_scratch *w)
+                               hl_real *p, const hl_real *keys_t, const attn_scratch *w)
 {
     const int D = c->D, end = key_end(c, t0, nq);
     const size_t S = (size_t)c->S;
     int cols = 0;
     for (int s0 = 0; s0 < end; s0 += TILE_K) {
         const int nk = min_int(TILE_K, c->S - s0);
-        transpose_tile(c->k + ((size_t)bh * S + s0) * D, nk, D, w->kt);
-        score_tile(c, bh, t0, nq, s0, nk, w->kt, p + s0, S);
+        score_tile(c, bh, t0, nq, s0, nk, forward_key_tile(c, keys_t, bh, s0, nk, w->kt), p + s0,
+                   S);
         cols = s0 + nk;
     }
     for (int i = 0; i < nq; i++)
@@ -285,24 +338,26 @@ static attn_scratch scratch_of(const attn_ctx *c, hl_real *base, bool prob_rows,
 }
 
 /* The forward of query tile `task` (head task / q_tiles) on the calling
- * thread. */
+ * thread, keys_t as transpose_keys leaves it (or NULL). */
 static void forward_task(const attn_ctx *c, int task, int q_tiles, hl_real *out, double *lse,
-                         hl_real *probs, const attn_scratch *w)
+                         hl_real *probs, const hl_real *keys_t, const attn_scratch *w)
 {
     const int bh = task / q_tiles, t0 = task % q_tiles * TILE_Q;
     const int nq = min_int(TILE_Q, c->T - t0);
     const size_t row = (size_t)bh * c->T + t0;
     if (c->whole_rows)
         forward_tile_whole(c, bh, t0, nq, out + out_at(c, bh, t0),
-                           probs ? probs + row * c->S : w->rows, w);
+                           probs ? probs + row * c->S : w->rows, keys_t, w);
     else
-        forward_tile(c, bh, t0, nq, out + out_at(c, bh, t0), lse ? lse + row : NULL, w);
+        forward_tile(c, bh, t0, nq, out + out_at(c, bh, t0), lse ? lse + row : NULL, keys_t, w);
 }
 
 /* The output and, as the path takes them, the log-sum-exps (online rows)
- * or the probabilities (whole rows) for backward; either may be NULL. */
+ * or the probabilities (whole rows) for backward; either may be NULL.
+ * keys_t has room for every head's transposed keys (key_tiles·D·TILE_K a
+ * head), or is NULL with one query tile a head. */
 static void attention_forward(const attn_ctx *c, hl_real *out, double *lse, hl_real *probs,
-                              hl_real *scratch)
+                              hl_real *keys_t, hl_real *scratch)
 {
     const int q_tiles = (c->T + TILE_Q - 1) / TILE_Q;
     const int tasks = c->B * c->H * q_tiles;
@@ -310,6 +365,8 @@ static void attention_forward(const attn_ctx *c, hl_real *out, double *lse, hl_r
 #pragma omp parallel if ((double)c->B * c->H * c->T * c->S * c->D >= HL_PARALLEL_MIN_WORK)
     {
         const attn_scratch w = scratch_of(c, scratch, prob_rows, false);
+        if (keys_t)
+            transpose_keys(c, keys_t);
         /* Without causal masking every tile costs the same: each thread
          * takes one contiguous run of them, so no two threads work on
          * neighbouring rows (at 2 threads 10% faster than handing tiles out
@@ -318,11 +375,11 @@ static void attention_forward(const attn_ctx *c, hl_real *out, double *lse, hl_r
         if (c->masks.causal) {
 #pragma omp for schedule(dynamic, 1)
             for (int task = 0; task < tasks; task++)
-                forward_task(c, task, q_tiles, out, lse, probs, &w);
+                forward_task(c, task, q_tiles, out, lse, probs, keys_t, &w);
         } else {
 #pragma omp for schedule(static)
             for (int task = 0; task < tasks; task++)
-                forward_task(c, task, q_tiles, out, lse, probs, &w);
+                forward_task(c, task, q_tiles, out, lse, probs, keys_t, &w);
         }
     }
 }
@@ -416,10 +473,13 @@ static hl_tensor *attention(hl_graph *g, hl_tensor *q, hl_tensor *k, hl_tensor *
         *saved = (attn_saved){c, lse, probs};
         n->saved = saved;
     }
+    hl_real *keys_t = c.T > TILE_Q ? hl_graph_alloc(g, (size_t)c.B * c.H * key_tiles(&c) * c.D *
+                                                           TILE_K * sizeof *keys_t)
+                                   : NULL;
     hl_real *scratch = scratch_alloc(g, &c, c.whole_rows && !probs, false);
-    if (!scratch)
+    if (!scratch || hl_graph_failed(g))
         return &g->poison; /* out of memory, recorded on the graph */
-    attention_forward(&c, out->data, lse, probs, scratch);
+    attention_forward(&c, out->data, lse, probs, keys_t, scratch);
     return out;
 }
 

@@ -80,6 +80,11 @@ typedef void hl_tile_gemm_fn(int m, int n, int k, const hl_real *a, size_t a_row
     F(max, hl_real, (const hl_real *x, size_t n), (x, n))                                        \
     /* y[i] = exp(x[i] - shift) (y may be NULL); returns Σ y[i] summed in double. */              \
     F(exp_sum, double, (const hl_real *x, hl_real shift, hl_real *y, size_t n), (x, shift, y, n)) \
+    /* exp_sum of each of a tile's rows, in place: row r (x + r·ldx, n values)                   \
+     * becomes exp(x - shift[r]) and sum[r] its sum, the bits of one exp_sum a row. */           \
+    P(exp_sum_rows,                                                                              \
+      (hl_real *x, size_t ldx, int rows, size_t n, const hl_real *shift, double *sum),           \
+      (x, ldx, rows, n, shift, sum))                                                             \
     /* y[i] = exp((x[i] - a) - b), each difference rounded to hl_real: the                      \
      * log-softmax (x - max) - log Σ of PyTorch, exponentiated. */                               \
     P(exp, (const hl_real *x, hl_real a, hl_real b, hl_real *y, size_t n), (x, a, b, y, n))      \

@@ -43,6 +43,19 @@
 /* Partial sums of every reduction, the same on every set. */
 #define HL_SUM_LANES 16
 
+/* The sum of HL_SUM_LANES partial sums, pairwise in a fixed tree (lane i
+ * plus lane i + w, w = 8, 4, 2, 1): the one order every set's reductions end
+ * in. hl_dsum_total below walks the same tree in registers. */
+static inline double hl_sum_lanes_total(const double lanes[HL_SUM_LANES])
+{
+    double t[HL_SUM_LANES];
+    memcpy(t, lanes, sizeof t);
+    for (int w = HL_SUM_LANES / 2; w >= 1; w /= 2)
+        for (int i = 0; i < w; i++)
+            t[i] += t[i + w];
+    return t[0];
+}
+
 #define HL_SIMD_INLINE static inline __attribute__((always_inline))
 
 #if defined(HL_SIMD_AVX512)
@@ -118,10 +131,14 @@ HL_SIMD_INLINE void hl_dsum_add(hl_dsum *s, int part, hl_vec v)
     s->d[0] = _mm512_add_pd(s->d[0], _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
     s->d[1] = _mm512_add_pd(s->d[1], _mm512_cvtps_pd(hi));
 }
-HL_SIMD_INLINE void hl_dsum_store(const hl_dsum *s, double lanes[HL_SUM_LANES])
+/* hl_sum_lanes_total's tree without a trip through memory: lanes 0-7 plus
+ * 8-15, then the halves of that, and so on. */
+HL_SIMD_INLINE double hl_dsum_total(const hl_dsum *s)
 {
-    _mm512_storeu_pd(lanes, s->d[0]);
-    _mm512_storeu_pd(lanes + 8, s->d[1]);
+    const __m512d t8 = _mm512_add_pd(s->d[0], s->d[1]);
+    const __m256d t4 = _mm256_add_pd(_mm512_castpd512_pd256(t8), _mm512_extractf64x4_pd(t8, 1));
+    const __m128d t2 = _mm_add_pd(_mm256_castpd256_pd128(t4), _mm256_extractf128_pd(t4, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(t2, _mm_unpackhi_pd(t2, t2)));
 }
 #endif
 /* The first n lanes (all when n ≥ HL_VL). */
@@ -220,10 +237,14 @@ HL_SIMD_INLINE void hl_dsum_add(hl_dsum *s, int part, hl_vec v)
     s->d[2 * part + 1] =
         _mm256_add_pd(s->d[2 * part + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
 }
-HL_SIMD_INLINE void hl_dsum_store(const hl_dsum *s, double lanes[HL_SUM_LANES])
+/* hl_sum_lanes_total's tree in registers: d[0..3] hold lanes 0-3, 4-7, 8-11
+ * and 12-15, so its first step is d[0] + d[2] and d[1] + d[3]. */
+HL_SIMD_INLINE double hl_dsum_total(const hl_dsum *s)
 {
-    for (int i = 0; i < 4; i++)
-        _mm256_storeu_pd(lanes + 4 * i, s->d[i]);
+    const __m256d t4 = _mm256_add_pd(_mm256_add_pd(s->d[0], s->d[2]),
+                                     _mm256_add_pd(s->d[1], s->d[3]));
+    const __m128d t2 = _mm_add_pd(_mm256_castpd256_pd128(t4), _mm256_extractf128_pd(t4, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(t2, _mm_unpackhi_pd(t2, t2)));
 }
 #endif
 
@@ -338,10 +359,7 @@ HL_SIMD_INLINE void hl_dsum_add(hl_dsum *s, int part, hl_vec v)
     for (int i = 0; i < HL_VL; i++)
         s->d[part * HL_VL + i] += (double)v[i];
 }
-HL_SIMD_INLINE void hl_dsum_store(const hl_dsum *s, double lanes[HL_SUM_LANES])
-{
-    memcpy(lanes, s->d, sizeof s->d);
-}
+HL_SIMD_INLINE double hl_dsum_total(const hl_dsum *s) { return hl_sum_lanes_total(s->d); }
 #endif
 
 #else

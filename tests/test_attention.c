@@ -388,10 +388,11 @@ START_TEST(test_attention_memory)
     const size_t rows = (size_t)c.B * c.H * c.T, scores = rows * c.S * sizeof(hl_real);
     ck_assert_int_eq(hl_graph_backward_from(g, y, qkv[0]->data), HL_OK);
     /* output and its gradient, a log-sum-exp and a D per row, a little more;
-     * in forward and in backward each thread's tiles: two of 64×64 scores and
-     * the transposed key and value tiles (D×64), whatever T and S; and the
-     * parts of dq summed apart, T×D each: one a thread, or at most 7 a head
-     * (a head's key tiles in at most 8 groups) */
+     * forward's transposed keys, as many as k (S a whole number of 64-key
+     * tiles here); in forward and in backward each thread's tiles: two of
+     * 64×64 scores and the transposed key and value tiles (D×64), whatever T
+     * and S; and the parts of dq summed apart, T×D each: one a thread, or at
+     * most 7 a head (a head's key tiles in at most 8 groups) */
     int threads = 1;
 #ifdef _OPENMP
     threads = omp_get_max_threads();
@@ -399,8 +400,8 @@ START_TEST(test_attention_memory)
     const size_t tiles = 2 * (size_t)threads * (2 * 64 * 64 + 2 * (size_t)c.D * 64);
     const size_t part = (size_t)c.T * c.D, heads = (size_t)c.B * c.H;
     const size_t dq_parts = threads * part > 7 * heads * part ? threads * part : 7 * heads * part;
-    const size_t bound = 2 * y->numel * sizeof(hl_real) + 2 * rows * sizeof(double) +
-                         (tiles + dq_parts) * sizeof(hl_real) + 4096;
+    const size_t bound = (2 * y->numel + qkv[1]->numel) * sizeof(hl_real) +
+                         2 * rows * sizeof(double) + (tiles + dq_parts) * sizeof(hl_real) + 4096;
     ck_assert_msg(g->arena.used <= bound, "arena %zu bytes, bound %zu (scores: %zu)",
                   g->arena.used, bound, scores);
     hl_graph *eval = hl_graph_new(0);
@@ -427,7 +428,8 @@ START_TEST(test_attention_whole_rows_eval_same)
     ck_assert(!hl_graph_failed(g) && !hl_graph_failed(eval));
     const size_t probs = (size_t)c.B * c.H * c.T * c.S * sizeof(hl_real);
     ck_assert_uint_ge(g->arena.used, probs);
-    /* each thread's tiles and one query tile's rows of probabilities: at 16
+    /* the transposed keys (each head's S rounded up to whole 64-key tiles),
+     * each thread's tiles and one query tile's rows of probabilities: at 16
      * threads more than this small case's whole probabilities, so the bound
      * counts threads rather than comparing with probs */
     size_t threads = 1;
@@ -435,7 +437,8 @@ START_TEST(test_attention_whole_rows_eval_same)
     threads = omp_get_max_threads();
 #endif
     const size_t per_thread = 2 * 64 * 64 + 2 * (size_t)c.D * 64 + 64 * (size_t)c.S;
-    const size_t bound = (y->numel + threads * per_thread) * sizeof(hl_real) + 4096;
+    const size_t keys_t = (size_t)c.B * c.H * ((c.S + 63) / 64 * 64) * c.D;
+    const size_t bound = (y->numel + keys_t + threads * per_thread) * sizeof(hl_real) + 4096;
     ck_assert_msg(eval->arena.used <= bound, "evaluation's arena %zu bytes, bound %zu at %zu "
                   "threads (probabilities: %zu)", eval->arena.used, bound, threads, probs);
     ck_assert(memcmp(y->data, y2->data, y->numel * sizeof *y->data) == 0);

@@ -355,6 +355,16 @@ static size_t compute_rows(hl_real *out, size_t cap)
         memcpy(out + used, dy, n * sizeof *dy);
         hl_vmath_softmax_grad(dy, x, -2.5, 1, out + used, n, false);
         used += n;
+        /* exp_sum of two rows at once (x and dy, a row stride past n), in
+         * place, with their sums. */
+        ck_assert(used + 2 * n + 3 <= cap);
+        memcpy(out + used, x, n * sizeof *x);
+        memcpy(out + used + n + 1, dy, n * sizeof *dy);
+        double row_sums[2];
+        hl_vmath_exp_sum_rows(out + used, n + 1, 2, n, (hl_real[]){2, (hl_real)-0.5}, row_sums);
+        out[used + n] = (hl_real)row_sums[0];
+        out[used + 2 * n + 1] = (hl_real)row_sums[1];
+        used += 2 * n + 2;
         /* Soft-capping, forward and through the cross-entropy gradient,
          * stored and added. */
         ck_assert(used + 3 * n <= cap);

@@ -182,6 +182,17 @@ START_TEST(test_vmath_rows)
         hl_vmath_exp(x, 1, 0, e, n);
         ck_assert(memcmp(e, y, n * sizeof *y) == 0);
         ck_assert(hl_vmath_exp_sum(x, 1, NULL, n) == sum);
+        /* The tile form: rows of x shifted by 1, and of y shifted by 0.5,
+         * in place, the bits of one exp_sum a row; what lies past a row's
+         * n values is not touched. */
+        hl_real tile[2][MAX + 1];
+        double sums[2];
+        memcpy(tile[0], x, sizeof tile[0]);
+        memcpy(tile[1], y, sizeof tile[1]);
+        hl_vmath_exp_sum_rows(tile[0], MAX + 1, 2, n, (hl_real[]){1, (hl_real)0.5}, sums);
+        ck_assert(sums[0] == sum && memcmp(tile[0], y, n * sizeof *y) == 0 && tile[0][n] == 100);
+        ck_assert(sums[1] == hl_vmath_exp_sum(y, (hl_real)0.5, e, n));
+        ck_assert(memcmp(tile[1], e, n * sizeof *e) == 0 && tile[1][n] == -7);
         /* A NaN anywhere in the row makes the max NaN, even among -inf. */
         for (size_t k = 0; k < n; k++) {
             const hl_real saved = x[k];

@@ -37,16 +37,4 @@ double HL_SIMD_FN(hl_fma_peak)(long iterations, double *flops);
 
 extern const hl_kernel_set HL_SIMD_FN(hl_kernel_set);
 
-/* The sum of HL_SUM_LANES partial sums, pairwise in a fixed tree: the one
- * order every set's reductions end in. */
-static inline double hl_sum_lanes_total(const double lanes[HL_SUM_LANES])
-{
-    double t[HL_SUM_LANES];
-    memcpy(t, lanes, sizeof t);
-    for (int w = HL_SUM_LANES / 2; w >= 1; w /= 2)
-        for (int i = 0; i < w; i++)
-            t[i] += t[i + w];
-    return t[0];
-}
-
 #endif

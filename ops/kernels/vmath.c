@@ -36,6 +36,13 @@ double HL_SIMD_FN(hl_vmath_exp_sum)(const hl_real *x, hl_real shift, hl_real *y,
     return hl_sum_lanes_total(lanes);
 }
 
+void HL_SIMD_FN(hl_vmath_exp_sum_rows)(hl_real *x, size_t ldx, int rows, size_t n,
+                                       const hl_real *shift, double *sum)
+{
+    for (int r = 0; r < rows; r++)
+        sum[r] = HL_SIMD_FN(hl_vmath_exp_sum)(x + (size_t)r * ldx, shift[r], x + (size_t)r * ldx, n);
+}
+
 void HL_SIMD_FN(hl_vmath_exp)(const hl_real *x, hl_real a, hl_real b, hl_real *y, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -277,7 +284,7 @@ hl_real HL_SIMD_FN(hl_vmath_max)(const hl_real *x, size_t n)
 }
 
 /* Element i goes to partial sum i mod HL_SUM_LANES, whatever the width. */
-double HL_SIMD_FN(hl_vmath_exp_sum)(const hl_real *x, hl_real shift, hl_real *y, size_t n)
+HL_SIMD_INLINE double exp_sum(const hl_real *x, hl_real shift, hl_real *y, size_t n)
 {
     const hl_vec s = hl_vset1(shift);
     hl_dsum sum = hl_dsum_zero();
@@ -299,9 +306,22 @@ double HL_SIMD_FN(hl_vmath_exp_sum)(const hl_real *x, hl_real shift, hl_real *y,
             hl_vstore_mask(y + i, e, m);
         hl_dsum_add(&sum, part, e);
     }
-    double lanes[HL_SUM_LANES];
-    hl_dsum_store(&sum, lanes);
-    return hl_sum_lanes_total(lanes);
+    return hl_dsum_total(&sum);
+}
+
+double HL_SIMD_FN(hl_vmath_exp_sum)(const hl_real *x, hl_real shift, hl_real *y, size_t n)
+{
+    return exp_sum(x, shift, y, n);
+}
+
+/* A score tile's rows are short (64 keys in the fused attention): one call
+ * for all of them saves a call, the constants' loads and the wait for each
+ * row's sum before the next row starts. */
+void HL_SIMD_FN(hl_vmath_exp_sum_rows)(hl_real *x, size_t ldx, int rows, size_t n,
+                                       const hl_real *shift, double *sum)
+{
+    for (int r = 0; r < rows; r++)
+        sum[r] = exp_sum(x + (size_t)r * ldx, shift[r], x + (size_t)r * ldx, n);
 }
 
 void HL_SIMD_FN(hl_vmath_exp)(const hl_real *x, hl_real a, hl_real b, hl_real *y, size_t n)
