@@ -39,8 +39,10 @@ double HL_SIMD_FN(hl_vmath_exp_sum)(const hl_real *x, hl_real shift, hl_real *y,
 void HL_SIMD_FN(hl_vmath_exp_sum_rows)(hl_real *x, size_t ldx, int rows, size_t n,
                                        const hl_real *shift, double *sum)
 {
-    for (int r = 0; r < rows; r++)
-        sum[r] = HL_SIMD_FN(hl_vmath_exp_sum)(x + (size_t)r * ldx, shift[r], x + (size_t)r * ldx, n);
+    for (int r = 0; r < rows; r++) {
+        hl_real *row = x + (size_t)r * ldx;
+        sum[r] = HL_SIMD_FN(hl_vmath_exp_sum)(row, shift[r], row, n);
+    }
 }
 
 void HL_SIMD_FN(hl_vmath_exp)(const hl_real *x, hl_real a, hl_real b, hl_real *y, size_t n)
