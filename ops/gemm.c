@@ -87,6 +87,23 @@ static const hl_gemm_kernel *choose_kernel(const hl_gemm_kernel *kernels, int M,
     return best;
 }
 
+/* Slivers of w columns of alpha·src, a kb×n block read along its rows (row
+ * stride lds): sliver s holds columns s·w.. as dst[k·w + j], columns past n
+ * zero. A few rows at a time across all slivers: rows lds apart can share one
+ * cache set, and a sliver uses only part of each line, so a sliver at a time
+ * loads each line from beyond L1 once per sliver it holds (perf, one thread:
+ * the weight gradient of a (384,1536) weight from 2,048 rows spent 12 % of its
+ * time packing, 85 % of that on this load; 5-7 % faster this way). */
+static void pack_rows(const gemm_shape *s, hl_real alpha, const hl_real *src, size_t lds, int kb,
+                      int n, int w, hl_real *dst)
+{
+    enum { ROWS = 8 };
+    for (int k = 0; k < kb; k += ROWS)
+        for (int j = 0; j < n; j += w)
+            s->pack(min_int(w, n - j), w, min_int(ROWS, kb - k), alpha, src + (size_t)k * lds + j,
+                    lds, dst + (size_t)j * kb + (size_t)k * w, w);
+}
+
 /* Slivers of alpha·op(A)[i0.., k0..] for an mb×kb block: sliver s holds rows
  * s·mr.. as dst[k·mr + r], rows past mb zero. */
 static void pack_a(const gemm_shape *s, const hl_real *A, int i0, int k0, int mb, int kb,
@@ -94,15 +111,7 @@ static void pack_a(const gemm_shape *s, const hl_real *A, int i0, int k0, int mb
 {
     const int mr = s->mr;
     if (s->trans_a) {
-        /* A few rows of A at a time across all slivers: rows lda apart can
-         * share one cache set, and a sliver uses only part of each line. */
-        enum { ROWS = 8 };
-        for (int k = 0; k < kb; k += ROWS) {
-            const hl_real *src = A + (size_t)(k0 + k) * s->lda + i0;
-            for (int i = 0; i < mb; i += mr)
-                s->pack(min_int(mr, mb - i), mr, min_int(ROWS, kb - k), s->alpha, src + i,
-                             s->lda, dst + (size_t)i * kb + (size_t)k * mr, mr);
-        }
+        pack_rows(s, s->alpha, A + (size_t)k0 * s->lda + i0, s->lda, kb, mb, mr, dst);
         return;
     }
     for (int i = 0; i < mb; i += mr, dst += (size_t)mr * kb)
@@ -116,14 +125,13 @@ static void pack_b(const gemm_shape *s, const hl_real *B, int k0, int j0, int kb
                    hl_real *dst)
 {
     const int nr = s->nr;
-    for (int j = 0; j < nb; j += nr, dst += (size_t)nr * kb) {
-        if (s->trans_b)
-            s->pack_transposed(min_int(nr, nb - j), nr, kb, 1,
-                                    B + (size_t)(j0 + j) * s->ldb + k0, s->ldb, dst, nr);
-        else
-            s->pack(min_int(nr, nb - j), nr, kb, 1, B + (size_t)k0 * s->ldb + j0 + j,
-                         s->ldb, dst, nr);
+    if (!s->trans_b) {
+        pack_rows(s, 1, B + (size_t)k0 * s->ldb + j0, s->ldb, kb, nb, nr, dst);
+        return;
     }
+    for (int j = 0; j < nb; j += nr, dst += (size_t)nr * kb)
+        s->pack_transposed(min_int(nr, nb - j), nr, kb, 1, B + (size_t)(j0 + j) * s->ldb + k0,
+                           s->ldb, dst, nr);
 }
 
 /* One tile of C, rows×cols of it real, starting from beta·C or, when bias is
