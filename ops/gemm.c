@@ -392,10 +392,19 @@ static void gemm_run(bool trans_a, bool trans_b, int M, int N, int K, hl_real al
      * multiple of 4 KiB apart (M = 1024, 2048, ...) maps every row of a
      * sliver to the same L1 sets: reread by many tiles (N > 128), it is
      * packed even when K is small (perf: its in-place kernel ran at 55-75%
-     * of the packed one's rate at M >= 1024, N >= 256, K = 64). */
-    const bool set_conflicts = (size_t)lda * sizeof(hl_real) % 4096 == 0;
-    const bool direct_a = (trans_a || kern->fn_rows) && alpha == 1 &&
-                          (N <= 128 || (K <= 64 && !(trans_a && set_conflicts)));
+     * of the packed one's rate at M >= 1024, N >= 256, K = 64). Rows exactly
+     * 4 or 8 KiB apart (1,024 or 2,048 keys of attention's probabilities)
+     * stall the in-place kernel at any N once K passes 64: batches of four
+     * (1024, N 32-128, K 1024) products, one thread, ran at 36-78 GFLOP/s in
+     * place and 68-98 packed on a Zen 4 core's avx512 kernels (avx2: 5 %
+     * slower to 12 % faster packed; portable: 10 % slower to 6 % faster),
+     * where with rows 12, 16 or 32 KiB apart in place was the faster by
+     * 2-37 %. Why those two strides, perf (cpu-clock only) does not say. */
+    const size_t row_bytes = (size_t)lda * sizeof(hl_real);
+    const bool set_conflicts = trans_a && row_bytes % 4096 == 0;
+    const bool stalls = trans_a && (row_bytes == 4096 || row_bytes == 8192) && K > 64;
+    const bool direct_a = (trans_a || kern->fn_rows) && alpha == 1 && !stalls &&
+                          (N <= 128 || (K <= 64 && !set_conflicts));
     const bool direct_b = !trans_b && (M <= MC || K <= 64);
     const gemm_shape s = {.trans_a = trans_a,
                           .trans_b = trans_b,

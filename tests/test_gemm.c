@@ -182,6 +182,51 @@ START_TEST(test_gemm_batched)
 }
 END_TEST
 
+/* A transposed A whose rows lie 4 KiB apart is packed once K passes 64, one
+ * whose rows lie a little further apart is read in place (ops/gemm.c): the
+ * two give the same bits, and the right sums, for a batch with partial
+ * tiles and, at K 450, two K slices. */
+START_TEST(test_gemm_packed_as_in_place)
+{
+    enum { BATCH = 2, M = 40, N = 48, PACKED_LD = 4096 / sizeof(hl_real) };
+    static const int ks[] = {100, 450};
+    for (int ik = 0; ik < 2; ik++) {
+        const int K = ks[ik];
+        gemm_case packed = {.ta = true, .M = M, .N = N, .K = K, .lda = PACKED_LD, .ldb = N,
+                            .ldc = N, .alpha = 1, .beta = 0.5};
+        gemm_case direct = packed;
+        direct.lda = PACKED_LD + 2;
+        const size_t na = (size_t)K * PACKED_LD, nd = (size_t)K * direct.lda;
+        const size_t nb = (size_t)K * N, nc = (size_t)M * N;
+        hl_real *A = random_values(na * BATCH, 100 + ik), *B = random_values(nb * BATCH, 110);
+        hl_real *C0 = random_values(nc * BATCH, 120), *Ad = malloc(nd * BATCH * sizeof *Ad);
+        hl_real *Cp = malloc(nc * BATCH * sizeof *Cp), *Cd = malloc(nc * BATCH * sizeof *Cd);
+        ck_assert(Ad && Cp && Cd);
+        for (int i = 0; i < BATCH; i++)
+            for (int k = 0; k < K; k++)
+                memcpy(Ad + i * nd + (size_t)k * direct.lda, A + i * na + (size_t)k * PACKED_LD,
+                       M * sizeof *A);
+        memcpy(Cp, C0, nc * BATCH * sizeof *Cp);
+        memcpy(Cd, C0, nc * BATCH * sizeof *Cd);
+        hl_gemm_batched(true, false, M, N, K, 1, A, PACKED_LD, B, N, (hl_real)0.5, Cp, N, BATCH,
+                        na, nb, nc);
+        hl_gemm_batched(true, false, M, N, K, 1, Ad, direct.lda, B, N, (hl_real)0.5, Cd, N,
+                        BATCH, nd, nb, nc);
+        for (int i = 0; i < BATCH; i++)
+            check_gemm("rows 4 KiB apart", &packed, A + i * na, B + i * nb, C0 + i * nc,
+                       Cp + i * nc);
+        ck_assert_msg(memcmp(Cp, Cd, nc * BATCH * sizeof *Cp) == 0,
+                      "K=%d: A packed and A read in place differ", K);
+        free(A);
+        free(B);
+        free(C0);
+        free(Ad);
+        free(Cp);
+        free(Cd);
+    }
+}
+END_TEST
+
 #ifdef _OPENMP
 /* C from a fresh copy of C0 with the given thread count. */
 static hl_real *gemm_with_threads(int threads, const gemm_case *t, int batch, const hl_real *A,
@@ -287,6 +332,7 @@ Suite *gemm_suite(void)
     tcase_add_test(tc, test_gemm_against_naive);
     tcase_add_test(tc, test_gemm_blocks);
     tcase_add_test(tc, test_gemm_batched);
+    tcase_add_test(tc, test_gemm_packed_as_in_place);
     tcase_add_test(tc, test_gemm_threads_bitwise);
     tcase_add_test(tc, test_gemm_upper);
     suite_add_tcase(s, tc);
