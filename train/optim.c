@@ -159,6 +159,24 @@ static hl_status plan_tensors(hl_optim *opt, const hl_optim_groups *gs, hl_optim
     return HL_OK;
 }
 
+/* Newton–Schulz's multiply-adds grow as r²·c for r rows by c columns, r the
+ * shorter side. */
+static double muon_cost(const matrix *x)
+{
+    const double r = x->rows < x->cols ? x->rows : x->cols, c = x->rows + x->cols - r;
+    return r * r * c;
+}
+
+/* The costliest matrix first, then by place in the parameters. */
+static int by_cost(const void *pa, const void *pb)
+{
+    const matrix *a = pa, *b = pb;
+    const double ca = muon_cost(a), cb = muon_cost(b);
+    if (ca != cb)
+        return ca > cb ? -1 : 1;
+    return a->at < b->at ? -1 : a->at > b->at;
+}
+
 #ifdef _OPENMP
 /* The work areas a team of `threads` gets: one each when they fit in
  * MUON_TEAM_WORK_BYTES together, else one. */
@@ -194,7 +212,14 @@ static hl_status plan_new(hl_optim *opt, const hl_optim_groups *gs, hl_error *er
                       : NULL;
     if (!plan->segments || !plan->matrices || (work && !plan->work))
         return hl_error_set(err, HL_ERR_NOMEM, "optim: out of memory for the optimizer state");
-    return plan_tensors(opt, gs, plan, &work, err);
+    if (plan_tensors(opt, gs, plan, &work, err) != HL_OK)
+        return err->status;
+    /* A team hands out matrices in this order as its threads come free:
+     * largest first, the last ones to start are the smallest, and the threads
+     * finish closer together than in the model's order, whose last matrices
+     * are a layer's MLP, its largest. */
+    qsort(plan->matrices, plan->n_matrices, sizeof *plan->matrices, by_cost);
+    return HL_OK;
 }
 
 static void plan_free(hl_optim_plan *plan)
