@@ -64,7 +64,8 @@ static void print_header(const char *section)
                : !strcmp(section, "muon")
                    ? "Muon  one matrix (rows,cols) orthogonalised as the optimizer does each "
                      "step; PyTorch: the same iteration\nwritten with torch.mm (modded-nanogpt's "
-                     "zeropower_via_newtonschulz5 in float32)"
+                     "zeropower_via_newtonschulz5 in float32; the CSV's GFLOP/s count "
+                     "its flops)"
                : "Toy training step (the toy task: B=32, T=32, 2 layers x 4 heads, d 64; AdamW)",
                !strcmp(section, "mha")    ? "B,T,E,H"
                : !strcmp(section, "muon") ? "matrix"
