@@ -1,5 +1,5 @@
 #!/bin/sh
-# make install into a temporary prefix; README.md's library example (the C
+# make install into a temporary prefix; docs/library.md's library example (the C
 # block after "tests/install.sh builds it") built against it with
 # `pkg-config --cflags --libs headlab` alone and run: its loss must fall; then
 # make uninstall must leave no file behind. Run by `make test`.
@@ -24,15 +24,15 @@ mkdir "$prefix/example"
 awk '/tests\/install\.sh`? builds it/ { armed = 1 }
      armed && /^```c$/ { inside = 1; next }
      inside && /^```$/ { exit }
-     inside' README.md >"$prefix/example/example.c"
-[ -s "$prefix/example/example.c" ] || fail "no library example in README.md"
+     inside' docs/library.md >"$prefix/example/example.c"
+[ -s "$prefix/example/example.c" ] || fail "no library example in docs/library.md"
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 # shellcheck disable=SC2046
 ${CC:-cc} -std=c11 -Wall -Wextra -Werror "$prefix/example/example.c" \
     $(pkg-config --cflags --libs headlab) -o "$prefix/example/example" ||
-    fail "README.md's example does not build against the installed library"
+    fail "docs/library.md's example does not build against the installed library"
 LD_LIBRARY_PATH="$prefix/lib" "$prefix/example/example" >"$prefix/example/out.txt" ||
-    fail "README.md's example failed"
+    fail "docs/library.md's example failed"
 cat "$prefix/example/out.txt"
 awk '{ loss[NR] = $NF } END { exit !(NR >= 2 && loss[NR] < loss[1] / 10) }' \
     "$prefix/example/out.txt" || fail "the example's loss did not fall tenfold"
@@ -44,4 +44,4 @@ make --no-print-directory uninstall PREFIX="$prefix" >"$prefix/make.log" 2>&1 ||
 left=$(find "$prefix" -path "$prefix/example" -prune -o -type f ! -name make.log -print \
        -o -type l -print)
 [ -z "$left" ] || fail "make uninstall left: $left"
-echo "install test: make install, pkg-config build of README's example, make uninstall: ok"
+echo "install test: make install, pkg-config build of docs/library.md's example, make uninstall: ok"
