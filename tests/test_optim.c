@@ -756,6 +756,15 @@ START_TEST(test_schedule_wsd)
     ck_assert(hl_lr_scale(&s, 200) == 0 && hl_lr_scale(&s, 500) == 0);
     for (int k = 10; k < 300; k++)
         ck_assert(fabs(hl_lr_scale(&s, k) - fmax(0, fmin(1, (200.0 - k) / 40))) < 1e-12);
+    /* A run so short that the decay starts inside the warm-up: the ramp caps
+     * the decay, min((k + 1) / 20, (30 - k) / 15), and the last step's rate
+     * is 1/15 of the peak, not the ramp's. */
+    const hl_lr_schedule short_run = {.warmup_steps = 20, .total_steps = 30, .decay_frac = 0.5};
+    for (int k = 0; k < 30; k++)
+        ck_assert_msg(fabs(hl_lr_scale(&short_run, k) -
+                           fmin((k + 1) / 20.0, fmin(1, (30.0 - k) / 15))) < 1e-12,
+                      "step %d: %g", k, hl_lr_scale(&short_run, k));
+    ck_assert(fabs(hl_lr_scale(&short_run, 19) - 11 / 15.0) < 1e-12);
 }
 END_TEST
 

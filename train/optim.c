@@ -436,20 +436,31 @@ void hl_optim_step_scaled(hl_optim *opt, double lr_scale, double grad_scale)
 
 void hl_optim_step(hl_optim *opt, double lr_scale) { hl_optim_step_scaled(opt, lr_scale, 1); }
 
-double hl_lr_scale(const hl_lr_schedule *s, int64_t k)
+/* The schedule's multiplier for step k, before the warm-up ramp. */
+static double decay_scale(const hl_lr_schedule *s, int64_t k)
 {
-    if (s->warmup_steps > 0 && k < s->warmup_steps)
-        return (double)(k + 1) / (double)s->warmup_steps;
     if (s->decay_frac > 0) {
         const double left = (double)(s->total_steps - k) / (s->decay_frac * (double)s->total_steps);
         return left >= 1 ? 1 : left > 0 ? left : 0;
     }
-    if (!s->cosine || s->total_steps <= s->warmup_steps)
+    if (!s->cosine || s->total_steps <= s->warmup_steps || k <= s->warmup_steps)
         return 1.0;
     double progress = (double)(k - s->warmup_steps) / (double)(s->total_steps - s->warmup_steps);
     if (progress > 1)
         progress = 1;
     return s->min_scale + (1 - s->min_scale) * 0.5 * (1 + cos(3.14159265358979323846 * progress));
+}
+
+/* The ramp caps the schedule rather than replacing it: in a run so short
+ * that WSD's decay starts inside the warm-up, the rate still falls to 0. */
+double hl_lr_scale(const hl_lr_schedule *s, int64_t k)
+{
+    const double scale = decay_scale(s, k);
+    if (s->warmup_steps > 0 && k < s->warmup_steps) {
+        const double ramp = (double)(k + 1) / (double)s->warmup_steps;
+        return ramp < scale ? ramp : scale;
+    }
+    return scale;
 }
 
 /* The squared norm in GRAD_NORM_CHUNKS fixed chunks, each summed in element

@@ -107,8 +107,9 @@ void hl_optim_step_scaled(hl_optim *opt, double lr_scale, double grad_scale);
 /* Linear warm-up over warmup_steps, then constant or cosine decay to
  * min_scale at total_steps, or warm-up, stable, decay (WSD): constant, then
  * linear decay to 0 over the final decay_frac of total_steps, the multiplier
- * min(1, (total_steps − k) / (decay_frac·total_steps)). Returns the
- * multiplier for step k (0-based). */
+ * min(1, (total_steps − k) / (decay_frac·total_steps)). During warm-up the
+ * multiplier is the smaller of the ramp (k + 1) / warmup_steps and WSD's.
+ * Returns the multiplier for step k (0-based). */
 typedef struct hl_lr_schedule {
     int64_t warmup_steps;
     int64_t total_steps;
