@@ -56,6 +56,8 @@ typedef struct {
     bool no_mlp, no_layernorm, no_report, tie, smear, parallel, no_bias, no_head_bias, zero_init;
     bool ctx_given, muon_lr_given, decay_frac_given;
     bool model_given, rope_base_given, mlp_given, norm_given; /* flags the user wrote */
+    bool d_model_given, heads_given, layers_given, dropout_given;
+    bool optim_given, lr_given, warmup_given, schedule_given, clip_given;
     bool qk_norm, doc_windows; /* the training recipe's options */
     double softcap;
 } options;
@@ -105,18 +107,98 @@ static void print_preset(const options *o)
            o->optim, o->muon_lr, o->lr, o->warmup, o->schedule, o->decay_frac);
 }
 
+/* The optimizer and schedule flags of a run, as its checkpoints keep them
+ * (their "training" metadata), so that --resume continues with them. */
+static void format_training(const options *o, char *out, size_t size)
+{
+    snprintf(out, size, "--optim %s --lr %.17g --muon-lr %.17g --warmup %d --schedule %s "
+             "--decay-frac %.17g --clip %.17g", o->optim, o->lr, o->muon_lr, o->warmup,
+             o->schedule, o->decay_frac, o->clip);
+}
+
+/* The name among names[0..n) equal to text, NULL if none: a string that
+ * outlives the buffer text lies in. */
+static const char *known_name(const char *text, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(text, names[i]))
+            return names[i];
+    return NULL;
+}
+
+/* --resume: the checkpoint's optimizer and schedule flags, each unless given
+ * now. A checkpoint written before they were kept has none, and the flags
+ * decide as they always did. Exits 2 on a checkpoint that cannot be read or
+ * whose flags do not parse. */
+static void resume_training(options *o)
+{
+    hl_safetensors *f = NULL;
+    hl_error err = {0};
+    if (hl_safetensors_read(o->resume, &f, &err) != HL_OK)
+        hl_cli_bad_input("charlm", "%s", err.message);
+    const char *saved = hl_safetensors_metadata(f, "training");
+    if (!saved) {
+        hl_safetensors_free(f);
+        return;
+    }
+    enum { MAX_ARGS = 16 };
+    char text[512], *args[MAX_ARGS + 1] = {"charlm"};
+    int n = 1;
+    bool fits = strlen(saved) < sizeof text;
+    if (fits) {
+        strcpy(text, saved);
+        char *save = NULL;
+        for (char *a = strtok_r(text, " ", &save); a && fits; a = strtok_r(NULL, " ", &save))
+            if ((fits = n <= MAX_ARGS))
+                args[n++] = a;
+    }
+    options t = *o;
+    const hl_opt opts[] = {
+        HL_OPTION_TEXT("optim", &t.optim, "NAME", ""),
+        HL_OPTION_REAL("lr", &t.lr, 0, 10, "X", ""),
+        HL_OPTION_REAL("muon-lr", &t.muon_lr, 0, 10, "X", ""),
+        HL_OPTION_INT("warmup", &t.warmup, 0, 1e8, "N", ""),
+        HL_OPTION_TEXT("schedule", &t.schedule, "NAME", ""),
+        HL_OPTION_REAL("decay-frac", &t.decay_frac, 1e-6, 1, "F", ""),
+        HL_OPTION_REAL("clip", &t.clip, 0, 1e9, "X", ""),
+        {0},
+    };
+    static const char *const optims[] = {"adamw", "muon"};
+    static const char *const schedules[] = {"cosine", "constant", "wsd"};
+    if (fits && hl_cli_parse("charlm", opts, 1, n, args, stderr) == HL_CLI_OK) {
+        t.optim = known_name(t.optim, optims, 2);
+        t.schedule = known_name(t.schedule, schedules, 3);
+    }
+    if (!fits || !t.optim || !t.schedule) {
+        hl_cli_bad_input("charlm", "%s: its training flags (\"training\" metadata) are not "
+                         "charlm's: %.200s", o->resume, saved);
+    }
+    hl_safetensors_free(f);
+    if (!o->optim_given)
+        o->optim = t.optim;
+    if (!o->lr_given)
+        o->lr = t.lr;
+    if (!o->muon_lr_given)
+        o->muon_lr = t.muon_lr;
+    if (!o->warmup_given)
+        o->warmup = t.warmup;
+    if (!o->schedule_given)
+        o->schedule = t.schedule;
+    if (!o->decay_frac_given)
+        o->decay_frac = t.decay_frac;
+    if (!o->clip_given)
+        o->clip = t.clip;
+}
+
 static options parse_options(int argc, char **argv)
 {
-    options o = {.out = "out/charlm", .prompt = "\n", .steps = 2000, .batch = 16, .ctx = 64,
-                 .d_model = 128, .heads = 4, .layers = 4, .eval_every = 200, .sample = 400,
-                 .lr = 1e-3, .temperature = 0.8, .clip = 1.0, .warmup = 100,
-                 .schedule = "cosine", .pos_init = "normal", .emb_std = 0.02,
-                 .pos = "learned", .norm = "layernorm", .mlp = "gelu", .rope_base = 10000,
-                 .optim = "adamw", .muon_lr = 0.02, .decay_frac = 0.2};
-    /* A preset first, whatever its place: the other flags override it. */
-    for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], "--preset") && !apply_preset(&o, argv[i + 1]))
-            hl_cli_bad_input("charlm", "unknown --preset %s (speedrun)", argv[i + 1]);
+    const options defaults = {
+        .out = "out/charlm", .prompt = "\n", .steps = 2000, .batch = 16, .ctx = 64,
+        .d_model = 128, .heads = 4, .layers = 4, .eval_every = 200, .sample = 400, .lr = 1e-3,
+        .temperature = 0.8, .clip = 1.0, .warmup = 100, .schedule = "cosine",
+        .pos_init = "normal", .emb_std = 0.02, .pos = "learned", .norm = "layernorm",
+        .mlp = "gelu", .rope_base = 10000, .optim = "adamw", .muon_lr = 0.02, .decay_frac = 0.2};
+    options o = defaults;
     const hl_opt opts[] = {
         HL_OPTION_TEXT("data", &o.data, "FILE",
                        "training text (any bytes; the first 90% trains, the last 10% validates)"),
@@ -134,7 +216,8 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_TEXT("out", &o.out, "DIR", "where train.csv and checkpoint.safetensors go"),
         HL_OPTION_TEXT("resume", &o.resume, "CKPT",
                        "continue a run from its checkpoint (the model config comes from the "
-                       "checkpoint; --steps is the new total)"),
+                       "checkpoint, and so do --optim, --lr, --muon-lr, --warmup, --schedule, "
+                       "--decay-frac and --clip unless given; --steps is the new total)"),
         HL_OPTION_TEXT("preset", &o.preset, "NAME",
                        "speedrun: the recipe of today's small-GPT speedruns (rope, rmsnorm, "
                        "--qk-norm, --mlp relu2, --zero-init, --softcap 30, --optim muon, "
@@ -148,9 +231,11 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_INT("steps", &o.steps, 0, 1e8, "N", "training steps"),
         HL_OPTION_INT("batch", &o.batch, 1, 4096, "N", "sequences per step"),
         HL_OPTION_INT("ctx", &o.ctx, 2, 4096, "N", "context length", .given = &o.ctx_given),
-        HL_OPTION_INT("d-model", &o.d_model, 1, 8192, "N", "width"),
-        HL_OPTION_INT("heads", &o.heads, 1, 256, "N", "attention heads"),
-        HL_OPTION_INT("layers", &o.layers, 1, HL_GPT_MAX_LAYERS, "N", "blocks"),
+        HL_OPTION_INT("d-model", &o.d_model, 1, 8192, "N", "width", .given = &o.d_model_given),
+        HL_OPTION_INT("heads", &o.heads, 1, 256, "N", "attention heads",
+                      .given = &o.heads_given),
+        HL_OPTION_INT("layers", &o.layers, 1, HL_GPT_MAX_LAYERS, "N", "blocks",
+                      .given = &o.layers_given),
         HL_OPTION_TEXT("pos", &o.pos, "NAME",
                        "positions: learned, sinusoidal (fixed, of RMS --emb-std), rope "
                        "(rotary, rotate-half, on q and k) or none",
@@ -203,21 +288,27 @@ static options parse_options(int argc, char **argv)
                        "weight (unless tied) at zero"),
         HL_OPTION_TEXT("optim", &o.optim, "NAME",
                        "adamw or muon: Muon on the hidden matrices (attention q, k, v, out_proj, "
-                       "MLP fc, proj), AdamW on the rest"),
-        HL_OPTION_REAL("lr", &o.lr, 0, 10, "X", "peak learning rate of AdamW"),
+                       "MLP fc, proj), AdamW on the rest",
+                       .given = &o.optim_given),
+        HL_OPTION_REAL("lr", &o.lr, 0, 10, "X", "peak learning rate of AdamW",
+                       .given = &o.lr_given),
         HL_OPTION_REAL("muon-lr", &o.muon_lr, 0, 10, "X", "peak learning rate of Muon's group",
                        .given = &o.muon_lr_given),
         HL_OPTION_REAL("dropout", &o.dropout, 0, 0.99, "X",
-                       "dropout on the embeddings and on the outputs of attention and the MLP"),
-        HL_OPTION_INT("warmup", &o.warmup, 0, 1e8, "N", "steps of linear warm-up"),
+                       "dropout on the embeddings and on the outputs of attention and the MLP",
+                       .given = &o.dropout_given),
+        HL_OPTION_INT("warmup", &o.warmup, 0, 1e8, "N", "steps of linear warm-up",
+                      .given = &o.warmup_given),
         HL_OPTION_TEXT("schedule", &o.schedule, "NAME",
                        "after warm-up: cosine (down to 0.1 of the peak at the last step), "
                        "constant, or wsd (constant, then linear decay to 0 over the last "
-                       "--decay-frac of the steps)"),
+                       "--decay-frac of the steps)",
+                       .given = &o.schedule_given),
         HL_OPTION_REAL("decay-frac", &o.decay_frac, 1e-6, 1, "F",
                        "the decay's share of the steps with --schedule wsd",
                        .given = &o.decay_frac_given),
-        HL_OPTION_REAL("clip", &o.clip, 0, 1e9, "X", "gradient-norm clip, 0 = off"),
+        HL_OPTION_REAL("clip", &o.clip, 0, 1e9, "X", "gradient-norm clip, 0 = off",
+                       .given = &o.clip_given),
         HL_OPTION_REAL("copy-windows", &o.copy_windows, 0, 1, "F",
                        "a training-data intervention: in this fraction of the training windows "
                        "a span of the window recurs later in it (copied over what followed); "
@@ -241,6 +332,16 @@ static options parse_options(int argc, char **argv)
         {0},
     };
     hl_cli_parse_or_exit("charlm", &usage, opts, argc, argv);
+    /* A preset sets defaults that the other flags override, wherever they
+     * stand and however the preset is written (--preset=NAME, --pre NAME):
+     * the first parse finds it, the second reads every flag over its values. */
+    if (o.preset) {
+        const char *preset = o.preset;
+        o = defaults;
+        if (!apply_preset(&o, preset))
+            hl_cli_bad_input("charlm", "unknown --preset %s (speedrun)", preset);
+        hl_cli_parse_or_exit("charlm", &usage, opts, argc, argv);
+    }
     if (o.preset && (o.resume || o.init_from))
         hl_cli_bad_input("charlm", "--preset with %s: the model and its training come from %s",
                          o.resume ? "--resume" : "--init-from",
@@ -411,6 +512,7 @@ typedef struct {
     hl_thread_tuner tuner;  /* each step's thread count, unless the user fixed it */
     FILE *log;
     char config[512];
+    char training[512]; /* the optimizer and schedule flags (format_training) */
     hl_probe probe;         /* random letters or words repeated once: the detectors */
     FILE *heads_log;        /* heads.csv */
     hl_eval_set *text_set;  /* validation windows: the detectors on the text itself */
@@ -470,8 +572,9 @@ static hl_status save_checkpoint(run *r, int64_t step, hl_error *err)
     char *vocab = hl_gpt_meta_format_vocab(r->vocab, &failed);
     if (failed)
         return hl_error_set(err, HL_ERR_NOMEM, "checkpoint: out of memory");
-    hl_checkpoint_meta meta[4] = {{"config", r->config}, {"task", "charlm"}};
-    int n_meta = 2;
+    hl_checkpoint_meta meta[5] = {{"config", r->config}, {"task", "charlm"},
+                                  {"training", r->training}};
+    int n_meta = 3;
     if (r->files[0])
         meta[n_meta++] = (hl_checkpoint_meta){"tokens", r->tokens_meta};
     if (vocab)
@@ -943,6 +1046,22 @@ static void check_text_fits(const run *r)
     }
 }
 
+/* --resume and --init-from take the model's size from the file: --d-model,
+ * --heads, --layers or --dropout given too must agree with it (exit 2). */
+static void check_model_size(const options *o, const hl_gpt_config *cfg)
+{
+    const char *flag = o->d_model_given && o->d_model != cfg->d_model ? "--d-model"
+                       : o->heads_given && o->heads != cfg->n_heads   ? "--heads"
+                       : o->layers_given && o->layers != cfg->n_layers ? "--layers"
+                       : o->dropout_given && o->dropout != cfg->dropout ? "--dropout"
+                                                                         : NULL;
+    if ((o->resume || o->init_from) && flag)
+        hl_cli_bad_input("charlm", "%s with %s: the model of %s has d_model %d, %d heads, %d "
+                         "layers and dropout %g", flag, o->resume ? "--resume" : "--init-from",
+                         o->resume ? o->resume : o->init_from, cfg->d_model, cfg->n_heads,
+                         cfg->n_layers, cfg->dropout);
+}
+
 /* A new model for the vocabulary, or the checkpoint's model and vocabulary. */
 static hl_gpt *build_model(const options *o, hl_vocab **vocab, hl_error *err)
 {
@@ -1143,6 +1262,7 @@ static void setup(run *r, const options *o)
     }
     if (o->resume || o->init_from)
         load(r);
+    check_model_size(o, &r->m->cfg);
     if (o->resume && o->tokens)
         check_same_tokens(r);
     /* A pretrained model may train on windows shorter than its positions. */
@@ -1157,6 +1277,7 @@ static void setup(run *r, const options *o)
                              "window of ctx+1 = %d tokens", r->copy_span, r->T + 1);
     }
     hl_gpt_config_format(&r->m->cfg, r->config, sizeof r->config);
+    format_training(o, r->training, sizeof r->training);
     check_ranks_agree(r);
     if (r->lead && hl_fs_make_dirs(o->out)) {
         fprintf(stderr, "charlm: cannot create %s: %s\n", o->out, strerror(errno));
@@ -1284,6 +1405,8 @@ int main(int argc, char **argv)
     hl_dist_init(&argc, &argv);
     hl_cli_init();
     options o = parse_options(argc, argv);
+    if (o.resume)
+        resume_training(&o);
     const int tuner_threads = hl_cli_set_threads(o.threads);
     run r;
     setup(&r, &o);

@@ -499,6 +499,39 @@ START_TEST(test_charlm_preset)
 }
 END_TEST
 
+/* --preset=NAME is the preset as --preset NAME is; a resumed run continues
+ * with the checkpoint's optimizer and schedule without their flags, a flag
+ * given overriding one; a model-size flag the checkpoint disagrees with is
+ * refused, one it agrees with accepted. */
+START_TEST(test_charlm_resume_keeps_training)
+{
+    make_temp_dir();
+    char path[256], command[1024], out[8192];
+    write_verse_text(path, sizeof path);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s --ctx 16 --d-model 32 --heads 2 --layers 2 "
+             "--batch 8 --eval-every 10 --steps 10 --warmup 4 --preset=speedrun --out %s/lm "
+             "--sample 0 --no-report", path, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "optimizer: Muon (lr 0.01,"), "%s", out);
+    const char *resume = HL_BUILD_DIR "/charlm --data %s --steps 20 --eval-every 10 --out %s/%s "
+                         "--sample 0 --no-report --resume %s/lm/checkpoint.safetensors %s";
+    snprintf(command, sizeof command, resume, path, temp_dir, "a", temp_dir, "--heads 2");
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "resumed from") && strstr(out, "optimizer: Muon (lr 0.01,") &&
+                      strstr(out, "AdamW (lr 0.01, weight decay 0.01) on the rest") &&
+                      strstr(out, "schedule: 4 warm-up steps, then wsd (linear decay to 0 "
+                                  "over the last 0.5 of the steps)"),
+                  "%s", out);
+    snprintf(command, sizeof command, resume, path, temp_dir, "b", temp_dir, "--lr 0.002");
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "AdamW (lr 0.002,") && strstr(out, "then wsd"), "%s", out);
+    snprintf(command, sizeof command, resume, path, temp_dir, "c", temp_dir, "--d-model 64");
+    expect_failure(command, 2, "--d-model with --resume: the model of");
+    remove_temp_dir();
+}
+END_TEST
+
 /* charlm with --tokenizer bpe: the model file keeps the merges, a resumed run
  * reads them from the checkpoint, and heads labels its maps with BPE pieces. */
 START_TEST(test_charlm_bpe)
@@ -801,6 +834,7 @@ Suite *examples_suite(void)
     tcase_add_test(tc, test_charlm_words);
     tcase_add_test(tc, test_charlm_modern);
     tcase_add_test(tc, test_charlm_preset);
+    tcase_add_test(tc, test_charlm_resume_keeps_training);
     tcase_add_test(tc, test_charlm_bpe);
     tcase_add_test(tc, test_induction_script);
     tcase_add_test(tc, test_charlm_bad_input);
