@@ -313,29 +313,96 @@ END_TEST
     "\"model\": {\"type\": \"BPE\", \"vocab\": " vocab ", \"merges\": " merges "}"
 #define BYTE_LEVEL "\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}"
 
+/* n bytes of text (NUL bytes too) as dir/name. */
+static void write_file(const char *dir, const char *name, const char *text, size_t n)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(text, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Loading dir gives HL_ERR_FORMAT naming the file name, with each fragment
+ * (NULL-terminated) in the message; what says what was written. */
+static void check_refused(const char *dir, const char *name, const char *what, va_list fragments)
+{
+    hl_error err = {0};
+    hl_vocab *v = hl_vocab_load_pretrained(dir, &err);
+    ck_assert_msg(!v, "%s was accepted: %.200s", name, what);
+    ck_assert_msg(err.status == HL_ERR_FORMAT, "%.200s: status %d (%s)", what, err.status,
+                  err.message);
+    ck_assert_msg(strstr(err.message, name), "\"%s\" does not name %s", err.message, name);
+    for (const char *s; (s = va_arg(fragments, const char *));)
+        ck_assert_msg(strstr(err.message, s), "\"%s\" lacks \"%s\"", err.message, s);
+}
+
 /* Writes text as dir/name, loads dir and expects HL_ERR_FORMAT with each
  * fragment (NULL-terminated) in the message. */
 static void expect_refused(const char *name, const char *text, ...)
 {
-    char dir[64], path[128];
+    char dir[64];
     temp_dir(dir);
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    fclose(f);
-    hl_error err = {0};
-    hl_vocab *v = hl_vocab_load_pretrained(dir, &err);
-    ck_assert_msg(!v, "%s was accepted: %s", name, text);
-    ck_assert_msg(err.status == HL_ERR_FORMAT, "%s: status %d (%s)", text, err.status,
-                  err.message);
-    ck_assert_msg(strstr(err.message, name), "\"%s\" does not name %s", err.message, name);
+    write_file(dir, name, text, strlen(text));
     va_list fragments;
     va_start(fragments, text);
-    for (const char *s; (s = va_arg(fragments, const char *));)
-        ck_assert_msg(strstr(err.message, s), "\"%s\" lacks \"%s\"", err.message, s);
+    check_refused(dir, name, text, fragments);
     va_end(fragments);
     remove_dir(dir);
+}
+
+/* As expect_refused, for a folder already written, which is then removed. */
+static void expect_dir_refused(const char *dir, const char *name, ...)
+{
+    va_list fragments;
+    va_start(fragments, name);
+    check_refused(dir, name, dir, fragments);
+    va_end(fragments);
+    remove_dir(dir);
+}
+
+/* Whether GPT-2's alphabet names byte b by itself (else by U+0100 onwards). */
+static bool printable_byte(int b)
+{
+    return (b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || b >= 0xae;
+}
+
+/* A vocab.json of the 256 bytes under GPT-2's names, ids 0..255, each on
+ * line 2 + its byte, and, when extra is not NULL, the name extra (n bytes,
+ * NUL bytes kept) as id 256 on line 258; its length in *len. */
+static char *byte_vocab(const char *extra, size_t n, size_t *len)
+{
+    char *s = malloc(16 * 256 + n + 32);
+    ck_assert_ptr_nonnull(s);
+    size_t at = (size_t)sprintf(s, "{"), shifted = 0;
+    for (int b = 0; b < 256; b++) {
+        const unsigned name = printable_byte(b) ? (unsigned)b : 0x100 + (unsigned)shifted++;
+        at += (size_t)sprintf(s + at, "%s\n\"\\u%04x\": %d", b ? "," : "", name, b);
+    }
+    if (extra) {
+        at += (size_t)sprintf(s + at, ",\n\"");
+        memcpy(s + at, extra, n);
+        at += n;
+        at += (size_t)sprintf(s + at, "\": 256");
+    }
+    at += (size_t)sprintf(s + at, "\n}");
+    *len = at;
+    return s;
+}
+
+/* A tokenizer.json (GPT-2's pre-tokenizer) with that vocab (n bytes) and
+ * merges (a JSON list); its length in *len. */
+static char *byte_tokenizer_json(const char *vocab, size_t n, const char *merges, size_t *len)
+{
+    static const char head[] = "{" BYTE_LEVEL ", \"model\": {\"type\": \"BPE\", \"vocab\": ";
+    char *s = malloc(sizeof head + n + strlen(merges) + 32);
+    ck_assert_ptr_nonnull(s);
+    memcpy(s, head, sizeof head - 1);
+    memcpy(s + sizeof head - 1, vocab, n);
+    *len = sizeof head - 1 + n;
+    *len += (size_t)sprintf(s + *len, ", \"merges\": %s}}", merges);
+    return s;
 }
 
 START_TEST(test_refusals)
@@ -428,6 +495,118 @@ START_TEST(test_pair_refusals)
 }
 END_TEST
 
+/* A merge whose two pieces together are longer than the longest token (here
+ * "A"x300 twice) is refused before its pieces are joined: it used to write
+ * the 600 bytes into a buffer of all the pieces' bytes (557), past its end.
+ * Each importer and the stored form refuse it, naming where it was read. */
+START_TEST(test_merge_longer_than_any_token)
+{
+    char a300[301], line[640];
+    memset(a300, 'A', 300);
+    a300[300] = 0;
+    size_t vocab_n, json_n;
+    char *vocab = byte_vocab(a300, 300, &vocab_n), dir[64];
+    temp_dir(dir);
+    write_file(dir, "vocab.json", vocab, vocab_n);
+    snprintf(line, sizeof line, "#version: 0.2\n%s %s\n", a300, a300);
+    write_file(dir, "merges.txt", line, strlen(line));
+    expect_dir_refused(dir, "merges.txt", "merge 0", "longer than any token", NULL);
+
+    snprintf(line, sizeof line, "[\"%s %s\"]", a300, a300);
+    char *json = byte_tokenizer_json(vocab, vocab_n, line, &json_n);
+    temp_dir(dir);
+    write_file(dir, "tokenizer.json", json, json_n);
+    expect_dir_refused(dir, "tokenizer.json", "model.merges", "longer than any token", NULL);
+    free(json);
+    free(vocab);
+
+    /* The stored form (as a model or token file holds it): token 256 is
+     * "A"x300, and merge 0 joins it with itself. */
+    char *stored = malloc(8 * 256 + 2 * 300 + 128), *at = stored;
+    ck_assert_ptr_nonnull(stored);
+    at += sprintf(at, "headlab-pretrained-1\npattern .\nignore_merges 0\ntokens 257");
+    for (int b = 0; b < 256; b++)
+        at += sprintf(at, "\nt \\x%02x", b);
+    sprintf(at, "\nt %s\nmerges 1\n256 256", a300);
+    hl_error err = {0};
+    ck_assert_ptr_null(hl_vocab_parse(stored, &err));
+    ck_assert_msg(err.status == HL_ERR_FORMAT && strstr(err.message, "merge 0") &&
+                  strstr(err.message, "longer than any token"), "%s", err.message);
+    /* The same with a merge that fits ("A"x300 is no merge's result, so the
+     * message is the other one): the check is on length, not on the name. */
+    sprintf(at, "\nt %s\nmerges 1\n65 65", a300);
+    hl_error_clear(&err);
+    ck_assert_ptr_null(hl_vocab_parse(stored, &err));
+    ck_assert_msg(err.status == HL_ERR_FORMAT && strstr(err.message, "which is no token"), "%s",
+                  err.message);
+    free(stored);
+}
+END_TEST
+
+/* Text after the JSON value of vocab.json or tokenizer.json is refused (it
+ * used to be ignored); whitespace after it is not. */
+START_TEST(test_text_after_json)
+{
+    size_t vocab_n, json_n;
+    char *vocab = byte_vocab(NULL, 0, &vocab_n), dir[64];
+    char *junk = malloc(vocab_n + 32);
+    ck_assert_ptr_nonnull(junk);
+    memcpy(junk, vocab, vocab_n);
+    memcpy(junk + vocab_n, " \n\t\r\n", 5);
+    temp_dir(dir);
+    write_file(dir, "vocab.json", junk, vocab_n + 5);
+    write_file(dir, "merges.txt", "#version: 0.2\n", 14);
+    hl_vocab_free(load_ok(dir));
+    memcpy(junk + vocab_n, " trailing junk", 14);
+    write_file(dir, "vocab.json", junk, vocab_n + 14);
+    expect_dir_refused(dir, "vocab.json", "text after the value", "line 258", NULL);
+    free(junk);
+
+    char *json = byte_tokenizer_json(vocab, vocab_n, "[]", &json_n);
+    junk = malloc(json_n + 32);
+    ck_assert_ptr_nonnull(junk);
+    memcpy(junk, json, json_n);
+    memcpy(junk + json_n, "\n", 1);
+    temp_dir(dir);
+    write_file(dir, "tokenizer.json", junk, json_n + 1);
+    hl_vocab_free(load_ok(dir));
+    memcpy(junk + json_n, "{\"garbage\": [1,2", 16);
+    write_file(dir, "tokenizer.json", junk, json_n + 16);
+    expect_dir_refused(dir, "tokenizer.json", "text after the value", NULL);
+    free(junk);
+    free(json);
+    free(vocab);
+}
+END_TEST
+
+/* A NUL byte in merges.txt, vocab.json or tokenizer.json is refused, naming
+ * the file and the line: the readers take lines and names as C strings, so it
+ * used to drop every merge after it, or cut a name short ("AB\0C" was "AB"). */
+START_TEST(test_nul_byte)
+{
+    char dir[64];
+    temp_dir(dir);
+    link_fixture(dir, "vocab.json", "encoder.json");
+    static const char merges[] = "#version: 0.2\n\xc4\xa0 t\n\0h zzzz\n";
+    write_file(dir, "merges.txt", merges, sizeof merges - 1);
+    expect_dir_refused(dir, "merges.txt", "merges.txt line 3", "NUL byte", NULL);
+
+    size_t vocab_n, json_n;
+    char *vocab = byte_vocab("AB\0C", 4, &vocab_n);
+    temp_dir(dir);
+    write_file(dir, "vocab.json", vocab, vocab_n);
+    write_file(dir, "merges.txt", "#version: 0.2\n", 14);
+    expect_dir_refused(dir, "vocab.json", "vocab.json line 258", "NUL byte", NULL);
+
+    char *json = byte_tokenizer_json(vocab, vocab_n, "[]", &json_n);
+    temp_dir(dir);
+    write_file(dir, "tokenizer.json", json, json_n);
+    expect_dir_refused(dir, "tokenizer.json", "tokenizer.json line 258", "NUL byte", NULL);
+    free(json);
+    free(vocab);
+}
+END_TEST
+
 Suite *pretrained_suite(void)
 {
     Suite *s = suite_create("pretrained");
@@ -442,6 +621,9 @@ Suite *pretrained_suite(void)
     tcase_add_test(tc, test_cut);
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_pair_refusals);
+    tcase_add_test(tc, test_merge_longer_than_any_token);
+    tcase_add_test(tc, test_text_after_json);
+    tcase_add_test(tc, test_nul_byte);
     suite_add_tcase(s, tc);
     return s;
 }

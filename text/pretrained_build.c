@@ -267,7 +267,12 @@ static hl_status build_merges(hl_vocab *v, const hl_pretrained_spec *spec, hl_er
     p->merge = malloc(sizeof *p->merge * (2 * (size_t)n + 2));
     p->merge_token = malloc(sizeof *p->merge_token * ((size_t)n + 1));
     p->pair_slot = malloc(sizeof *p->pair_slot * p->n_pair_slots);
-    unsigned char *joined = malloc(v->offset[v->size] + 1);
+    /* A merge that makes a token makes at most the longest piece. */
+    size_t longest = 0;
+    for (int t = 0; t < v->size; t++)
+        if (v->offset[t + 1] - v->offset[t] > longest)
+            longest = v->offset[t + 1] - v->offset[t];
+    unsigned char *joined = malloc(longest + 1);
     if (!p->merge || !p->merge_token || !p->pair_slot || !joined) {
         free(joined);
         return hl_error_set(err, HL_ERR_NOMEM, "%s: out of memory", spec->merges_at);
@@ -286,6 +291,12 @@ static hl_status build_merges(hl_vocab *v, const hl_pretrained_spec *spec, hl_er
         size_t left_len, right_len;
         const unsigned char *a = hl_vocab_piece(v, left, &left_len);
         const unsigned char *b = hl_vocab_piece(v, right, &right_len);
+        if (left_len + right_len > longest) {
+            st = hl_error_set(err, HL_ERR_FORMAT, "%s: merge %d (tokens %ld and %ld) makes a "
+                              "piece of %zu bytes, longer than any token", spec->merges_at, r,
+                              (long)left, (long)right, left_len + right_len);
+            break;
+        }
         memcpy(joined, a, left_len);
         memcpy(joined + left_len, b, right_len);
         p->merge[2 * r] = left;

@@ -67,8 +67,9 @@ bool hl_pretrained_spec_set(hl_pretrained_spec *spec, int32_t id, const unsigned
 void hl_pretrained_spec_free(hl_pretrained_spec *spec);
 
 /* The vocabulary of spec, checked: no gap in the ids, no empty piece, every
- * single byte a piece, each merge's parts and result pieces, no pair merged twice, a pattern PCRE2 compiles.
- * Messages begin with the part's spec->*_at; HL_ERR_FORMAT (HL_ERR_NOMEM
+ * single byte a piece, each merge's parts and result pieces (so no result
+ * longer than the longest piece), no pair merged twice, a pattern PCRE2
+ * compiles. Messages begin with the part's spec->*_at; HL_ERR_FORMAT (HL_ERR_NOMEM
  * when out of memory). */
 hl_vocab *hl_pretrained_build(const hl_pretrained_spec *spec, hl_error *err);
 void hl_pretrained_free(struct hl_pretrained *p);
@@ -89,6 +90,14 @@ hl_vocab *hl_pretrained_parse(const char *s, hl_error *err);
 /* A file's bytes, NUL-terminated, malloc'd (*n without the NUL); NULL with
  * the reason in err (HL_ERR_IO, HL_ERR_NOMEM). */
 char *hl_pretrained_read_file(const char *path, size_t *n, hl_error *err);
+/* HL_ERR_FORMAT naming path and the line when text (n bytes) holds a NUL
+ * byte: the readers find names and lines as C strings, which a NUL would cut
+ * short without a word. */
+hl_status hl_pretrained_check_nul(const char *path, const char *text, size_t n, hl_error *err);
+/* text (n bytes) as one JSON value and nothing after it but whitespace, no
+ * NUL byte in it; NULL with HL_ERR_FORMAT naming path and where otherwise. */
+struct cJSON *hl_pretrained_parse_json(const char *path, const char *text, size_t n,
+                                       hl_error *err);
 
 /* The pieces of a vocabulary, by the names the files give them (GPT-2's
  * byte-to-unicode alphabet), for the merges to name them. */

@@ -223,13 +223,9 @@ hl_vocab *hl_pretrained_load_json(const char *path, const char *text, size_t n, 
                                .pattern_at = pattern_at};
     hl_pretrained_names *names = NULL;
     hl_vocab *v = NULL;
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, n, &end, false);
-    if (!root) {
-        hl_error_set(err, HL_ERR_FORMAT, "%s: not valid JSON (at byte %zu)", path,
-                     end && end >= text && end <= text + n ? (size_t)(end - text) : (size_t)0);
+    cJSON *root = hl_pretrained_parse_json(path, text, n, err);
+    if (!root)
         return NULL;
-    }
     const cJSON *model = field(root, "model"), *normalizer = field(root, "normalizer");
     if (!cJSON_IsObject(root)) {
         hl_error_set(err, HL_ERR_FORMAT, "%s: not a JSON object", path);

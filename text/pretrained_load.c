@@ -46,6 +46,52 @@ char *hl_pretrained_read_file(const char *path, size_t *n, hl_error *err)
     return s;
 }
 
+/* The line (from 1) of byte at in text. */
+static size_t line_of(const char *text, size_t at)
+{
+    size_t line = 1;
+    for (size_t i = 0; i < at; i++)
+        line += text[i] == '\n';
+    return line;
+}
+
+hl_status hl_pretrained_check_nul(const char *path, const char *text, size_t n, hl_error *err)
+{
+    const char *nul = memchr(text, 0, n);
+    if (nul)
+        return hl_error_set(err, HL_ERR_FORMAT, "%s line %zu: a NUL byte (at byte %zu); a "
+                            "tokenizer file is text", path, line_of(text, (size_t)(nul - text)),
+                            (size_t)(nul - text));
+    return HL_OK;
+}
+
+cJSON *hl_pretrained_parse_json(const char *path, const char *text, size_t n, hl_error *err)
+{
+    /* cJSON reads a NUL inside a string as part of it, and C then cuts the
+     * name there, so "a\0junk" would silently be "a". */
+    if (hl_pretrained_check_nul(path, text, n, err) != HL_OK)
+        return NULL;
+    const char *end = NULL;
+    cJSON *json = cJSON_ParseWithLengthOpts(text, n, &end, false);
+    size_t stop = end && end >= text && end <= text + n ? (size_t)(end - text) : 0;
+    if (!json) {
+        hl_error_set(err, HL_ERR_FORMAT, "%s: not valid JSON (at byte %zu, line %zu)", path, stop,
+                     line_of(text, stop));
+        return NULL;
+    }
+    /* cJSON stops after the first value; text after it means the file is not
+     * what we think it is (two files run together, a cut-off edit). */
+    while (stop < n && strchr(" \t\n\r", text[stop]))
+        stop++;
+    if (stop < n) {
+        cJSON_Delete(json);
+        hl_error_set(err, HL_ERR_FORMAT, "%s: not valid JSON (text after the value at byte %zu, "
+                     "line %zu)", path, stop, line_of(text, stop));
+        return NULL;
+    }
+    return json;
+}
+
 /* ---- GPT-2's byte-to-unicode alphabet ---- */
 
 /* The byte a character of the alphabet stands for, or -1. The printable
@@ -201,9 +247,14 @@ fail:
 
 /* The merges of a merges.txt (after an optional "#version" line), by name,
  * into spec->merges. */
-static hl_status read_merges(char *text, const char *path, const hl_pretrained_names *names,
-                             hl_pretrained_spec *spec, hl_error *err)
+static hl_status read_merges(char *text, size_t n, const char *path,
+                             const hl_pretrained_names *names, hl_pretrained_spec *spec,
+                             hl_error *err)
 {
+    /* The lines are found with strchr and strlen, which would stop at a NUL
+     * and drop every merge after it without a word. */
+    if (hl_pretrained_check_nul(path, text, n, err) != HL_OK)
+        return err->status;
     size_t lines = 1;
     for (const char *c = text; *c; c++)
         lines += *c == '\n';
@@ -247,13 +298,9 @@ static hl_vocab *load_pair(const char *vocab_path, const char *merges_path, hl_e
     size_t n, merges_n;
     char *vocab_text = hl_pretrained_read_file(vocab_path, &n, err);
     char *merges_text = vocab_text ? hl_pretrained_read_file(merges_path, &merges_n, err) : NULL;
-    cJSON *json = merges_text ? cJSON_ParseWithLength(vocab_text, n) : NULL;
-    if (merges_text && !json) {
-        hl_error_set(err, HL_ERR_FORMAT, "%s: not valid JSON", vocab_path);
-        goto done;
-    }
+    cJSON *json = merges_text ? hl_pretrained_parse_json(vocab_path, vocab_text, n, err) : NULL;
     if (!json || !(names = hl_pretrained_names_read(json, &spec, vocab_path, err)) ||
-        read_merges(merges_text, merges_path, names, &spec, err) != HL_OK)
+        read_merges(merges_text, merges_n, merges_path, names, &spec, err) != HL_OK)
         goto done;
     if (!(spec.pattern = strdup(HL_PRETRAINED_GPT2_PATTERN))) {
         hl_error_set(err, HL_ERR_NOMEM, "%s: out of memory", vocab_path);
