@@ -1,5 +1,6 @@
 #include "io/checkpoint.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,20 +51,46 @@ static void rng_format(const hl_rng *rng, char *buf, size_t size)
              rng->s[1], rng->s[2], rng->s[3]);
 }
 
+/* 64 hex digits, nothing else (strtoull alone would take a sign or spaces),
+ * and not all zero: the generator never leaves the zero state. */
 static bool rng_parse(const char *text, hl_rng *rng)
 {
-    if (!text || strlen(text) != 64)
+    if (!text || strlen(text) != 64 || strspn(text, "0123456789abcdefABCDEF") != 64)
         return false;
+    uint64_t any = 0;
     for (int i = 0; i < 4; i++) {
         char part[17];
         memcpy(part, text + 16 * i, 16);
         part[16] = '\0';
-        char *end;
-        rng->s[i] = strtoull(part, &end, 16);
-        if (*end)
-            return false;
+        rng->s[i] = strtoull(part, NULL, 16);
+        any |= rng->s[i];
     }
+    return any != 0;
+}
+
+/* A count written by the save: decimal digits only, all of the text, in range
+ * (strtoll alone would take a sign, spaces, an empty string and junk after). */
+static bool count_parse(const char *text, int64_t *out)
+{
+    if (!text || !*text || strspn(text, "0123456789") != strlen(text))
+        return false;
+    errno = 0;
+    long long v = strtoll(text, NULL, 10);
+    if (errno)
+        return false;
+    *out = v;
     return true;
+}
+
+/* The "optim" metadata, "<kinds> <step>" as the save writes it. */
+static bool optim_parse(const char *text, char kinds[64], int64_t *step)
+{
+    const char *space = text ? strchr(text, ' ') : NULL;
+    if (!space || space == text || space - text >= 64)
+        return false;
+    memcpy(kinds, text, (size_t)(space - text));
+    kinds[space - text] = '\0';
+    return count_parse(space + 1, step);
 }
 
 static hl_status add_params(hl_safetensors_writer *w, const hl_params *params, const hl_optim *opt,
@@ -144,6 +171,16 @@ static hl_status check_entry(const hl_safetensors *f, const char *path, const ch
     return HL_OK;
 }
 
+/* Whether name is a parameter's or one's optimizer state (optim.m.<name>,
+ * optim.v.<name>): a weights-only load may skip the state, nothing else. */
+static bool expected_name(const hl_params *params, const char *name)
+{
+    if (!strncmp(name, "optim.m.", 8) || !strncmp(name, "optim.v.", 8))
+        if (hl_params_find(params, name + 8))
+            return true;
+    return hl_params_find(params, name) != NULL;
+}
+
 static hl_status check_all(const hl_safetensors *f, const char *path, hl_params *params,
                            hl_optim *opt, hl_error *err)
 {
@@ -163,6 +200,14 @@ static hl_status check_all(const hl_safetensors *f, const char *path, hl_params 
         if (opt && has_v(opt, i) && check_entry(f, path, name, t, err) != HL_OK)
             return err->status;
     }
+    /* A bigger model's checkpoint (more layers) holds all of this one's
+     * tensors: what is left over tells it apart. */
+    for (size_t i = 0; i < hl_safetensors_count(f); i++) {
+        const char *name = hl_safetensors_entry(f, i)->name;
+        if (!expected_name(params, name))
+            return hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: tensor %s is not in the model "
+                                "(a checkpoint of another model?)", path, name);
+    }
     return HL_OK;
 }
 
@@ -174,31 +219,40 @@ hl_status hl_checkpoint_load(const char *path, hl_params *params, hl_optim *opt,
         return err->status;
     const char *step_text = hl_safetensors_metadata(f, "step");
     const char *optim_text = hl_safetensors_metadata(f, "optim");
-    char *end = NULL;
-    long long saved_step = step_text ? strtoll(step_text, &end, 10) : -1;
-    long long optim_step = -1;
+    int64_t saved_step = 0, optim_step = 0;
     char kinds[64] = "", saved_kinds[64] = "";
     if (opt)
         kinds_format(opt, kinds, sizeof kinds);
-    /* The kinds first: another optimizer's state has other tensors. */
     hl_status s = HL_OK;
-    if (opt && optim_text && sscanf(optim_text, "%63s %lld", saved_kinds, &optim_step) == 2 &&
-        strcmp(kinds, saved_kinds))
+    if (opt && optim_text && !optim_parse(optim_text, saved_kinds, &optim_step))
+        s = hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: metadata \"optim\" is \"%.60s\", "
+                         "not \"<kinds> <step>\" with a whole step >= 0", path, optim_text);
+    /* The kinds first: another optimizer's state has other tensors. */
+    if (s == HL_OK && opt && optim_text && strcmp(kinds, saved_kinds))
         s = hl_error_set(err, HL_ERR_ARG, "checkpoint %s: its optimizer state is %s's, the "
                          "optimizer is %s", path, saved_kinds, kinds);
     if (s == HL_OK)
         s = check_all(f, path, params, opt, err);
-    if (s == HL_OK && (!step_text || *end || saved_step < 0))
-        s = hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: bad or missing step", path);
-    if (s == HL_OK && opt && (!optim_text || sscanf(optim_text, "%63s %lld", saved_kinds,
-                                                     &optim_step) != 2))
+    if (s == HL_OK && !step_text)
+        s = hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: metadata \"step\" is missing", path);
+    else if (s == HL_OK && !count_parse(step_text, &saved_step))
+        s = hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: metadata \"step\" is \"%.60s\", "
+                         "not a whole number >= 0", path, step_text);
+    if (s == HL_OK && opt && !optim_text)
         s = hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: no optimizer state", path);
     hl_rng parsed[8];
     for (int i = 0; i < n_rngs && s == HL_OK; i++) {
         char key[96];
         snprintf(key, sizeof key, "rng.%s", rngs[i].name);
-        if (i >= 8 || !rng_parse(hl_safetensors_metadata(f, key), &parsed[i]))
-            s = hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: bad or missing %s", path, key);
+        const char *text = hl_safetensors_metadata(f, key);
+        if (i >= 8)
+            s = hl_error_set(err, HL_ERR_ARG, "checkpoint %s: more than 8 RNG states", path);
+        else if (!text)
+            s = hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: metadata \"%s\" is missing",
+                             path, key);
+        else if (!rng_parse(text, &parsed[i]))
+            s = hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: metadata \"%s\" is \"%.70s\", "
+                             "not 64 hex digits of a nonzero state", path, key, text);
     }
     /* Everything is there: now overwrite. */
     for (size_t i = 0; i < hl_params_n_tensors(params) && s == HL_OK; i++) {

@@ -1,9 +1,11 @@
 /* config.json of a Hugging Face causal LM onto a GPT config: see hf.h. */
 #include "io/hf.h"
+#include "io/internal.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -220,7 +222,12 @@ static bool parse_gpt2(const config_src *c, hl_gpt_config *cfg)
         return false;
     if (!scaled)
         return fail(c, "\"scale_attn_weights\" is false: unscaled attention is not supported");
-    cfg->mlp_width = inner == 4 * cfg->d_model ? 0 : inner;
+    /* In 64 bits: n_embd may be up to 2^30, and 4 times that overflows an int. */
+    const int64_t default_width = (int64_t)4 * cfg->d_model;
+    if (!inner && default_width > 1 << 30)
+        return fail(c, "\"n_embd\" %d times 4 (the MLP width when \"n_inner\" is absent) is "
+                    "over 2^30", cfg->d_model);
+    cfg->mlp_width = inner == default_width ? 0 : inner;
     return true;
 }
 
@@ -282,7 +289,9 @@ static bool parse_llama(const config_src *c, hl_hf_arch arch, hl_gpt_config *cfg
     const cJSON *tp = item(c->root, "pretraining_tp");
     if (tp && !(cJSON_IsNumber(tp) && tp->valuedouble == 1))
         return fail(c, "\"pretraining_tp\" must be 1");
-    if (cfg->d_model % cfg->n_heads || (head_dim && head_dim * cfg->n_heads != cfg->d_model))
+    /* In 64 bits: both factors may be up to 2^30. */
+    if (cfg->d_model % cfg->n_heads ||
+        (head_dim && (int64_t)head_dim * cfg->n_heads != cfg->d_model))
         return fail(c, "\"head_dim\" %d times \"num_attention_heads\" %d is not "
                     "\"hidden_size\" %d", head_dim ? head_dim : cfg->d_model / cfg->n_heads,
                     cfg->n_heads, cfg->d_model);
@@ -314,10 +323,16 @@ hl_status hl_hf_config_parse(const char *json, size_t len, const char *what, hl_
                              hl_hf_arch *arch, hl_error *err)
 {
     memset(cfg, 0, sizeof *cfg);
-    cJSON *root = json ? cJSON_ParseWithLength(json, len) : NULL;
+    char why[HL_IO_JSON_WHY_MAX] = "no text";
+    cJSON *root = NULL;
+    const hl_status parsed = json ? hl_io_json_parse(json, len, &root, why) : HL_ERR_ARG;
     config_src c = {root, what ? what : "config.json", err};
     bool ok = false;
-    if (!cJSON_IsObject(root))
+    if (parsed == HL_ERR_NOMEM)
+        return hl_error_set(err, parsed, "%s: %s", c.what, why);
+    if (!root)
+        fail(&c, "not a JSON object (not valid JSON: %s)", why);
+    else if (!cJSON_IsObject(root))
         fail(&c, "not a JSON object");
     else if (find_arch(&c, arch))
         ok = *arch == HL_HF_GPT2        ? parse_gpt2(&c, cfg)

@@ -7,6 +7,7 @@
 #include "files/fs.h"
 #include "io/hf.h"
 #include "io/hf_names.h"
+#include "io/internal.h"
 #include "io/safetensors.h"
 
 #define HF_MAX_SHARDS 256
@@ -63,8 +64,14 @@ static hl_status open_shards(hf_weights *w, const char *index_path, hl_error *er
     char *text = (char *)hl_fs_read_file(index_path, &len);
     if (!text)
         return hl_error_set(err, HL_ERR_IO, "%s: cannot read", index_path);
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    char why[HL_IO_JSON_WHY_MAX];
+    cJSON *root;
+    const hl_status parsed = hl_io_json_parse(text, len, &root, why);
     free(text);
+    if (parsed == HL_ERR_NOMEM)
+        return hl_error_set(err, parsed, "%s: %s", index_path, why);
+    if (parsed != HL_OK)
+        return hl_error_set(err, parsed, "%s: not valid JSON (%s)", index_path, why);
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
     hl_status st = HL_OK;
     if (!cJSON_IsObject(map) || !cJSON_GetArraySize(map))
@@ -128,6 +135,18 @@ static const hl_safetensors_entry_info *take(hf_weights *w, const char *name, in
     return NULL;
 }
 
+/* Only float tensors are weights: an integer or boolean tensor would load as
+ * numbers that were never weights. */
+static hl_status check_dtype(const hf_weights *w, int f, const hl_safetensors_entry_info *e,
+                             hl_error *err)
+{
+    if (e->dtype == HL_DTYPE_F32 || e->dtype == HL_DTYPE_F16 || e->dtype == HL_DTYPE_BF16)
+        return HL_OK;
+    return hl_error_set(err, HL_ERR_FORMAT, "%s/%s: tensor \"%s\" is %s; weights are read "
+                        "from F32, F16 or BF16", w->dir, w->names[f], e->name,
+                        hl_dtype_name(e->dtype));
+}
+
 /* The checkpoint's tensor for part i of src, of the shape the config asks
  * for (rows of the parameter's part, then cols; a Conv1D's weight stored
  * (cols,rows)), its values appended at *at. */
@@ -155,6 +174,8 @@ static hl_status read_part(hf_weights *w, const hl_hf_source *src, int i, int ra
                             "asks for %s", w->dir, w->names[f], src->name[i],
                             hl_safetensors_shape_str(e, got), expected);
     }
+    if (check_dtype(w, f, e, err) != HL_OK)
+        return err->status;
     hl_tensor *t = hl_safetensors_load(w->files[f], src->name[i], false, err);
     if (!t)
         return err->status;
@@ -191,6 +212,8 @@ static hl_status check_tied_copy(hf_weights *w, const hl_gpt *m, const char *nam
     const hl_safetensors_entry_info *e = take(w, name, &f);
     if (!e)
         return HL_OK;
+    if (check_dtype(w, f, e, err) != HL_OK)
+        return err->status;
     hl_tensor *t = hl_safetensors_load(w->files[f], name, false, err);
     if (!t)
         return err->status;

@@ -205,6 +205,144 @@ START_TEST(test_bad_checkpoints_leave_the_model_untouched)
 }
 END_TEST
 
+/* Rewrites the checkpoint at path with metadata `key` set to value, the
+ * tensors and the other keys it may hold (those hl_checkpoint_save writes for
+ * one RNG named "data") as they were. */
+static void set_metadata(const char *path, const char *key, const char *value)
+{
+    static const char *const keys[] = {"format", "step", "optim", "rng.data"};
+    hl_error err = {0};
+    hl_safetensors *f = NULL;
+    ck_assert_msg(hl_safetensors_read(path, &f, &err) == HL_OK, "%s", err.message);
+    hl_safetensors_writer *w = hl_safetensors_writer_new();
+    for (size_t i = 0; i < hl_safetensors_count(f); i++) {
+        const hl_safetensors_entry_info *e = hl_safetensors_entry(f, i);
+        hl_tensor *t = hl_safetensors_load(f, e->name, false, &err);
+        ck_assert_msg(t && hl_safetensors_writer_add(w, e->name, t, e->dtype, &err) == HL_OK,
+                      "%s", err.message);
+        hl_tensor_free(t);
+    }
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        const char *v = strcmp(keys[k], key) ? hl_safetensors_metadata(f, keys[k]) : value;
+        if (v)
+            ck_assert(hl_safetensors_writer_set_metadata(w, keys[k], v, &err) == HL_OK);
+    }
+    ck_assert_msg(hl_safetensors_writer_save(w, path, &err) == HL_OK, "%s", err.message);
+    hl_safetensors_writer_free(w);
+    hl_safetensors_free(f);
+}
+
+/* Metadata is read as written: digits only for the steps, 64 hex digits of a
+ * state the generator can be in for an RNG. Each bad value is refused naming
+ * the file and the key, and leaves the model, optimizer and RNG untouched. */
+START_TEST(test_metadata_is_read_strictly)
+{
+    static const struct {
+        const char *key, *value, *part;
+    } bad[] = {
+        {"step", "", "metadata \"step\" is \"\""},
+        {"step", "-3", "metadata \"step\" is \"-3\""},
+        {"step", "4xyz", "metadata \"step\" is \"4xyz\""},
+        {"step", " 4", "metadata \"step\""},
+        {"step", "+4", "metadata \"step\""},
+        {"step", "99999999999999999999", "metadata \"step\""},
+        {"optim", "adamw 4xyz", "metadata \"optim\" is \"adamw 4xyz\""},
+        {"optim", "adamw -4", "metadata \"optim\""},
+        {"optim", "adamw  4", "metadata \"optim\""},
+        {"optim", "adamw", "metadata \"optim\""},
+        {"rng.data", "-000000000000001000000000000000100000000000000010000000000000001",
+         "metadata \"rng.data\""},
+        {"rng.data", "+000000000000001000000000000000100000000000000010000000000000001",
+         "metadata \"rng.data\""},
+        {"rng.data", "0x00000000000001000000000000000100000000000000010000000000000001",
+         "metadata \"rng.data\""},
+        {"rng.data", "0000000000000000000000000000000000000000000000000000000000000000",
+         "nonzero state"},
+    };
+    run_state r;
+    run_make(&r, 8);
+    train(&r, 0, 2);
+    char dir[64];
+    const char *path = temp_path(dir);
+    hl_checkpoint_rng rngs[] = {{"data", &r.data}};
+    hl_error err = {0};
+    ck_assert_msg(hl_checkpoint_save(path, r.model->params, r.opt, 2, rngs, 1, NULL, 0, &err) ==
+                  HL_OK, "%s", err.message);
+    /* The rewrite itself keeps a checkpoint loadable. */
+    set_metadata(path, "step", "2");
+    int64_t step = -1;
+    ck_assert_msg(hl_checkpoint_load(path, r.model->params, r.opt, &step, rngs, 1, &err) == HL_OK,
+                  "%s", err.message);
+    ck_assert_int_eq(step, 2);
+    const size_t n = hl_params_count(r.model->params);
+    hl_real *before = malloc(n * sizeof *before);
+    memcpy(before, hl_params_values(r.model->params), n * sizeof *before);
+    const hl_rng data = r.data;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *key = bad[i].key;
+        char saved[128];
+        hl_safetensors *f = NULL;
+        ck_assert(hl_safetensors_read(path, &f, &err) == HL_OK);
+        snprintf(saved, sizeof saved, "%s", hl_safetensors_metadata(f, key));
+        hl_safetensors_free(f);
+        set_metadata(path, key, bad[i].value);
+        hl_error_clear(&err);
+        step = -1;
+        ck_assert_msg(hl_checkpoint_load(path, r.model->params, r.opt, &step, rngs, 1, &err) ==
+                      HL_ERR_FORMAT, "%s=\"%s\" accepted", key, bad[i].value);
+        ck_assert_msg(strstr(err.message, path) && strstr(err.message, bad[i].part),
+                      "\"%s\" lacks \"%s\"", err.message, bad[i].part);
+        ck_assert(step == -1 && r.opt->step == 2 && !memcmp(&r.data, &data, sizeof data));
+        ck_assert(!memcmp(before, hl_params_values(r.model->params), n * sizeof *before));
+        set_metadata(path, key, saved);
+    }
+    unlink(path);
+    rmdir(dir);
+    free(before);
+    run_free(&r);
+}
+END_TEST
+
+/* A bigger model's checkpoint (one more layer) holds every tensor of this
+ * one, of the right shapes: the tensors left over refuse it. Optimizer state
+ * of the model's own tensors is not left over (a weights-only load skips it). */
+START_TEST(test_checkpoint_of_a_bigger_model)
+{
+    run_state r;
+    run_make(&r, 9);
+    hl_gpt_config cfg = r.model->cfg;
+    cfg.n_layers++;
+    hl_error err = {0};
+    hl_gpt *big = hl_gpt_new(&cfg, &err);
+    ck_assert_msg(big, "%s", err.message);
+    char dir[64];
+    const char *path = temp_path(dir);
+    ck_assert_int_eq(hl_checkpoint_save(path, big->params, NULL, 0, NULL, 0, NULL, 0, &err),
+                     HL_OK);
+    const size_t n = hl_params_count(r.model->params);
+    hl_real *before = malloc(n * sizeof *before);
+    memcpy(before, hl_params_values(r.model->params), n * sizeof *before);
+    ck_assert_int_eq(hl_checkpoint_load(path, r.model->params, NULL, NULL, NULL, 0, &err),
+                     HL_ERR_FORMAT);
+    ck_assert_msg(strstr(err.message, path) &&
+                  strstr(err.message, "tensor blocks.2.attn.in_proj_bias is not in the model"),
+                  "%s", err.message);
+    ck_assert(!memcmp(before, hl_params_values(r.model->params), n * sizeof *before));
+
+    /* The model's own checkpoint with optimizer state loads weights only. */
+    hl_error_clear(&err);
+    ck_assert_int_eq(hl_checkpoint_save(path, r.model->params, r.opt, 0, NULL, 0, NULL, 0, &err),
+                     HL_OK);
+    ck_assert_msg(hl_checkpoint_load(path, r.model->params, NULL, NULL, NULL, 0, &err) == HL_OK,
+                  "%s", err.message);
+    unlink(path);
+    rmdir(dir);
+    free(before);
+    hl_gpt_free(big);
+    run_free(&r);
+}
+END_TEST
+
 Suite *checkpoint_suite(void)
 {
     Suite *s = suite_create("checkpoint");
@@ -214,6 +352,8 @@ Suite *checkpoint_suite(void)
     tcase_add_test(tc, test_resume_muon_is_bitwise_straight_through);
     tcase_add_test(tc, test_resume_with_another_optimizer);
     tcase_add_test(tc, test_bad_checkpoints_leave_the_model_untouched);
+    tcase_add_test(tc, test_metadata_is_read_strictly);
+    tcase_add_test(tc, test_checkpoint_of_a_bigger_model);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -338,6 +338,106 @@ START_TEST(test_bad_folders)
 }
 END_TEST
 
+/* Writes text as dir/name. */
+static void write_text_file(const char *dir, const char *name, const char *text)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f, "cannot write %s", path);
+    fputs(text, f);
+    ck_assert(fclose(f) == 0);
+}
+
+/* config.json and the index are one JSON value each: text after it (a file
+ * cut or concatenated by accident) is refused, not ignored. */
+START_TEST(test_json_files_end_after_the_value)
+{
+    hl_gpt_config cfg;
+    hl_error err;
+    const char *config = "{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE "}";
+    ck_assert_msg(parse(config, &cfg, &err) == HL_OK, "%s", err.message);
+    expect_refused("{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE "}} not json",
+                   "text after the value at byte");
+    expect_refused("{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE "} \n\x01",
+                   "control byte 0x01");
+
+    char dir[64];
+    copy_folder(HF "llama_tiny", dir, sizeof dir);
+    const char *index = "{\"weight_map\":{\"lm_head.weight\":\"model.safetensors\"}}";
+    write_text_file(dir, "model.safetensors.index.json", index);
+    hl_gpt *m = hl_gpt_load(dir, &err);
+    ck_assert_msg(m, "%s", err.message);
+    hl_gpt_free(m);
+    char text[256];
+    snprintf(text, sizeof text, "%s,{}", index);
+    write_text_file(dir, "model.safetensors.index.json", text);
+    expect_load_error(dir, "model.safetensors.index.json: not valid JSON (text after the value");
+    write_text_file(dir, "model.safetensors.index.json", "{\"weight_map\":{\"lm_head.wei");
+    expect_load_error(dir, "model.safetensors.index.json: not valid JSON (error near byte");
+    remove_folder(dir);
+}
+END_TEST
+
+/* Products of two config numbers, each up to 2^30, are taken in 64 bits: in
+ * an int they overflow (undefined; in practice they wrap). */
+START_TEST(test_config_products_do_not_overflow)
+{
+    /* 4 * 2^30 would wrap to 0, the "no n_inner" value. */
+    expect_refused("{\"architectures\":[\"GPT2LMHeadModel\"],\"n_embd\":1073741824}",
+                   "\"n_embd\" 1073741824 times 4");
+    /* (2^29 + 8) * 8 = 2^32 + 64 would wrap to hidden_size 64. */
+    expect_refused("{\"architectures\":[\"LlamaForCausalLM\"],\"hidden_size\":64,"
+                   "\"num_attention_heads\":8,\"num_hidden_layers\":2,"
+                   "\"intermediate_size\":176,\"vocab_size\":512,\"head_dim\":536870920}",
+                   "\"head_dim\" 536870920 times \"num_attention_heads\" 8 is not "
+                   "\"hidden_size\" 64");
+}
+END_TEST
+
+/* Rewrites dir/model.safetensors with tensor `name` stored as I32 (its
+ * values truncated), the others as they were. */
+static void retype_to_i32(const char *dir, const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    hl_error err = {0};
+    hl_safetensors *f = NULL;
+    ck_assert(hl_safetensors_read(path, &f, &err) == HL_OK);
+    hl_safetensors_writer *w = hl_safetensors_writer_new();
+    for (size_t i = 0; i < hl_safetensors_count(f); i++) {
+        const hl_safetensors_entry_info *e = hl_safetensors_entry(f, i);
+        hl_tensor *t = hl_safetensors_load(f, e->name, false, &err);
+        ck_assert(t);
+        if (!strcmp(e->name, name)) {
+            int32_t *ints = malloc(t->numel * sizeof *ints);
+            for (size_t k = 0; k < t->numel; k++)
+                ints[k] = (int32_t)(t->data[k] * 100);
+            ck_assert(hl_safetensors_writer_add_raw(w, e->name, HL_DTYPE_I32, e->rank, e->shape,
+                                                    ints, &err) == HL_OK);
+            free(ints);
+        } else {
+            ck_assert(hl_safetensors_writer_add(w, e->name, t, HL_DTYPE_F32, &err) == HL_OK);
+        }
+        hl_tensor_free(t);
+    }
+    ck_assert_msg(hl_safetensors_writer_save(w, path, &err) == HL_OK, "%s", err.message);
+    hl_safetensors_writer_free(w);
+    hl_safetensors_free(f);
+}
+
+/* An integer tensor is no weight: refused naming the file and the tensor. */
+START_TEST(test_integer_tensors_refused)
+{
+    char dir[64];
+    copy_folder(HF "llama_tiny", dir, sizeof dir);
+    retype_to_i32(dir, "model.layers.0.input_layernorm.weight");
+    expect_load_error(dir, "/model.safetensors: tensor \"model.layers.0.input_layernorm.weight\" "
+                           "is I32; weights are read from F32, F16 or BF16");
+    remove_folder(dir);
+}
+END_TEST
+
 /* A model split over shards that an index names loads as the single file does. */
 START_TEST(test_sharded_weights)
 {
@@ -567,6 +667,9 @@ Suite *hf_suite(void)
     tcase_add_test(bad, test_config_styles_and_refusals);
     tcase_add_test(bad, test_bad_folders);
     tcase_add_test(bad, test_sharded_weights);
+    tcase_add_test(bad, test_json_files_end_after_the_value);
+    tcase_add_test(bad, test_config_products_do_not_overflow);
+    tcase_add_test(bad, test_integer_tensors_refused);
     suite_add_tcase(s, bad);
     TCase *export = tcase_create("export");
     tcase_set_timeout(export, 0);

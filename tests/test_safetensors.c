@@ -546,6 +546,23 @@ START_TEST(test_reject_invalid_json)
 }
 END_TEST
 
+/* cJSON keeps \u0000 inside a string, where the C string ends: "a\u0000b"
+ * would be read as the tensor "a". An escaped backslash before "u0000" is no
+ * NUL. */
+START_TEST(test_reject_nul_in_strings)
+{
+    EXPECT_BAD("{\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
+               "header string \"a\\u0000b\" holds \\u0000");
+    EXPECT_BAD("{\"a\":{\"dtype\":\"U8\\u0000x\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
+               "\"U8\\u0000x\"");
+    EXPECT_BAD("{\"__metadata__\":{\"k\":\"1\\u0000 2\"}}", 0, "\"1\\u0000 2\"");
+    hl_safetensors *f =
+        parse_ok("{\"a\\\\u0000\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1);
+    ck_assert_ptr_nonnull(hl_safetensors_find(f, "a\\u0000"));
+    hl_safetensors_free(f);
+}
+END_TEST
+
 START_TEST(test_reject_not_object)
 {
     EXPECT_BAD("[1, 2]", 0, "header is an array, not a JSON object");
@@ -857,6 +874,7 @@ Suite *safetensors_suite(void)
     tcase_add_test(rules, test_reject_header_past_file);
     tcase_add_test(rules, test_reject_invalid_json);
     tcase_add_test(rules, test_reject_not_object);
+    tcase_add_test(rules, test_reject_nul_in_strings);
     tcase_add_test(rules, test_reject_unknown_dtype);
     tcase_add_test(rules, test_half_precision_values);
     tcase_add_test(rules, test_reject_bad_shape);
