@@ -272,9 +272,10 @@ static void remove_folder(const char *dir)
     tu_run_ok(cmd);
 }
 
-/* Writes the model's tensors, with one renamed, dropped, added or reshaped. */
+/* Writes the model's tensors, with one dropped, one added, one reshaped or one
+ * stored as I32 (its values times 100, truncated). */
 static void rewrite_weights(const char *dir, const char *drop, const char *add_name,
-                            const char *reshape)
+                            const char *reshape, const char *to_i32)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
@@ -290,7 +291,16 @@ static void rewrite_weights(const char *dir, const char *drop, const char *add_n
         ck_assert(t);
         if (reshape && !strcmp(e->name, reshape)) /* one row fewer */
             t->shape[0]--, t->numel -= t->numel / (size_t)(t->shape[0] + 1);
-        ck_assert(hl_safetensors_writer_add(w, e->name, t, HL_DTYPE_F32, &err) == HL_OK);
+        if (to_i32 && !strcmp(e->name, to_i32)) {
+            int32_t *ints = malloc(t->numel * sizeof *ints);
+            for (size_t k = 0; k < t->numel; k++)
+                ints[k] = (int32_t)(t->data[k] * 100);
+            ck_assert(hl_safetensors_writer_add_raw(w, e->name, HL_DTYPE_I32, e->rank, e->shape,
+                                                    ints, &err) == HL_OK);
+            free(ints);
+        } else {
+            ck_assert(hl_safetensors_writer_add(w, e->name, t, HL_DTYPE_F32, &err) == HL_OK);
+        }
         hl_tensor_free(t);
     }
     if (add_name) {
@@ -307,17 +317,17 @@ START_TEST(test_bad_folders)
 {
     char dir[64], path[128];
     copy_folder(HF "llama_tiny", dir, sizeof dir);
-    rewrite_weights(dir, "model.layers.1.self_attn.k_proj.weight", NULL, NULL);
+    rewrite_weights(dir, "model.layers.1.self_attn.k_proj.weight", NULL, NULL, NULL);
     expect_load_error(dir, "tensor \"model.layers.1.self_attn.k_proj.weight\" is missing");
     remove_folder(dir);
 
     copy_folder(HF "llama_tiny", dir, sizeof dir);
-    rewrite_weights(dir, NULL, "model.layers.0.extra.weight", NULL);
+    rewrite_weights(dir, NULL, "model.layers.0.extra.weight", NULL, NULL);
     expect_load_error(dir, "tensor \"model.layers.0.extra.weight\" has no place");
     remove_folder(dir);
 
     copy_folder(HF "pythia_tiny", dir, sizeof dir);
-    rewrite_weights(dir, NULL, NULL, "gpt_neox.layers.0.mlp.dense_h_to_4h.weight");
+    rewrite_weights(dir, NULL, NULL, "gpt_neox.layers.0.mlp.dense_h_to_4h.weight", NULL);
     expect_load_error(dir, "\"gpt_neox.layers.0.mlp.dense_h_to_4h.weight\" has shape (255,64)");
     remove_folder(dir);
 
@@ -395,43 +405,12 @@ START_TEST(test_config_products_do_not_overflow)
 }
 END_TEST
 
-/* Rewrites dir/model.safetensors with tensor `name` stored as I32 (its
- * values truncated), the others as they were. */
-static void retype_to_i32(const char *dir, const char *name)
-{
-    char path[256];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    hl_error err = {0};
-    hl_safetensors *f = NULL;
-    ck_assert(hl_safetensors_read(path, &f, &err) == HL_OK);
-    hl_safetensors_writer *w = hl_safetensors_writer_new();
-    for (size_t i = 0; i < hl_safetensors_count(f); i++) {
-        const hl_safetensors_entry_info *e = hl_safetensors_entry(f, i);
-        hl_tensor *t = hl_safetensors_load(f, e->name, false, &err);
-        ck_assert(t);
-        if (!strcmp(e->name, name)) {
-            int32_t *ints = malloc(t->numel * sizeof *ints);
-            for (size_t k = 0; k < t->numel; k++)
-                ints[k] = (int32_t)(t->data[k] * 100);
-            ck_assert(hl_safetensors_writer_add_raw(w, e->name, HL_DTYPE_I32, e->rank, e->shape,
-                                                    ints, &err) == HL_OK);
-            free(ints);
-        } else {
-            ck_assert(hl_safetensors_writer_add(w, e->name, t, HL_DTYPE_F32, &err) == HL_OK);
-        }
-        hl_tensor_free(t);
-    }
-    ck_assert_msg(hl_safetensors_writer_save(w, path, &err) == HL_OK, "%s", err.message);
-    hl_safetensors_writer_free(w);
-    hl_safetensors_free(f);
-}
-
 /* An integer tensor is no weight: refused naming the file and the tensor. */
 START_TEST(test_integer_tensors_refused)
 {
     char dir[64];
     copy_folder(HF "llama_tiny", dir, sizeof dir);
-    retype_to_i32(dir, "model.layers.0.input_layernorm.weight");
+    rewrite_weights(dir, NULL, NULL, NULL, "model.layers.0.input_layernorm.weight");
     expect_load_error(dir, "/model.safetensors: tensor \"model.layers.0.input_layernorm.weight\" "
                            "is I32; weights are read from F32, F16 or BF16");
     remove_folder(dir);
