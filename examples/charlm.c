@@ -165,14 +165,13 @@ static void resume_training(options *o)
     };
     static const char *const optims[] = {"adamw", "muon"};
     static const char *const schedules[] = {"cosine", "constant", "wsd"};
-    if (fits && hl_cli_parse("charlm", opts, 1, n, args, stderr) == HL_CLI_OK) {
-        t.optim = known_name(t.optim, optims, 2);
-        t.schedule = known_name(t.schedule, schedules, 3);
-    }
-    if (!fits || !t.optim || !t.schedule) {
+    /* t.optim and t.schedule point into text until known_name maps them to
+     * names that outlive it; a refusal exits before then. */
+    if (!fits || hl_cli_parse("charlm", opts, 1, n, args, stderr) != HL_CLI_OK ||
+        !(t.optim = known_name(t.optim, optims, 2)) ||
+        !(t.schedule = known_name(t.schedule, schedules, 3)))
         hl_cli_bad_input("charlm", "%s: its training flags (\"training\" metadata) are not "
                          "charlm's: %.200s", o->resume, saved);
-    }
     hl_safetensors_free(f);
     if (!o->optim_given)
         o->optim = t.optim;
@@ -353,13 +352,8 @@ static options parse_options(int argc, char **argv)
                          "from the token files");
     if (strcmp(o.schedule, "cosine") && strcmp(o.schedule, "constant") && strcmp(o.schedule, "wsd"))
         hl_cli_bad_input("charlm", "unknown --schedule %s (cosine, constant or wsd)", o.schedule);
-    if (o.decay_frac_given && strcmp(o.schedule, "wsd"))
-        hl_cli_bad_input("charlm", "--decay-frac belongs to --schedule wsd (--schedule is %s)",
-                         o.schedule);
     if (strcmp(o.optim, "adamw") && strcmp(o.optim, "muon"))
         hl_cli_bad_input("charlm", "unknown --optim %s (adamw or muon)", o.optim);
-    if (o.muon_lr_given && strcmp(o.optim, "muon"))
-        hl_cli_bad_input("charlm", "--muon-lr belongs to --optim muon (--optim is %s)", o.optim);
     if (o.zero_init && (o.resume || o.init_from))
         hl_cli_bad_input("charlm", "--zero-init starts new weights; %s brings its own",
                          o.resume ? "--resume" : "--init-from");
@@ -426,6 +420,16 @@ static options parse_options(int argc, char **argv)
     if (o.vocab && o.resume)
         hl_cli_bad_input("charlm", "--vocab with --resume: the vocabulary comes from the "
                          "checkpoint");
+    /* Last, reading the checkpoint only once the flags agree among
+     * themselves; the two checks after it then see its optimizer and
+     * schedule (--muon-lr alone resumes a Muon run). */
+    if (o.resume)
+        resume_training(&o);
+    if (o.decay_frac_given && strcmp(o.schedule, "wsd"))
+        hl_cli_bad_input("charlm", "--decay-frac belongs to --schedule wsd (--schedule is %s)",
+                         o.schedule);
+    if (o.muon_lr_given && strcmp(o.optim, "muon"))
+        hl_cli_bad_input("charlm", "--muon-lr belongs to --optim muon (--optim is %s)", o.optim);
     return o;
 }
 
@@ -1047,14 +1051,16 @@ static void check_text_fits(const run *r)
 }
 
 /* --resume and --init-from take the model's size from the file: --d-model,
- * --heads, --layers or --dropout given too must agree with it (exit 2). */
+ * --heads or --layers given too must agree with it, and with --resume so must
+ * --dropout (exit 2); fine-tuning takes --dropout as given (setup). */
 static void check_model_size(const options *o, const hl_gpt_config *cfg)
 {
     const char *flag = o->d_model_given && o->d_model != cfg->d_model ? "--d-model"
                        : o->heads_given && o->heads != cfg->n_heads   ? "--heads"
                        : o->layers_given && o->layers != cfg->n_layers ? "--layers"
-                       : o->dropout_given && o->dropout != cfg->dropout ? "--dropout"
-                                                                         : NULL;
+                       : o->resume && o->dropout_given && o->dropout != cfg->dropout
+                           ? "--dropout"
+                           : NULL;
     if ((o->resume || o->init_from) && flag)
         hl_cli_bad_input("charlm", "%s with %s: the model of %s has d_model %d, %d heads, %d "
                          "layers and dropout %g", flag, o->resume ? "--resume" : "--init-from",
@@ -1263,6 +1269,8 @@ static void setup(run *r, const options *o)
     if (o->resume || o->init_from)
         load(r);
     check_model_size(o, &r->m->cfg);
+    if (o->init_from && o->dropout_given)
+        r->m->cfg.dropout = o->dropout;
     if (o->resume && o->tokens)
         check_same_tokens(r);
     /* A pretrained model may train on windows shorter than its positions. */
@@ -1405,8 +1413,6 @@ int main(int argc, char **argv)
     hl_dist_init(&argc, &argv);
     hl_cli_init();
     options o = parse_options(argc, argv);
-    if (o.resume)
-        resume_training(&o);
     const int tuner_threads = hl_cli_set_threads(o.threads);
     run r;
     setup(&r, &o);

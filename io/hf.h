@@ -3,7 +3,7 @@
  * them, to and from headlab GPTs (models/gpt.h).
  *
  * A folder holds config.json and its weights: model.safetensors, or shards
- * listed by model.safetensors.index.json; tensors in F32, F16 or BF16,
+ * listed by model.safetensors.index.json; tensors in F32, F16, BF16 or F64,
  * converted to hl_real as they load. Three architectures are read, each onto
  * the GPT's options:
  *

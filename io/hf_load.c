@@ -135,15 +135,16 @@ static const hl_safetensors_entry_info *take(hf_weights *w, const char *name, in
     return NULL;
 }
 
-/* Only float tensors are weights: an integer or boolean tensor would load as
- * numbers that were never weights. */
+/* Only floating-point tensors are weights: an integer or boolean tensor
+ * would load as numbers that were never weights. */
 static hl_status check_dtype(const hf_weights *w, int f, const hl_safetensors_entry_info *e,
                              hl_error *err)
 {
-    if (e->dtype == HL_DTYPE_F32 || e->dtype == HL_DTYPE_F16 || e->dtype == HL_DTYPE_BF16)
+    if (e->dtype == HL_DTYPE_F32 || e->dtype == HL_DTYPE_F16 || e->dtype == HL_DTYPE_BF16 ||
+        e->dtype == HL_DTYPE_F64)
         return HL_OK;
     return hl_error_set(err, HL_ERR_FORMAT, "%s/%s: tensor \"%s\" is %s; weights are read "
-                        "from F32, F16 or BF16", w->dir, w->names[f], e->name,
+                        "from F32, F16, BF16 or F64", w->dir, w->names[f], e->name,
                         hl_dtype_name(e->dtype));
 }
 

@@ -528,6 +528,39 @@ START_TEST(test_charlm_resume_keeps_training)
     ck_assert_msg(strstr(out, "AdamW (lr 0.002,") && strstr(out, "then wsd"), "%s", out);
     snprintf(command, sizeof command, resume, path, temp_dir, "c", temp_dir, "--d-model 64");
     expect_failure(command, 2, "--d-model with --resume: the model of");
+    /* --muon-lr alone: the checkpoint says Muon. */
+    snprintf(command, sizeof command, resume, path, temp_dir, "d", temp_dir, "--muon-lr 0.005");
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "optimizer: Muon (lr 0.005,"), "%s", out);
+    /* Training flags out of range in the checkpoint: refused, naming it. */
+    char ckpt[256], bad[256];
+    snprintf(ckpt, sizeof ckpt, "%s/lm/checkpoint.safetensors", temp_dir);
+    snprintf(bad, sizeof bad, "%s/bad.safetensors", temp_dir);
+    hl_error err = {0};
+    hl_safetensors *f = NULL;
+    ck_assert_msg(hl_safetensors_read(ckpt, &f, &err) == HL_OK, "%s", err.message);
+    hl_safetensors_writer *w = hl_safetensors_writer_new();
+    for (size_t i = 0; i < hl_safetensors_count(f); i++) {
+        const hl_safetensors_entry_info *e = hl_safetensors_entry(f, i);
+        ck_assert(hl_safetensors_writer_add_raw(w, e->name, e->dtype, e->rank, e->shape, e->data,
+                                                &err) == HL_OK);
+    }
+    const char *keys[] = {"format", "config", "task", "vocab",      "step",
+                          "optim",  "rng.data", "rng.dropout"};
+    for (int i = 0; i < 8; i++)
+        if (hl_safetensors_metadata(f, keys[i]))
+            ck_assert(hl_safetensors_writer_set_metadata(w, keys[i],
+                                                         hl_safetensors_metadata(f, keys[i]),
+                                                         &err) == HL_OK);
+    ck_assert(hl_safetensors_writer_set_metadata(w, "training", "--optim muon --lr 20", &err) ==
+              HL_OK);
+    ck_assert_msg(hl_safetensors_writer_save(w, bad, &err) == HL_OK, "%s", err.message);
+    hl_safetensors_writer_free(w);
+    hl_safetensors_free(f);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s --steps 20 --out %s/e --resume %s", path, temp_dir,
+             bad);
+    expect_failure(command, 2, "bad.safetensors: its training flags (\"training\" metadata)");
     remove_temp_dir();
 }
 END_TEST

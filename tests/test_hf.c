@@ -412,7 +412,7 @@ START_TEST(test_integer_tensors_refused)
     copy_folder(HF "llama_tiny", dir, sizeof dir);
     rewrite_weights(dir, NULL, NULL, NULL, "model.layers.0.input_layernorm.weight");
     expect_load_error(dir, "/model.safetensors: tensor \"model.layers.0.input_layernorm.weight\" "
-                           "is I32; weights are read from F32, F16 or BF16");
+                           "is I32; weights are read from F32, F16, BF16 or F64");
     remove_folder(dir);
 }
 END_TEST

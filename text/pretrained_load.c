@@ -80,7 +80,7 @@ cJSON *hl_pretrained_parse_json(const char *path, const char *text, size_t n, hl
         return NULL;
     }
     /* cJSON stops after the first value; text after it means the file is not
-     * what we think it is (two files run together, a cut-off edit). */
+     * one JSON document (two files run together, a cut-off edit). */
     while (stop < n && strchr(" \t\n\r", text[stop]))
         stop++;
     if (stop < n) {
