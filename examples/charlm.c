@@ -57,7 +57,6 @@ typedef struct {
     bool ctx_given, muon_lr_given, decay_frac_given;
     bool model_given, rope_base_given, mlp_given, norm_given; /* flags the user wrote */
     bool d_model_given, heads_given, layers_given, dropout_given;
-    bool optim_given, lr_given, warmup_given, schedule_given, clip_given;
     bool qk_norm, doc_windows; /* the training recipe's options */
     double softcap;
 } options;
@@ -116,77 +115,51 @@ static void format_training(const options *o, char *out, size_t size)
              o->schedule, o->decay_frac, o->clip);
 }
 
-/* The name among names[0..n) equal to text, NULL if none: a string that
- * outlives the buffer text lies in. */
-static const char *known_name(const char *text, const char *const *names, int n)
+/* The flags format_training writes, the only ones read_training takes. */
+static const char *const training_flags[] = {"--optim",    "--lr",         "--muon-lr", "--warmup",
+                                             "--schedule", "--decay-frac", "--clip"};
+#define N_TRAINING_FLAGS (int)(sizeof training_flags / sizeof training_flags[0])
+
+static bool training_flag(const char *arg)
 {
-    for (int i = 0; i < n; i++)
-        if (!strcmp(text, names[i]))
-            return names[i];
-    return NULL;
+    for (int i = 0; i < N_TRAINING_FLAGS; i++)
+        if (!strcmp(arg, training_flags[i]))
+            return true;
+    return false;
 }
 
-/* --resume: the checkpoint's optimizer and schedule flags, each unless given
- * now. A checkpoint written before they were kept has none, and the flags
- * decide as they always did. Exits 2 on a checkpoint that cannot be read or
- * whose flags do not parse. */
-static void resume_training(options *o)
+/* --resume: the checkpoint's optimizer and schedule flags, parsed into o by
+ * opts, charlm's own table, as defaults that the flags given then override.
+ * A checkpoint that cannot be read is left to the model's loading to report,
+ * after the flags are checked among themselves; one without the flags (an
+ * older headlab's) leaves them to the flags given. Exits 2 when they are not
+ * format_training's flags or do not parse. */
+static void read_training(const char *path, const hl_opt *opts)
 {
     hl_safetensors *f = NULL;
     hl_error err = {0};
-    if (hl_safetensors_read(o->resume, &f, &err) != HL_OK)
-        hl_cli_bad_input("charlm", "%s", err.message);
-    const char *saved = hl_safetensors_metadata(f, "training");
-    if (!saved) {
-        hl_safetensors_free(f);
+    if (hl_safetensors_read(path, &f, &err) != HL_OK)
         return;
-    }
-    enum { MAX_ARGS = 16 };
-    char text[512], *args[MAX_ARGS + 1] = {"charlm"};
+    const char *saved = hl_safetensors_metadata(f, "training");
+    enum { MAX_ARGS = 2 * N_TRAINING_FLAGS };
+    static char text[512]; /* the options' names point into it: it outlives the run */
+    char *args[MAX_ARGS + 1] = {"charlm"};
     int n = 1;
-    bool fits = strlen(saved) < sizeof text;
-    if (fits) {
+    bool ok = !saved || strlen(saved) < sizeof text;
+    if (saved && ok) {
         strcpy(text, saved);
         char *save = NULL;
-        for (char *a = strtok_r(text, " ", &save); a && fits; a = strtok_r(NULL, " ", &save))
-            if ((fits = n <= MAX_ARGS))
+        for (char *a = strtok_r(text, " ", &save); a && ok; a = strtok_r(NULL, " ", &save)) {
+            ok = n <= MAX_ARGS && (n % 2 == 0 || training_flag(a));
+            if (ok)
                 args[n++] = a;
+        }
+        ok = ok && hl_cli_parse("charlm", opts, 1, n, args, stderr) == HL_CLI_OK;
     }
-    options t = *o;
-    const hl_opt opts[] = {
-        HL_OPTION_TEXT("optim", &t.optim, "NAME", ""),
-        HL_OPTION_REAL("lr", &t.lr, 0, 10, "X", ""),
-        HL_OPTION_REAL("muon-lr", &t.muon_lr, 0, 10, "X", ""),
-        HL_OPTION_INT("warmup", &t.warmup, 0, 1e8, "N", ""),
-        HL_OPTION_TEXT("schedule", &t.schedule, "NAME", ""),
-        HL_OPTION_REAL("decay-frac", &t.decay_frac, 1e-6, 1, "F", ""),
-        HL_OPTION_REAL("clip", &t.clip, 0, 1e9, "X", ""),
-        {0},
-    };
-    static const char *const optims[] = {"adamw", "muon"};
-    static const char *const schedules[] = {"cosine", "constant", "wsd"};
-    /* t.optim and t.schedule point into text until known_name maps them to
-     * names that outlive it; a refusal exits before then. */
-    if (!fits || hl_cli_parse("charlm", opts, 1, n, args, stderr) != HL_CLI_OK ||
-        !(t.optim = known_name(t.optim, optims, 2)) ||
-        !(t.schedule = known_name(t.schedule, schedules, 3)))
+    if (!ok)
         hl_cli_bad_input("charlm", "%s: its training flags (\"training\" metadata) are not "
-                         "charlm's: %.200s", o->resume, saved);
+                         "charlm's: %.200s", path, saved);
     hl_safetensors_free(f);
-    if (!o->optim_given)
-        o->optim = t.optim;
-    if (!o->lr_given)
-        o->lr = t.lr;
-    if (!o->muon_lr_given)
-        o->muon_lr = t.muon_lr;
-    if (!o->warmup_given)
-        o->warmup = t.warmup;
-    if (!o->schedule_given)
-        o->schedule = t.schedule;
-    if (!o->decay_frac_given)
-        o->decay_frac = t.decay_frac;
-    if (!o->clip_given)
-        o->clip = t.clip;
 }
 
 static options parse_options(int argc, char **argv)
@@ -287,27 +260,22 @@ static options parse_options(int argc, char **argv)
                        "weight (unless tied) at zero"),
         HL_OPTION_TEXT("optim", &o.optim, "NAME",
                        "adamw or muon: Muon on the hidden matrices (attention q, k, v, out_proj, "
-                       "MLP fc, proj), AdamW on the rest",
-                       .given = &o.optim_given),
-        HL_OPTION_REAL("lr", &o.lr, 0, 10, "X", "peak learning rate of AdamW",
-                       .given = &o.lr_given),
+                       "MLP fc, proj), AdamW on the rest"),
+        HL_OPTION_REAL("lr", &o.lr, 0, 10, "X", "peak learning rate of AdamW"),
         HL_OPTION_REAL("muon-lr", &o.muon_lr, 0, 10, "X", "peak learning rate of Muon's group",
                        .given = &o.muon_lr_given),
         HL_OPTION_REAL("dropout", &o.dropout, 0, 0.99, "X",
                        "dropout on the embeddings and on the outputs of attention and the MLP",
                        .given = &o.dropout_given),
-        HL_OPTION_INT("warmup", &o.warmup, 0, 1e8, "N", "steps of linear warm-up",
-                      .given = &o.warmup_given),
+        HL_OPTION_INT("warmup", &o.warmup, 0, 1e8, "N", "steps of linear warm-up"),
         HL_OPTION_TEXT("schedule", &o.schedule, "NAME",
                        "after warm-up: cosine (down to 0.1 of the peak at the last step), "
                        "constant, or wsd (constant, then linear decay to 0 over the last "
-                       "--decay-frac of the steps)",
-                       .given = &o.schedule_given),
+                       "--decay-frac of the steps)"),
         HL_OPTION_REAL("decay-frac", &o.decay_frac, 1e-6, 1, "F",
                        "the decay's share of the steps with --schedule wsd",
                        .given = &o.decay_frac_given),
-        HL_OPTION_REAL("clip", &o.clip, 0, 1e9, "X", "gradient-norm clip, 0 = off",
-                       .given = &o.clip_given),
+        HL_OPTION_REAL("clip", &o.clip, 0, 1e9, "X", "gradient-norm clip, 0 = off"),
         HL_OPTION_REAL("copy-windows", &o.copy_windows, 0, 1, "F",
                        "a training-data intervention: in this fraction of the training windows "
                        "a span of the window recurs later in it (copied over what followed); "
@@ -331,14 +299,19 @@ static options parse_options(int argc, char **argv)
         {0},
     };
     hl_cli_parse_or_exit("charlm", &usage, opts, argc, argv);
-    /* A preset sets defaults that the other flags override, wherever they
-     * stand and however the preset is written (--preset=NAME, --pre NAME):
-     * the first parse finds it, the second reads every flag over its values. */
-    if (o.preset) {
-        const char *preset = o.preset;
+    /* Defaults in layers, each overriding the one before: charlm's, a
+     * preset's, a resumed run's training flags, then the flags given,
+     * wherever they stand and however they are written (--preset=NAME, --pre
+     * NAME). The first parse finds the preset and the checkpoint; the second
+     * reads every flag over them. */
+    if (o.preset || o.resume) {
+        const char *preset = o.preset, *resume = o.resume;
         o = defaults;
-        if (!apply_preset(&o, preset))
+        if (preset && !apply_preset(&o, preset))
             hl_cli_bad_input("charlm", "unknown --preset %s (speedrun)", preset);
+        if (resume)
+            read_training(resume, opts);
+        o.muon_lr_given = o.decay_frac_given = false; /* the checkpoint's are not given */
         hl_cli_parse_or_exit("charlm", &usage, opts, argc, argv);
     }
     if (o.preset && (o.resume || o.init_from))
@@ -352,8 +325,13 @@ static options parse_options(int argc, char **argv)
                          "from the token files");
     if (strcmp(o.schedule, "cosine") && strcmp(o.schedule, "constant") && strcmp(o.schedule, "wsd"))
         hl_cli_bad_input("charlm", "unknown --schedule %s (cosine, constant or wsd)", o.schedule);
+    if (o.decay_frac_given && strcmp(o.schedule, "wsd"))
+        hl_cli_bad_input("charlm", "--decay-frac belongs to --schedule wsd (--schedule is %s)",
+                         o.schedule);
     if (strcmp(o.optim, "adamw") && strcmp(o.optim, "muon"))
         hl_cli_bad_input("charlm", "unknown --optim %s (adamw or muon)", o.optim);
+    if (o.muon_lr_given && strcmp(o.optim, "muon"))
+        hl_cli_bad_input("charlm", "--muon-lr belongs to --optim muon (--optim is %s)", o.optim);
     if (o.zero_init && (o.resume || o.init_from))
         hl_cli_bad_input("charlm", "--zero-init starts new weights; %s brings its own",
                          o.resume ? "--resume" : "--init-from");
@@ -420,16 +398,6 @@ static options parse_options(int argc, char **argv)
     if (o.vocab && o.resume)
         hl_cli_bad_input("charlm", "--vocab with --resume: the vocabulary comes from the "
                          "checkpoint");
-    /* Last, reading the checkpoint only once the flags agree among
-     * themselves; the two checks after it then see its optimizer and
-     * schedule (--muon-lr alone resumes a Muon run). */
-    if (o.resume)
-        resume_training(&o);
-    if (o.decay_frac_given && strcmp(o.schedule, "wsd"))
-        hl_cli_bad_input("charlm", "--decay-frac belongs to --schedule wsd (--schedule is %s)",
-                         o.schedule);
-    if (o.muon_lr_given && strcmp(o.optim, "muon"))
-        hl_cli_bad_input("charlm", "--muon-lr belongs to --optim muon (--optim is %s)", o.optim);
     return o;
 }
 

@@ -211,25 +211,7 @@ END_TEST
 static void set_metadata(const char *path, const char *key, const char *value)
 {
     static const char *const keys[] = {"format", "step", "optim", "rng.data"};
-    hl_error err = {0};
-    hl_safetensors *f = NULL;
-    ck_assert_msg(hl_safetensors_read(path, &f, &err) == HL_OK, "%s", err.message);
-    hl_safetensors_writer *w = hl_safetensors_writer_new();
-    for (size_t i = 0; i < hl_safetensors_count(f); i++) {
-        const hl_safetensors_entry_info *e = hl_safetensors_entry(f, i);
-        hl_tensor *t = hl_safetensors_load(f, e->name, false, &err);
-        ck_assert_msg(t && hl_safetensors_writer_add(w, e->name, t, e->dtype, &err) == HL_OK,
-                      "%s", err.message);
-        hl_tensor_free(t);
-    }
-    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-        const char *v = strcmp(keys[k], key) ? hl_safetensors_metadata(f, keys[k]) : value;
-        if (v)
-            ck_assert(hl_safetensors_writer_set_metadata(w, keys[k], v, &err) == HL_OK);
-    }
-    ck_assert_msg(hl_safetensors_writer_save(w, path, &err) == HL_OK, "%s", err.message);
-    hl_safetensors_writer_free(w);
-    hl_safetensors_free(f);
+    tu_set_metadata(path, path, keys, 4, key, value);
 }
 
 /* Metadata is read as written: digits only for the steps, 64 hex digits of a

@@ -536,27 +536,9 @@ START_TEST(test_charlm_resume_keeps_training)
     char ckpt[256], bad[256];
     snprintf(ckpt, sizeof ckpt, "%s/lm/checkpoint.safetensors", temp_dir);
     snprintf(bad, sizeof bad, "%s/bad.safetensors", temp_dir);
-    hl_error err = {0};
-    hl_safetensors *f = NULL;
-    ck_assert_msg(hl_safetensors_read(ckpt, &f, &err) == HL_OK, "%s", err.message);
-    hl_safetensors_writer *w = hl_safetensors_writer_new();
-    for (size_t i = 0; i < hl_safetensors_count(f); i++) {
-        const hl_safetensors_entry_info *e = hl_safetensors_entry(f, i);
-        ck_assert(hl_safetensors_writer_add_raw(w, e->name, e->dtype, e->rank, e->shape, e->data,
-                                                &err) == HL_OK);
-    }
-    const char *keys[] = {"format", "config", "task", "vocab",      "step",
-                          "optim",  "rng.data", "rng.dropout"};
-    for (int i = 0; i < 8; i++)
-        if (hl_safetensors_metadata(f, keys[i]))
-            ck_assert(hl_safetensors_writer_set_metadata(w, keys[i],
-                                                         hl_safetensors_metadata(f, keys[i]),
-                                                         &err) == HL_OK);
-    ck_assert(hl_safetensors_writer_set_metadata(w, "training", "--optim muon --lr 20", &err) ==
-              HL_OK);
-    ck_assert_msg(hl_safetensors_writer_save(w, bad, &err) == HL_OK, "%s", err.message);
-    hl_safetensors_writer_free(w);
-    hl_safetensors_free(f);
+    const char *keys[] = {"format", "config", "task", "vocab", "step", "optim", "rng.data",
+                          "rng.dropout"};
+    tu_set_metadata(ckpt, bad, keys, 8, "training", "--optim muon --lr 20");
     snprintf(command, sizeof command,
              HL_BUILD_DIR "/charlm --data %s --steps 20 --out %s/e --resume %s", path, temp_dir,
              bad);

@@ -188,3 +188,27 @@ bool tu_same_file(const char *a, const char *b)
     free(y);
     return same;
 }
+
+void tu_set_metadata(const char *from, const char *to, const char *const *keys, int n_keys,
+                     const char *key, const char *value)
+{
+    hl_error err = {0};
+    hl_safetensors *f = NULL;
+    ck_assert_msg(hl_safetensors_read(from, &f, &err) == HL_OK, "%s", err.message);
+    hl_safetensors_writer *w = hl_safetensors_writer_new();
+    for (size_t i = 0; i < hl_safetensors_count(f); i++) {
+        const hl_safetensors_entry_info *e = hl_safetensors_entry(f, i);
+        ck_assert_msg(hl_safetensors_writer_add_raw(w, e->name, e->dtype, e->rank, e->shape,
+                                                    e->data, &err) == HL_OK,
+                      "%s", err.message);
+    }
+    for (int k = 0; k < n_keys; k++) {
+        const char *v = hl_safetensors_metadata(f, keys[k]);
+        if (v && strcmp(keys[k], key))
+            ck_assert(hl_safetensors_writer_set_metadata(w, keys[k], v, &err) == HL_OK);
+    }
+    ck_assert(hl_safetensors_writer_set_metadata(w, key, value, &err) == HL_OK);
+    ck_assert_msg(hl_safetensors_writer_save(w, to, &err) == HL_OK, "%s", err.message);
+    hl_safetensors_writer_free(w);
+    hl_safetensors_free(f);
+}

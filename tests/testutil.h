@@ -61,6 +61,12 @@ void tu_run_ok(const char *command);
 /* Whether two files exist and hold the same bytes. */
 bool tu_same_file(const char *a, const char *b);
 
+/* Writes the safetensors file `from` again as `to` (which may be the same
+ * path): every tensor byte for byte, the metadata keys[0..n_keys) it holds,
+ * and metadata `key` set to value. */
+void tu_set_metadata(const char *from, const char *to, const char *const *keys, int n_keys,
+                     const char *key, const char *value);
+
 /* Fails unless |a[i] - b[i]| <= tol for all i. */
 void tu_assert_close(const char *what, const hl_real *a, const hl_real *b, size_t n, double tol);
 
