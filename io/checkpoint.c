@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/internal.h"
 #include "io/safetensors.h"
 
 #ifdef HL_REAL_DOUBLE
@@ -151,26 +152,6 @@ hl_status hl_checkpoint_save(const char *path, const hl_params *params, const hl
     return s;
 }
 
-/* Every tensor the load will copy must exist with the right shape before
- * anything is overwritten. */
-static hl_status check_entry(const hl_safetensors *f, const char *path, const char *name,
-                             const hl_tensor *t, hl_error *err)
-{
-    const hl_safetensors_entry_info *e = hl_safetensors_find(f, name);
-    if (!e)
-        return hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: no tensor %s", path, name);
-    bool same = e->rank == t->rank;
-    for (int d = 0; same && d < t->rank; d++)
-        same = e->shape[d] == t->shape[d];
-    if (!same) {
-        char fs[HL_ST_SHAPE_STR_MAX], ts[HL_SHAPE_STR_MAX];
-        return hl_error_set(err, HL_ERR_SHAPE,
-                            "checkpoint %s: %s has shape %s in the file, %s in the model", path,
-                            name, hl_safetensors_shape_str(e, fs), hl_shape_str(t, ts));
-    }
-    return HL_OK;
-}
-
 /* Whether name is a parameter's or one's optimizer state (optim.m.<name>,
  * optim.v.<name>): a weights-only load may skip the state, nothing else. */
 static bool expected_name(const hl_params *params, const char *name)
@@ -188,16 +169,20 @@ static hl_status check_all(const hl_safetensors *f, const char *path, hl_params 
     if (!format || strcmp(format, FORMAT_NAME) != 0)
         return hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: not a headlab checkpoint "
                             "(metadata format is %s)", path, format ? format : "missing");
+    /* Every tensor the load will copy must be there, of the right shape and
+     * finite, before anything is overwritten. */
+    char what[512];
+    snprintf(what, sizeof what, "checkpoint %s", path);
     for (size_t i = 0; i < hl_params_n_tensors(params); i++) {
         const hl_tensor *t = hl_params_tensor(params, i);
         char name[HL_NAME_MAX + 16];
-        if (check_entry(f, path, t->name, t, err) != HL_OK)
+        if (hl_io_check_tensor(f, what, t->name, t, err) != HL_OK)
             return err->status;
         state_name(name, sizeof name, 'm', t->name);
-        if (opt && check_entry(f, path, name, t, err) != HL_OK)
+        if (opt && hl_io_check_tensor(f, what, name, t, err) != HL_OK)
             return err->status;
         state_name(name, sizeof name, 'v', t->name);
-        if (opt && has_v(opt, i) && check_entry(f, path, name, t, err) != HL_OK)
+        if (opt && has_v(opt, i) && hl_io_check_tensor(f, what, name, t, err) != HL_OK)
             return err->status;
     }
     /* A bigger model's checkpoint (more layers) holds all of this one's

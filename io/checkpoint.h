@@ -41,7 +41,8 @@ hl_status hl_checkpoint_save(const char *path, const hl_params *params, const hl
                              const hl_checkpoint_meta *meta, int n_meta, hl_error *err);
 
 /* Loads into an already built model: every parameter must be in the file with
- * its shape (else an error naming it, and the model is left untouched). opt,
+ * its shape and finite values (else an error naming it and the first bad
+ * element, and the model is left untouched). opt,
  * step and rngs may be NULL/0; when given, their state must be in the file. */
 hl_status hl_checkpoint_load(const char *path, hl_params *params, hl_optim *opt, int64_t *step,
                              const hl_checkpoint_rng *rngs, int n_rngs, hl_error *err);

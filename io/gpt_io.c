@@ -7,9 +7,11 @@
 
 #include "io/checkpoint.h"
 #include "io/hf.h"
+#include "io/internal.h"
 #include "io/safetensors.h"
 
-/* The model a file's config describes, with its weights. */
+/* The model a file's config describes, with its weights; messages do not
+ * name the file. */
 static hl_gpt *gpt_from_file(const hl_safetensors *f, hl_error *err)
 {
     hl_gpt_config cfg;
@@ -23,7 +25,8 @@ static hl_gpt *gpt_from_file(const hl_safetensors *f, hl_error *err)
         hl_gpt_set_pruned(m, &pruned);
     for (size_t i = 0; m && i < hl_params_n_tensors(m->params); i++) {
         hl_tensor *t = hl_params_tensor(m->params, i);
-        if (hl_safetensors_copy_to(f, t->name, t, err) != HL_OK) {
+        if (hl_io_check_tensor(f, NULL, t->name, t, err) ||
+            hl_safetensors_copy_to(f, t->name, t, err)) {
             hl_gpt_free(m);
             m = NULL;
         }
@@ -38,8 +41,11 @@ hl_gpt *hl_gpt_load(const char *path, hl_error *err)
     hl_safetensors *f = NULL;
     if (hl_safetensors_read(path, &f, err) != HL_OK)
         return NULL;
-    hl_gpt *m = gpt_from_file(f, err);
+    hl_error local = {0};
+    hl_gpt *m = gpt_from_file(f, &local);
     hl_safetensors_free(f);
+    if (!m)
+        hl_error_set(err, local.status, "%s: %s", path, local.message);
     return m;
 }
 

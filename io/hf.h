@@ -23,7 +23,8 @@
  * rope_parameters. Any other architecture, or an option the GPT cannot
  * express (rope scaling, a sliding window shorter than the context, ...), is
  * refused with HL_ERR_FORMAT and a message naming the file and the key; so is
- * a missing, extra or misshapen tensor, naming it.
+ * a missing, extra or misshapen tensor, or one holding a NaN or an infinity,
+ * naming it.
  *
  *     hl_gpt *m = hl_hf_load("gpt2/", &err);          // config.json + weights
  *     hl_hf_export(m, "out/hf/", &err);                // and back, for transformers

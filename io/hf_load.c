@@ -175,7 +175,9 @@ static hl_status read_part(hf_weights *w, const hl_hf_source *src, int i, int ra
                             "asks for %s", w->dir, w->names[f], src->name[i],
                             hl_safetensors_shape_str(e, got), expected);
     }
-    if (check_dtype(w, f, e, err) != HL_OK)
+    char file[HF_PATH_MAX];
+    snprintf(file, sizeof file, "%s/%s", w->dir, w->names[f]);
+    if (check_dtype(w, f, e, err) != HL_OK || hl_io_check_finite(e, file, err) != HL_OK)
         return err->status;
     hl_tensor *t = hl_safetensors_load(w->files[f], src->name[i], false, err);
     if (!t)

@@ -1,6 +1,7 @@
 /* Loading an MHA module from PyTorch-named safetensors weights: see model_io.h. */
 #include <stdio.h>
 
+#include "io/internal.h"
 #include "io/model_io.h"
 
 static const hl_safetensors_entry_info *find(const hl_safetensors *f, const char *prefix,
@@ -58,7 +59,8 @@ hl_status hl_mha_load(hl_mha *m, hl_params *p, const hl_safetensors *f, const ch
                             m->v_proj_weight, m->in_proj_bias,   m->out_proj_weight,
                             m->out_proj_bias};
     for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++)
-        if (tensors[i] && hl_safetensors_copy_to(f, tensors[i]->name, tensors[i], err) != HL_OK)
+        if (tensors[i] && (hl_io_check_tensor(f, "mha", tensors[i]->name, tensors[i], err) ||
+                           hl_safetensors_copy_to(f, tensors[i]->name, tensors[i], err)))
             return err->status;
     return HL_OK;
 }

@@ -25,15 +25,15 @@
 
 /* Builds a module from PyTorch-named weights in f (under prefix), deducing E,
  * kdim, vdim and bias from the shapes found; declares its parameters in p and
- * commits p, then copies the values in. Errors name the missing or misshapen
- * tensor. */
+ * commits p, then copies the values in. Errors name the missing, misshapen
+ * or not finite tensor. */
 hl_status hl_mha_load(hl_mha *m, hl_params *p, const hl_safetensors *f, const char *prefix,
                       int num_heads, hl_error *err);
 
 /* A model built from the "config" metadata of a safetensors file (a
  * checkpoint or a model.safetensors) with every parameter copied from it.
  * NULL, with the reason in err, when the file, the config or a parameter is
- * missing or misshapen. */
+ * missing or misshapen, or a parameter holds a value that is not finite. */
 hl_gpt *hl_gpt_load(const char *path, hl_error *err);
 
 /* What a model file says besides its weights. */

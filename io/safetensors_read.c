@@ -677,6 +677,20 @@ static void convert(const hl_safetensors_entry_info *e, hl_real *dst)
         dst[i] = (hl_real)element(e->data + i * size, e->dtype);
 }
 
+double hl_safetensors_value(const hl_safetensors_entry_info *e, size_t i)
+{
+    return element(e->data + i * dtypes[e->dtype].size, e->dtype);
+}
+
+size_t hl_safetensors_first_nonfinite(const hl_safetensors_entry_info *e)
+{
+    size_t size = dtypes[e->dtype].size, n = e->nbytes / size;
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite((hl_real)element(e->data + i * size, e->dtype)))
+            return i;
+    return n;
+}
+
 /* The entry's shape as a headlab tensor's (a scalar becomes (1)); false when
  * the rank is over HL_MAX_RANK or a dim over INT_MAX. */
 static bool tensor_shape(const hl_safetensors_entry_info *e, int *rank, int shape[HL_MAX_RANK])

@@ -1,5 +1,6 @@
 /* Tests for io/checkpoint.c: resuming is bitwise the same as running
  * straight through, and bad checkpoints leave the model untouched. */
+#include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -187,7 +188,8 @@ START_TEST(test_bad_checkpoints_leave_the_model_untouched)
                      HL_ERR_SHAPE);
     /* Same rank, other dims: the message gives both shapes. */
     ck_assert_msg(strstr(err.message,
-                         "tok_emb.weight has shape (9,12) in the file, (9,8) in the model"),
+                         "tensor \"tok_emb.weight\" has shape (9,12) in the file, (9,8) in the "
+                         "model"),
                   "%s", err.message);
     /* Asking for optimizer state a weights-only file lacks. */
     hl_error_clear(&err);
@@ -285,6 +287,51 @@ START_TEST(test_metadata_is_read_strictly)
 }
 END_TEST
 
+/* A checkpoint holding a NaN weight or an infinite optimizer moment is
+ * refused, naming the tensor and the element, before anything is taken. */
+START_TEST(test_nonfinite_checkpoint_refused)
+{
+    run_state r;
+    run_make(&r, 10);
+    train(&r, 0, 2);
+    char dir[64];
+    const char *path = temp_path(dir);
+    hl_real *w = hl_params_values(r.model->params);
+    const size_t n = hl_params_count(r.model->params);
+    hl_real *before = malloc(n * sizeof *before);
+    memcpy(before, w, n * sizeof *before);
+    const hl_tensor *first = hl_params_tensor(r.model->params, 0);
+    const hl_tensor *last = hl_params_tensor(r.model->params,
+                                             hl_params_n_tensors(r.model->params) - 1);
+    hl_error err = {0};
+    for (int which = 0; which < 2; which++) {
+        hl_real *poisoned = which ? &r.opt->v[first->data - w + 3] : &last->data[last->numel - 1];
+        const hl_real kept = *poisoned;
+        *poisoned = which ? (hl_real)INFINITY : (hl_real)NAN;
+        ck_assert_int_eq(hl_checkpoint_save(path, r.model->params, r.opt, 2, NULL, 0, NULL, 0,
+                                            &err), HL_OK);
+        *poisoned = kept;
+        char part[128];
+        if (which)
+            snprintf(part, sizeof part, "tensor \"optim.v.%s\" holds infinity at element 3",
+                     first->name);
+        else
+            snprintf(part, sizeof part, "tensor \"%s\" holds NaN at element %zu", last->name,
+                     last->numel - 1);
+        ck_assert_int_eq(hl_checkpoint_load(path, r.model->params, r.opt, NULL, NULL, 0, &err),
+                         HL_ERR_FORMAT);
+        ck_assert_msg(strstr(err.message, path) && strstr(err.message, part), "\"%s\" lacks "
+                      "\"%s\"", err.message, part);
+        ck_assert(!memcmp(before, w, n * sizeof *before) && r.opt->step == 2);
+        hl_error_clear(&err);
+    }
+    unlink(path);
+    rmdir(dir);
+    free(before);
+    run_free(&r);
+}
+END_TEST
+
 /* A bigger model's checkpoint (one more layer) holds every tensor of this
  * one, of the right shapes: the tensors left over refuse it. Optimizer state
  * of the model's own tensors is not left over (a weights-only load skips it). */
@@ -336,6 +383,7 @@ Suite *checkpoint_suite(void)
     tcase_add_test(tc, test_bad_checkpoints_leave_the_model_untouched);
     tcase_add_test(tc, test_metadata_is_read_strictly);
     tcase_add_test(tc, test_checkpoint_of_a_bigger_model);
+    tcase_add_test(tc, test_nonfinite_checkpoint_refused);
     suite_add_tcase(s, tc);
     return s;
 }

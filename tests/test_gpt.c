@@ -2,7 +2,9 @@
  * (tests/make_train_fixtures.py), the gradient check, configs and loading. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/rng.h"
 #include "io/safetensors.h"
@@ -559,8 +561,26 @@ START_TEST(test_gpt_errors)
     ck_assert_ptr_null(hl_gpt_load("tests/fixtures/mha/self/weights.safetensors", &err));
     ck_assert_ptr_nonnull(strstr(err.message, "config"));
 
+    /* A model file with an infinite weight: refused, naming file and tensor. */
     cfg = hl_toy_gpt_config();
     hl_gpt *m = hl_gpt_new(&cfg, &err);
+    char dir[] = "/tmp/headlab-gpt-XXXXXX", path[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    m->tok_emb->data[2] = (hl_real)-INFINITY;
+    hl_gpt_meta meta = {0};
+    ck_assert_int_eq(hl_gpt_save_meta(path, m, &meta, &err), HL_OK);
+    hl_error_clear(&err);
+    ck_assert_ptr_null(hl_gpt_load(path, &err));
+    char part[192];
+    snprintf(part, sizeof part, "%s: tensor \"%s\" holds -infinity at element 2", path,
+             m->tok_emb->name);
+    ck_assert_msg(strstr(err.message, part), "\"%s\" lacks \"%s\"", err.message, part);
+    unlink(path);
+    rmdir(dir);
+    hl_gpt_free(m);
+
+    m = hl_gpt_new(&cfg, &err);
     hl_graph *g = hl_graph_new(0);
     int32_t tokens[40] = {0};
     tu_expect_error(g, hl_gpt_forward(g, m, tokens, 1, 40, NULL), "gpt", "n_ctx 32", NULL);

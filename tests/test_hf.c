@@ -272,10 +272,18 @@ static void remove_folder(const char *dir)
     tu_run_ok(cmd);
 }
 
-/* Writes the model's tensors, with one dropped, one added, one reshaped or one
- * stored as I32 (its values times 100, truncated). */
-static void rewrite_weights(const char *dir, const char *drop, const char *add_name,
-                            const char *reshape, const char *to_i32)
+/* How rewrite_weights changes a model's tensors: each field names one tensor
+ * (NULL: none). */
+typedef struct {
+    const char *drop;    /* left out */
+    const char *add;     /* added, of shape (3) */
+    const char *reshape; /* one row fewer */
+    const char *to_i32;  /* stored as I32, its values times 100, truncated */
+    const char *to_nan;  /* its last value NaN */
+} rewrite;
+
+/* Writes the model's tensors back, changed as r says. */
+static void rewrite_weights(const char *dir, rewrite r)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
@@ -285,13 +293,15 @@ static void rewrite_weights(const char *dir, const char *drop, const char *add_n
     hl_safetensors_writer *w = hl_safetensors_writer_new();
     for (size_t i = 0; i < hl_safetensors_count(f); i++) {
         const hl_safetensors_entry_info *e = hl_safetensors_entry(f, i);
-        if (drop && !strcmp(e->name, drop))
+        if (r.drop && !strcmp(e->name, r.drop))
             continue;
         hl_tensor *t = hl_safetensors_load(f, e->name, false, &err);
         ck_assert(t);
-        if (reshape && !strcmp(e->name, reshape)) /* one row fewer */
+        if (r.reshape && !strcmp(e->name, r.reshape))
             t->shape[0]--, t->numel -= t->numel / (size_t)(t->shape[0] + 1);
-        if (to_i32 && !strcmp(e->name, to_i32)) {
+        if (r.to_nan && !strcmp(e->name, r.to_nan))
+            t->data[t->numel - 1] = NAN;
+        if (r.to_i32 && !strcmp(e->name, r.to_i32)) {
             int32_t *ints = malloc(t->numel * sizeof *ints);
             for (size_t k = 0; k < t->numel; k++)
                 ints[k] = (int32_t)(t->data[k] * 100);
@@ -303,9 +313,9 @@ static void rewrite_weights(const char *dir, const char *drop, const char *add_n
         }
         hl_tensor_free(t);
     }
-    if (add_name) {
+    if (r.add) {
         hl_tensor *t = hl_tensor_new("x", 1, (int[]){3}, false);
-        ck_assert(hl_safetensors_writer_add(w, add_name, t, HL_DTYPE_F32, &err) == HL_OK);
+        ck_assert(hl_safetensors_writer_add(w, r.add, t, HL_DTYPE_F32, &err) == HL_OK);
         hl_tensor_free(t);
     }
     ck_assert_msg(hl_safetensors_writer_save(w, path, &err) == HL_OK, "%s", err.message);
@@ -317,17 +327,17 @@ START_TEST(test_bad_folders)
 {
     char dir[64], path[128];
     copy_folder(HF "llama_tiny", dir, sizeof dir);
-    rewrite_weights(dir, "model.layers.1.self_attn.k_proj.weight", NULL, NULL, NULL);
+    rewrite_weights(dir, (rewrite){.drop = "model.layers.1.self_attn.k_proj.weight"});
     expect_load_error(dir, "tensor \"model.layers.1.self_attn.k_proj.weight\" is missing");
     remove_folder(dir);
 
     copy_folder(HF "llama_tiny", dir, sizeof dir);
-    rewrite_weights(dir, NULL, "model.layers.0.extra.weight", NULL, NULL);
+    rewrite_weights(dir, (rewrite){.add = "model.layers.0.extra.weight"});
     expect_load_error(dir, "tensor \"model.layers.0.extra.weight\" has no place");
     remove_folder(dir);
 
     copy_folder(HF "pythia_tiny", dir, sizeof dir);
-    rewrite_weights(dir, NULL, NULL, "gpt_neox.layers.0.mlp.dense_h_to_4h.weight", NULL);
+    rewrite_weights(dir, (rewrite){.reshape = "gpt_neox.layers.0.mlp.dense_h_to_4h.weight"});
     expect_load_error(dir, "\"gpt_neox.layers.0.mlp.dense_h_to_4h.weight\" has shape (255,64)");
     remove_folder(dir);
 
@@ -410,9 +420,22 @@ START_TEST(test_integer_tensors_refused)
 {
     char dir[64];
     copy_folder(HF "llama_tiny", dir, sizeof dir);
-    rewrite_weights(dir, NULL, NULL, NULL, "model.layers.0.input_layernorm.weight");
+    rewrite_weights(dir, (rewrite){.to_i32 = "model.layers.0.input_layernorm.weight"});
     expect_load_error(dir, "/model.safetensors: tensor \"model.layers.0.input_layernorm.weight\" "
                            "is I32; weights are read from F32, F16, BF16 or F64");
+    remove_folder(dir);
+}
+END_TEST
+
+/* A NaN weight is refused at load, naming the file, the tensor and the
+ * element, rather than loading a model whose every loss is NaN. */
+START_TEST(test_nonfinite_weights_refused)
+{
+    char dir[64];
+    copy_folder(HF "gpt2_tiny", dir, sizeof dir);
+    rewrite_weights(dir, (rewrite){.to_nan = "transformer.h.1.mlp.c_proj.weight"});
+    expect_load_error(dir, "/model.safetensors: tensor \"transformer.h.1.mlp.c_proj.weight\" "
+                           "holds NaN at element 16383 (weights must be finite)");
     remove_folder(dir);
 }
 END_TEST
@@ -649,6 +672,7 @@ Suite *hf_suite(void)
     tcase_add_test(bad, test_json_files_end_after_the_value);
     tcase_add_test(bad, test_config_products_do_not_overflow);
     tcase_add_test(bad, test_integer_tensors_refused);
+    tcase_add_test(bad, test_nonfinite_weights_refused);
     suite_add_tcase(s, bad);
     TCase *export = tcase_create("export");
     tcase_set_timeout(export, 0);

@@ -2,6 +2,7 @@
  * the exact bytes written, atomic saving, and one malformed file per reader
  * rule. */
 #include <dirent.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -621,6 +622,48 @@ START_TEST(test_half_precision_values)
 }
 END_TEST
 
+/* The first value that is not finite once converted: an infinity or NaN of
+ * any float dtype, an F64 beyond float's range in the float build; an
+ * integer never. All finite gives the number of values. */
+START_TEST(test_first_nonfinite)
+{
+    make_tmpdir();
+    char path[128];
+    hl_error err = {0};
+    hl_safetensors_writer *w = hl_safetensors_writer_new();
+    const double wide[3] = {-1e300, 1, NAN};
+    const float narrow[3] = {1, FLT_MAX, 3};
+    const uint16_t half[3] = {0x3c00, 0x7bff, 0xfc00}, brain[2] = {0x3f80, 0x7fc1};
+    const int32_t ints[2] = {INT32_MIN, INT32_MAX};
+    ck_assert(hl_safetensors_writer_add_raw(w, "f64", HL_DTYPE_F64, 1, (int64_t[]){3}, wide,
+                                            &err) == HL_OK);
+    ck_assert(hl_safetensors_writer_add_raw(w, "f32", HL_DTYPE_F32, 1, (int64_t[]){3}, narrow,
+                                            &err) == HL_OK);
+    ck_assert(hl_safetensors_writer_add_raw(w, "f16", HL_DTYPE_F16, 1, (int64_t[]){3}, half,
+                                            &err) == HL_OK);
+    ck_assert(hl_safetensors_writer_add_raw(w, "bf16", HL_DTYPE_BF16, 1, (int64_t[]){2}, brain,
+                                            &err) == HL_OK);
+    ck_assert(hl_safetensors_writer_add_raw(w, "i32", HL_DTYPE_I32, 1, (int64_t[]){2}, ints,
+                                            &err) == HL_OK);
+    save_ok(w, tmp_path("finite.safetensors", path, sizeof path));
+    hl_safetensors_writer_free(w);
+    hl_safetensors *f = read_ok(path);
+#ifdef HL_REAL_DOUBLE
+    ck_assert_uint_eq(hl_safetensors_first_nonfinite(hl_safetensors_find(f, "f64")), 2);
+#else
+    ck_assert_uint_eq(hl_safetensors_first_nonfinite(hl_safetensors_find(f, "f64")), 0);
+#endif
+    ck_assert_uint_eq(hl_safetensors_first_nonfinite(hl_safetensors_find(f, "f32")), 3);
+    ck_assert_uint_eq(hl_safetensors_first_nonfinite(hl_safetensors_find(f, "f16")), 2);
+    ck_assert_uint_eq(hl_safetensors_first_nonfinite(hl_safetensors_find(f, "bf16")), 1);
+    ck_assert_uint_eq(hl_safetensors_first_nonfinite(hl_safetensors_find(f, "i32")), 2);
+    ck_assert(hl_safetensors_value(hl_safetensors_find(f, "f16"), 1) == 65504);
+    ck_assert(hl_safetensors_value(hl_safetensors_find(f, "i32"), 0) == INT32_MIN);
+    hl_safetensors_free(f);
+    remove_tmpdir();
+}
+END_TEST
+
 START_TEST(test_reject_bad_shape)
 {
     EXPECT_BAD("{\"w\":{\"dtype\":\"U8\",\"shape\":[-1],\"data_offsets\":[0,0]}}", 0,
@@ -864,6 +907,7 @@ Suite *safetensors_suite(void)
     tcase_add_test(tc, test_save_atomic);
     tcase_add_test(tc, test_read_file_errors);
     tcase_add_test(tc, test_pytorch_file);
+    tcase_add_test(tc, test_first_nonfinite);
     suite_add_tcase(s, tc);
 
     TCase *rules = tcase_create("reader_rules");
