@@ -1,6 +1,6 @@
 /* config.json of a Hugging Face causal LM onto a GPT config: see hf.h. */
 #include "io/hf.h"
-#include "io/internal.h"
+#include "text/json.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -323,9 +323,9 @@ hl_status hl_hf_config_parse(const char *json, size_t len, const char *what, hl_
                              hl_hf_arch *arch, hl_error *err)
 {
     memset(cfg, 0, sizeof *cfg);
-    char why[HL_IO_JSON_WHY_MAX] = "no text";
+    char why[HL_JSON_WHY_MAX] = "no text";
     cJSON *root = NULL;
-    const hl_status parsed = json ? hl_io_json_parse(json, len, &root, why) : HL_ERR_ARG;
+    const hl_status parsed = json ? hl_json_parse(json, len, &root, why) : HL_ERR_ARG;
     config_src c = {root, what ? what : "config.json", err};
     bool ok = false;
     if (parsed == HL_ERR_NOMEM)

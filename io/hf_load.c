@@ -9,6 +9,7 @@
 #include "io/hf_names.h"
 #include "io/internal.h"
 #include "io/safetensors.h"
+#include "text/json.h"
 
 #define HF_MAX_SHARDS 256
 #define HF_PATH_MAX 4096
@@ -64,9 +65,9 @@ static hl_status open_shards(hf_weights *w, const char *index_path, hl_error *er
     char *text = (char *)hl_fs_read_file(index_path, &len);
     if (!text)
         return hl_error_set(err, HL_ERR_IO, "%s: cannot read", index_path);
-    char why[HL_IO_JSON_WHY_MAX];
+    char why[HL_JSON_WHY_MAX];
     cJSON *root;
-    const hl_status parsed = hl_io_json_parse(text, len, &root, why);
+    const hl_status parsed = hl_json_parse(text, len, &root, why);
     free(text);
     if (parsed == HL_ERR_NOMEM)
         return hl_error_set(err, parsed, "%s: %s", index_path, why);

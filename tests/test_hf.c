@@ -415,28 +415,31 @@ START_TEST(test_config_products_do_not_overflow)
 }
 END_TEST
 
-/* An integer tensor is no weight: refused naming the file and the tensor. */
-START_TEST(test_integer_tensors_refused)
+/* Values that are no weights, refused naming the file, the tensor and what
+ * is wrong: an integer tensor; a NaN (which would load a model whose every
+ * loss is NaN), with the element. */
+START_TEST(test_bad_weight_values_refused)
 {
-    char dir[64];
-    copy_folder(HF "llama_tiny", dir, sizeof dir);
-    rewrite_weights(dir, (rewrite){.to_i32 = "model.layers.0.input_layernorm.weight"});
-    expect_load_error(dir, "/model.safetensors: tensor \"model.layers.0.input_layernorm.weight\" "
-                           "is I32; weights are read from F32, F16, BF16 or F64");
-    remove_folder(dir);
-}
-END_TEST
-
-/* A NaN weight is refused at load, naming the file, the tensor and the
- * element, rather than loading a model whose every loss is NaN. */
-START_TEST(test_nonfinite_weights_refused)
-{
-    char dir[64];
-    copy_folder(HF "gpt2_tiny", dir, sizeof dir);
-    rewrite_weights(dir, (rewrite){.to_nan = "transformer.h.1.mlp.c_proj.weight"});
-    expect_load_error(dir, "/model.safetensors: tensor \"transformer.h.1.mlp.c_proj.weight\" "
-                           "holds NaN at element 16383 (weights must be finite)");
-    remove_folder(dir);
+    static const struct {
+        const char *folder;
+        rewrite r;
+        const char *part;
+    } cases[] = {
+        {"llama_tiny", {.to_i32 = "model.layers.0.input_layernorm.weight"},
+         "/model.safetensors: tensor \"model.layers.0.input_layernorm.weight\" is I32; weights "
+         "are read from F32, F16, BF16 or F64"},
+        {"gpt2_tiny", {.to_nan = "transformer.h.1.mlp.c_proj.weight"},
+         "/model.safetensors: tensor \"transformer.h.1.mlp.c_proj.weight\" holds NaN at element "
+         "16383 (weights must be finite)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char from[64], dir[64];
+        snprintf(from, sizeof from, HF "%s", cases[i].folder);
+        copy_folder(from, dir, sizeof dir);
+        rewrite_weights(dir, cases[i].r);
+        expect_load_error(dir, cases[i].part);
+        remove_folder(dir);
+    }
 }
 END_TEST
 
@@ -671,8 +674,7 @@ Suite *hf_suite(void)
     tcase_add_test(bad, test_sharded_weights);
     tcase_add_test(bad, test_json_files_end_after_the_value);
     tcase_add_test(bad, test_config_products_do_not_overflow);
-    tcase_add_test(bad, test_integer_tensors_refused);
-    tcase_add_test(bad, test_nonfinite_weights_refused);
+    tcase_add_test(bad, test_bad_weight_values_refused);
     suite_add_tcase(s, bad);
     TCase *export = tcase_create("export");
     tcase_set_timeout(export, 0);

@@ -581,7 +581,9 @@ END_TEST
 
 /* A NUL byte in merges.txt, vocab.json or tokenizer.json is refused, naming
  * the file and the line: the readers take lines and names as C strings, so it
- * used to drop every merge after it, or cut a name short ("AB\0C" was "AB"). */
+ * used to drop every merge after it, or cut a name short ("AB\0C" was "AB").
+ * So is the escape \u0000 in a JSON string; an escaped backslash before
+ * "u0000" is no NUL. */
 START_TEST(test_nul_byte)
 {
     char dir[64];
@@ -591,18 +593,32 @@ START_TEST(test_nul_byte)
     write_file(dir, "merges.txt", merges, sizeof merges - 1);
     expect_dir_refused(dir, "merges.txt", "merges.txt line 3", "NUL byte", NULL);
 
-    size_t vocab_n, json_n;
-    char *vocab = byte_vocab("AB\0C", 4, &vocab_n);
+    static const struct {
+        const char *name, *why; /* a token's name in the JSON text, the refusal */
+        size_t n;
+    } names[] = {{"AB\0C", "not valid JSON (NUL byte", 4},
+                 {"AB\\u0000C", "not valid JSON (string \"AB\\u0000C\" holds \\u0000", 9}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        size_t vocab_n, json_n;
+        char *vocab = byte_vocab(names[i].name, names[i].n, &vocab_n);
+        temp_dir(dir);
+        write_file(dir, "vocab.json", vocab, vocab_n);
+        write_file(dir, "merges.txt", "#version: 0.2\n", 14);
+        expect_dir_refused(dir, "vocab.json", names[i].why, "line 258", NULL);
+        char *json = byte_tokenizer_json(vocab, vocab_n, "[]", &json_n);
+        temp_dir(dir);
+        write_file(dir, "tokenizer.json", json, json_n);
+        expect_dir_refused(dir, "tokenizer.json", names[i].why, "line 258", NULL);
+        free(json);
+        free(vocab);
+    }
+    /* The name AB\u0000C, its backslash escaped. */
+    size_t vocab_n;
+    char *vocab = byte_vocab("AB\\\\u0000C", 10, &vocab_n);
     temp_dir(dir);
     write_file(dir, "vocab.json", vocab, vocab_n);
     write_file(dir, "merges.txt", "#version: 0.2\n", 14);
-    expect_dir_refused(dir, "vocab.json", "vocab.json line 258", "NUL byte", NULL);
-
-    char *json = byte_tokenizer_json(vocab, vocab_n, "[]", &json_n);
-    temp_dir(dir);
-    write_file(dir, "tokenizer.json", json, json_n);
-    expect_dir_refused(dir, "tokenizer.json", "tokenizer.json line 258", "NUL byte", NULL);
-    free(json);
+    hl_vocab_free(load_ok(dir));
     free(vocab);
 }
 END_TEST

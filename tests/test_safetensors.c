@@ -553,7 +553,7 @@ END_TEST
 START_TEST(test_reject_nul_in_strings)
 {
     EXPECT_BAD("{\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
-               "header string \"a\\u0000b\" holds \\u0000");
+               "header is not valid JSON (string \"a\\u0000b\" holds \\u0000 (byte 1");
     EXPECT_BAD("{\"a\":{\"dtype\":\"U8\\u0000x\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
                "\"U8\\u0000x\"");
     EXPECT_BAD("{\"__metadata__\":{\"k\":\"1\\u0000 2\"}}", 0, "\"1\\u0000 2\"");

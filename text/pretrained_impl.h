@@ -94,8 +94,8 @@ char *hl_pretrained_read_file(const char *path, size_t *n, hl_error *err);
  * byte: the readers find names and lines as C strings, which a NUL would cut
  * short without a word. */
 hl_status hl_pretrained_check_nul(const char *path, const char *text, size_t n, hl_error *err);
-/* text (n bytes) as one JSON value and nothing after it but whitespace, no
- * NUL byte in it; NULL with HL_ERR_FORMAT naming path and where otherwise. */
+/* text (n bytes) read by hl_json_parse (text/json.h); NULL with the reason in
+ * err, naming path and where, otherwise. */
 struct cJSON *hl_pretrained_parse_json(const char *path, const char *text, size_t n,
                                        hl_error *err);
 

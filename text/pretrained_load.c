@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "text/hash.h"
+#include "text/json.h"
 #include "text/pretrained_impl.h"
 
 char *hl_pretrained_read_file(const char *path, size_t *n, hl_error *err)
@@ -67,28 +68,13 @@ hl_status hl_pretrained_check_nul(const char *path, const char *text, size_t n, 
 
 cJSON *hl_pretrained_parse_json(const char *path, const char *text, size_t n, hl_error *err)
 {
-    /* cJSON reads a NUL inside a string as part of it, and C then cuts the
-     * name there, so "a\0junk" would silently be "a". */
-    if (hl_pretrained_check_nul(path, text, n, err) != HL_OK)
-        return NULL;
-    const char *end = NULL;
-    cJSON *json = cJSON_ParseWithLengthOpts(text, n, &end, false);
-    size_t stop = end && end >= text && end <= text + n ? (size_t)(end - text) : 0;
-    if (!json) {
-        hl_error_set(err, HL_ERR_FORMAT, "%s: not valid JSON (at byte %zu, line %zu)", path, stop,
-                     line_of(text, stop));
-        return NULL;
-    }
-    /* cJSON stops after the first value; text after it means the file is not
-     * one JSON document (two files run together, a cut-off edit). */
-    while (stop < n && strchr(" \t\n\r", text[stop]))
-        stop++;
-    if (stop < n) {
-        cJSON_Delete(json);
-        hl_error_set(err, HL_ERR_FORMAT, "%s: not valid JSON (text after the value at byte %zu, "
-                     "line %zu)", path, stop, line_of(text, stop));
-        return NULL;
-    }
+    char why[HL_JSON_WHY_MAX];
+    cJSON *json;
+    const hl_status st = hl_json_parse(text, n, &json, why);
+    if (st == HL_ERR_NOMEM)
+        hl_error_set(err, st, "%s: %s", path, why);
+    else if (st != HL_OK)
+        hl_error_set(err, st, "%s: not valid JSON (%s)", path, why);
     return json;
 }
 

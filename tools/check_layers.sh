@@ -11,8 +11,8 @@
 #   viz                         on core and files
 #   train                       on core, ops and models
 #   io                          on core, files, text (the vocabulary a model
-#                               file stores), models and train (the optimizer
-#                               state a checkpoint stores)
+#                               file stores, strict JSON), models and train
+#                               (the optimizer state a checkpoint stores)
 #   tasks (datasets, probes)    on core, text, models and train (eval sets)
 #   gradcheck (the catalogue)   on core, ops and models
 #   analysis (head studies)     on core, text, ops, models and train
