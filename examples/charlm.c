@@ -477,6 +477,8 @@ typedef struct {
     int copy_span;          /* the copied spans' length; 0: no copies */
     int rows;               /* this rank's share of the batch */
     hl_rng data_rng;        /* the same on every rank */
+    hl_rng *rank_dropout;   /* under MPI, on rank 0: every rank's dropout stream,
+                               gathered before each evaluation for the checkpoint */
     bool batch_failed;      /* the last batch could not be read */
     int64_t start;
     hl_lr_schedule schedule;
@@ -535,15 +537,45 @@ static hl_status next_batch(void *ctx, int64_t step, hl_error *err)
     return r->batch_failed ? err->status : HL_OK;
 }
 
+/* Every rank's dropout stream to rank 0 (train/run.h's gather hook). */
+static void gather_dropout(void *ctx)
+{
+    run *r = ctx;
+    hl_dist_gather(&r->g->rng, (int)sizeof r->g->rng, r->rank_dropout);
+}
+
+/* The RNG streams a checkpoint keeps: the batches', this process's dropout
+ * stream as "dropout" (rank 0's under MPI) and, under MPI, each other rank's
+ * as "dropout.rank<r>", so that a resumed run draws every rank's masks as the
+ * uninterrupted one would. rngs holds ranks + 1 entries, names ranks. */
+static int checkpoint_rngs(run *r, hl_checkpoint_rng *rngs, char (*names)[24])
+{
+    const int ranks = r->rank_dropout ? hl_dist_size() : 1;
+    rngs[0] = (hl_checkpoint_rng){"data", &r->data_rng, NULL};
+    rngs[1] = (hl_checkpoint_rng){"dropout", &r->g->rng, NULL};
+    for (int k = 1; k < ranks; k++) {
+        snprintf(names[k], sizeof names[k], "dropout.rank%d", k);
+        rngs[k + 1] = (hl_checkpoint_rng){names[k], &r->rank_dropout[k], NULL};
+    }
+    return ranks + 1;
+}
+
 static hl_status save_checkpoint(run *r, int64_t step, hl_error *err)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", r->o.out);
-    hl_checkpoint_rng rngs[] = {{"data", &r->data_rng}, {"dropout", &r->g->rng}};
+    const size_t ranks = (size_t)hl_dist_size();
+    hl_checkpoint_rng *rngs = malloc(sizeof *rngs * (ranks + 1));
+    char(*names)[24] = malloc(sizeof *names * ranks);
     bool failed;
     char *vocab = hl_gpt_meta_format_vocab(r->vocab, &failed);
-    if (failed)
+    if (failed || !rngs || !names) {
+        free(rngs);
+        free(names);
+        free(vocab);
         return hl_error_set(err, HL_ERR_NOMEM, "checkpoint: out of memory");
+    }
+    const int n_rngs = checkpoint_rngs(r, rngs, names);
     hl_checkpoint_meta meta[5] = {{"config", r->config}, {"task", "charlm"},
                                   {"training", r->training}};
     int n_meta = 3;
@@ -551,8 +583,10 @@ static hl_status save_checkpoint(run *r, int64_t step, hl_error *err)
         meta[n_meta++] = (hl_checkpoint_meta){"tokens", r->tokens_meta};
     if (vocab)
         meta[n_meta++] = (hl_checkpoint_meta){"vocab", vocab};
-    hl_status st = hl_checkpoint_save(path, r->m->params, r->opt, step, rngs, 2, meta, n_meta,
-                                      err);
+    hl_status st = hl_checkpoint_save(path, r->m->params, r->opt, step, rngs, n_rngs, meta,
+                                      n_meta, err);
+    free(rngs);
+    free(names);
     free(vocab);
     return st;
 }
@@ -724,7 +758,8 @@ static void train(run *r)
                                    .decay_frac = !strcmp(r->o.schedule, "wsd") ? r->o.decay_frac
                                                                                : 0};
     const hl_run_hooks hooks = {.ctx = r, .batch = next_batch, .loss = shard_loss,
-                                .record = record};
+                                .record = record,
+                                .gather = hl_dist_size() > 1 ? gather_dropout : NULL};
     const hl_run_opts opts = {.start = r->start, .steps = r->o.steps,
                               .eval_every = r->o.eval_every, .schedule = r->schedule,
                               .clip = r->o.clip, .lead = r->lead, .progress = stdout,
@@ -1111,13 +1146,22 @@ static void start_model(run *r)
             hl_gpt_zero_init(r->m);
     } else {
         hl_error err = {0};
-        hl_checkpoint_rng rngs[] = {{"data", &r->data_rng}, {"dropout", &r->g->rng}};
+        char own[24];
+        bool found = false;
+        snprintf(own, sizeof own, "dropout.rank%d", hl_dist_rank());
+        hl_checkpoint_rng rngs[] = {{"data", &r->data_rng, NULL},
+                                    {"dropout", &r->g->rng, NULL},
+                                    {own, &r->g->rng, &found}};
         if (hl_checkpoint_resume(r->o.resume, r->m->params, r->opt, r->o.steps, &r->start,
-                                 rngs, 2, &err) != HL_OK) {
+                                 rngs, r->lead ? 2 : 3, &err) != HL_OK) {
             if (r->lead)
                 fprintf(stderr, "charlm: %s\n", err.message);
             hl_dist_abort(2);
         }
+        /* A checkpoint of fewer ranks has no stream for this one: it splits
+         * its own off rank 0's, as a fresh run seeds the ranks apart. */
+        if (!r->lead && !found)
+            hl_graph_seed(r->g, hl_rng_next(&r->g->rng) + (uint64_t)hl_dist_rank());
         if (r->lead)
             printf("resumed from %s at step %lld\n", r->o.resume, (long long)r->start);
     }
@@ -1261,6 +1305,11 @@ static void setup(run *r, const options *o)
     }
     r->opt = new_optimizer(r->m, o, &err);
     r->g = hl_graph_new(0);
+    if (r->lead && hl_dist_size() > 1 &&
+        !(r->rank_dropout = malloc(sizeof *r->rank_dropout * (size_t)hl_dist_size()))) {
+        fprintf(stderr, "charlm: out of memory\n");
+        hl_dist_abort(1);
+    }
     r->x = malloc(sizeof *r->x * (size_t)r->B * r->T);
     r->y = malloc(sizeof *r->y * (size_t)r->B * r->T);
     r->offsets = malloc(sizeof *r->offsets * (size_t)r->B);
@@ -1372,6 +1421,7 @@ static void teardown(run *r)
     hl_vocab_free(r->vocab);
     hl_eval_set_free(r->val_set);
     hl_graph_free(r->g);
+    free(r->rank_dropout);
     hl_optim_free(r->opt);
     hl_gpt_free(r->m);
 }

@@ -366,7 +366,7 @@ static hl_status save_model(run *r, const char *name, bool with_optimizer, int64
     snprintf(path, sizeof path, "%s/%s", r->o.out, name);
     hl_gpt_config_format(&r->m->cfg, config, sizeof config);
     hl_checkpoint_meta meta[] = {{"config", config}, {"task", "toy_heads"}};
-    hl_checkpoint_rng rngs[] = {{"data", &r->data_rng}};
+    hl_checkpoint_rng rngs[] = {{"data", &r->data_rng, NULL}};
     return hl_checkpoint_save(path, r->m->params, with_optimizer ? r->opt : NULL, step, rngs,
                               with_optimizer ? 1 : 0, meta, 2, err);
 }
@@ -498,7 +498,7 @@ static void start_model(run *r)
     hl_gpt_init_weights(r->m, &init_rng);
     if (r->o.resume) {
         hl_error err = {0};
-        hl_checkpoint_rng rngs[] = {{"data", &r->data_rng}};
+        hl_checkpoint_rng rngs[] = {{"data", &r->data_rng, NULL}};
         if (hl_checkpoint_resume(r->o.resume, r->m->params, r->opt, r->o.steps, &r->start,
                                  rngs, 1, &err) != HL_OK) {
             if (r->lead)

@@ -226,16 +226,17 @@ hl_status hl_checkpoint_load(const char *path, hl_params *params, hl_optim *opt,
     if (s == HL_OK && opt && !optim_text)
         s = hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: no optimizer state", path);
     hl_rng parsed[8];
+    bool there[8] = {false};
     for (int i = 0; i < n_rngs && s == HL_OK; i++) {
         char key[96];
         snprintf(key, sizeof key, "rng.%s", rngs[i].name);
         const char *text = hl_safetensors_metadata(f, key);
         if (i >= 8)
             s = hl_error_set(err, HL_ERR_ARG, "checkpoint %s: more than 8 RNG states", path);
-        else if (!text)
+        else if (!text && !rngs[i].found)
             s = hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: metadata \"%s\" is missing",
                              path, key);
-        else if (!rng_parse(text, &parsed[i]))
+        else if (text && !(there[i] = rng_parse(text, &parsed[i])))
             s = hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: metadata \"%s\" is \"%.70s\", "
                              "not 64 hex digits of a nonzero state", path, key, text);
     }
@@ -260,8 +261,12 @@ hl_status hl_checkpoint_load(const char *path, hl_params *params, hl_optim *opt,
             *step = saved_step;
         if (opt)
             opt->step = optim_step;
-        for (int i = 0; i < n_rngs; i++)
-            *rngs[i].rng = parsed[i];
+        for (int i = 0; i < n_rngs; i++) {
+            if (there[i])
+                *rngs[i].rng = parsed[i];
+            if (rngs[i].found)
+                *rngs[i].found = there[i];
+        }
     }
     hl_safetensors_free(f);
     return s;

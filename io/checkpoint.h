@@ -18,6 +18,7 @@
 #ifndef HL_CHECKPOINT_H
 #define HL_CHECKPOINT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/error.h"
@@ -28,6 +29,9 @@
 typedef struct hl_checkpoint_rng {
     const char *name;
     hl_rng *rng;
+    /* On load: NULL, the state must be in the file; else the state is
+     * optional and *found says whether it was there (rng untouched if not). */
+    bool *found;
 } hl_checkpoint_rng;
 
 typedef struct hl_checkpoint_meta {
@@ -42,8 +46,9 @@ hl_status hl_checkpoint_save(const char *path, const hl_params *params, const hl
 
 /* Loads into an already built model: every parameter must be in the file with
  * its shape and finite values (else an error naming it and the first bad
- * element, and the model is left untouched). opt,
- * step and rngs may be NULL/0; when given, their state must be in the file. */
+ * element, and the model is left untouched). opt, step and rngs may be
+ * NULL/0; when given, their state must be in the file (but optional RNGs').
+ * RNGs are set in the order given: a later one of the same rng wins. */
 hl_status hl_checkpoint_load(const char *path, hl_params *params, hl_optim *opt, int64_t *step,
                              const hl_checkpoint_rng *rngs, int n_rngs, hl_error *err);
 

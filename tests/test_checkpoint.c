@@ -90,7 +90,7 @@ static void resume_is_bitwise_straight_through(bool muon)
     train(&first, 0, 4);
     char dir[64];
     const char *path = temp_path(dir);
-    hl_checkpoint_rng rngs[] = {{"data", &first.data}, {"dropout", &first.g->rng}};
+    hl_checkpoint_rng rngs[] = {{"data", &first.data, NULL}, {"dropout", &first.g->rng, NULL}};
     hl_error err = {0};
     ck_assert_msg(hl_checkpoint_save(path, first.model->params, first.opt, 4, rngs, 2, NULL, 0,
                                      &err) == HL_OK,
@@ -98,7 +98,8 @@ static void resume_is_bitwise_straight_through(bool muon)
 
     run_make_optim(&resumed, 77, muon); /* different weights and RNGs until the load */
     int64_t step = -1;
-    hl_checkpoint_rng load_rngs[] = {{"data", &resumed.data}, {"dropout", &resumed.g->rng}};
+    hl_checkpoint_rng load_rngs[] = {{"data", &resumed.data, NULL},
+                                     {"dropout", &resumed.g->rng, NULL}};
     ck_assert_msg(hl_checkpoint_load(path, resumed.model->params, resumed.opt, &step, load_rngs, 2,
                                      &err) == HL_OK,
                   "%s", err.message);
@@ -248,7 +249,7 @@ START_TEST(test_metadata_is_read_strictly)
     train(&r, 0, 2);
     char dir[64];
     const char *path = temp_path(dir);
-    hl_checkpoint_rng rngs[] = {{"data", &r.data}};
+    hl_checkpoint_rng rngs[] = {{"data", &r.data, NULL}};
     hl_error err = {0};
     ck_assert_msg(hl_checkpoint_save(path, r.model->params, r.opt, 2, rngs, 1, NULL, 0, &err) ==
                   HL_OK, "%s", err.message);
@@ -283,6 +284,41 @@ START_TEST(test_metadata_is_read_strictly)
     unlink(path);
     rmdir(dir);
     free(before);
+    run_free(&r);
+}
+END_TEST
+
+/* An optional RNG (found set) may be missing: the load says so and leaves it
+ * as it was; when present it loads like any other, and a later entry for the
+ * same generator wins. */
+START_TEST(test_optional_rng)
+{
+    run_state r;
+    run_make(&r, 11);
+    char dir[64];
+    const char *path = temp_path(dir);
+    hl_rng own, kept;
+    hl_rng_seed(&own, 5);
+    kept = own;
+    hl_error err = {0};
+    hl_checkpoint_rng saved[] = {{"data", &r.data, NULL}, {"own", &own, NULL}};
+    ck_assert_int_eq(hl_checkpoint_save(path, r.model->params, NULL, 3, saved, 1, NULL, 0, &err),
+                     HL_OK);
+    hl_rng data = r.data, got;
+    hl_rng_seed(&got, 9);
+    const hl_rng before = got;
+    bool found = true;
+    hl_checkpoint_rng load[] = {{"data", &got, NULL}, {"own", &got, &found}};
+    ck_assert_msg(hl_checkpoint_load(path, r.model->params, NULL, NULL, load, 2, &err) == HL_OK,
+                  "%s", err.message);
+    ck_assert(!found && !memcmp(&got, &data, sizeof got) && memcmp(&got, &before, sizeof got));
+    ck_assert_int_eq(hl_checkpoint_save(path, r.model->params, NULL, 3, saved, 2, NULL, 0, &err),
+                     HL_OK);
+    ck_assert_msg(hl_checkpoint_load(path, r.model->params, NULL, NULL, load, 2, &err) == HL_OK,
+                  "%s", err.message);
+    ck_assert(found && !memcmp(&got, &kept, sizeof got));
+    unlink(path);
+    rmdir(dir);
     run_free(&r);
 }
 END_TEST
@@ -384,6 +420,7 @@ Suite *checkpoint_suite(void)
     tcase_add_test(tc, test_metadata_is_read_strictly);
     tcase_add_test(tc, test_checkpoint_of_a_bigger_model);
     tcase_add_test(tc, test_nonfinite_checkpoint_refused);
+    tcase_add_test(tc, test_optional_rng);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -200,6 +200,38 @@ START_TEST(test_ranks_share_token_files)
 }
 END_TEST
 
+/* A 2-rank charlm run with dropout, resumed on 2 ranks from its step-6
+ * checkpoint, ends with bitwise the weights of the uninterrupted run: the
+ * checkpoint keeps every rank's dropout stream (rank 1's used to be replaced
+ * by rank 0's, so both ranks drew the same masks after a resume). */
+START_TEST(test_dropout_resumes_bitwise_on_two_ranks)
+{
+    char dir[] = "/tmp/headlab-dist-XXXXXX", command[2048], out[8192];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(command, sizeof command,
+             "for i in $(seq 20); do cat tests/fixtures/bpe/train.txt; done > %s/text.txt", dir);
+    ck_assert_int_eq(system(command), 0);
+    const char *args = "--eval-every 6 --ctx 16 --d-model 16 --heads 2 --layers 1 --batch 4 "
+                       "--dropout 0.2 --sample 0 --no-report --threads 1";
+    snprintf(command, sizeof command, MPIRUN "-np 2 " HL_BUILD_DIR "/charlm --data %s/text.txt "
+             "%s --steps 12 --out %s/straight", dir, args, dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    snprintf(command, sizeof command, MPIRUN "-np 2 " HL_BUILD_DIR "/charlm --data %s/text.txt "
+             "%s --steps 6 --out %s/first", dir, args, dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    snprintf(command, sizeof command, MPIRUN "-np 2 " HL_BUILD_DIR "/charlm --data %s/text.txt "
+             "%s --steps 12 --out %s/first --resume %s/first/checkpoint.safetensors", dir, args,
+             dir, dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/straight/model.safetensors", dir);
+    snprintf(b, sizeof b, "%s/first/model.safetensors", dir);
+    ck_assert_msg(tu_same_file(a, b), "2 ranks: the resumed dropout run differs");
+    snprintf(command, sizeof command, "rm -rf %s", dir);
+    ck_assert_int_eq(system(command), 0);
+}
+END_TEST
+
 static double seconds_now(void)
 {
     struct timespec t;
@@ -267,6 +299,7 @@ Suite *dist_suite(void)
     tcase_add_test(tc, test_mismatched_or_dying_ranks_end_the_job);
     tcase_add_test(tc, test_checkpoint_across_rank_counts);
     tcase_add_test(tc, test_ranks_share_token_files);
+    tcase_add_test(tc, test_dropout_resumes_bitwise_on_two_ranks);
     tcase_add_test(tc, test_killed_rank_ends_the_job);
 #endif
     suite_add_tcase(s, tc);

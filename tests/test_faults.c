@@ -310,7 +310,7 @@ START_TEST(test_charlm_non_finite_weight)
         hl_optim *opt = hl_optim_new(m->params, &adamw, &err);
         ck_assert_msg(opt, "%s", err.message);
         hl_rng data, dropout;
-        hl_checkpoint_rng rngs[] = {{"data", &data}, {"dropout", &dropout}};
+        hl_checkpoint_rng rngs[] = {{"data", &data, NULL}, {"dropout", &dropout, NULL}};
         int64_t step;
         ck_assert_int_eq(hl_checkpoint_load(ckpt, m->params, opt, &step, rngs, 2, &err), HL_OK);
         hl_tensor *w = cases[c].attention ? m->blocks[0].attn.in_proj_weight

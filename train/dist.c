@@ -168,6 +168,14 @@ void hl_dist_allreduce_grads(hl_params *params)
         allreduce_sum_chunked(hl_params_grads(params), hl_params_count(params));
 }
 
+void hl_dist_gather(const void *mine, int bytes, void *all)
+{
+    if (hl_dist_size() > 1)
+        MPI_Gather(mine, bytes, MPI_BYTE, all, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+    else
+        memcpy(all, mine, (size_t)bytes);
+}
+
 hl_status hl_dist_check_params_equal(const hl_params *params, hl_error *err)
 {
     uint64_t h = fnv1a(hl_params_values(params), hl_params_count(params) * sizeof(hl_real));
@@ -202,6 +210,11 @@ hl_status hl_dist_check_same(const char *text, hl_error *err)
 double hl_dist_sum(double value) { return value; }
 void hl_dist_broadcast_params(hl_params *params) { (void)params; }
 void hl_dist_allreduce_grads(hl_params *params) { (void)params; }
+
+void hl_dist_gather(const void *mine, int bytes, void *all)
+{
+    memcpy(all, mine, (size_t)bytes);
+}
 
 hl_status hl_dist_check_params_equal(const hl_params *params, hl_error *err)
 {

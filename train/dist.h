@@ -50,6 +50,10 @@ double hl_dist_sum(double value);
 void hl_dist_broadcast_params(hl_params *params);
 /* Replaces every rank's gradients by their sum over the ranks. */
 void hl_dist_allreduce_grads(hl_params *params);
+/* Rank 0's all (size × bytes) gets each rank's bytes of mine, in rank order
+ * (e.g. every rank's RNG state for a checkpoint); the other ranks' all is
+ * not touched (may be NULL). Every rank calls it. */
+void hl_dist_gather(const void *mine, int bytes, void *all);
 /* An FNV-1a hash of the parameter values' bytes; HL_OK when all ranks agree
  * (a debug check that the ranks are still identical). */
 hl_status hl_dist_check_params_equal(const hl_params *params, hl_error *err);

@@ -26,10 +26,12 @@ hl_status hl_run_train(hl_graph *g, hl_params *params, hl_optim *opt, const hl_r
     hl_step_result last = {.loss = NAN, .grad_norm = 0};
     hl_status s = HL_OK;
     for (int64_t step = o->start; s == HL_OK && step <= o->steps; step++) {
-        if (o->lead && evaluates_at(o, h, step)) {
+        if (evaluates_at(o, h, step)) {
+            if (h->gather)
+                h->gather(h->ctx);
             if (show && progress.tty && o->record_prints)
                 fputc('\n', o->progress);
-            if ((s = h->record(h->ctx, step, &last, err)) != HL_OK)
+            if (o->lead && (s = h->record(h->ctx, step, &last, err)) != HL_OK)
                 break;
         }
         if (step == o->steps)

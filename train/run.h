@@ -41,6 +41,9 @@ typedef struct hl_run_hooks {
      * previous step's result (loss NaN, grad_norm 0 before this run's first
      * step). */
     hl_status (*record)(void *ctx, int64_t step, const hl_step_result *last, hl_error *err);
+    /* Called on every rank just before record, for what record needs from all
+     * ranks (e.g. their RNG states for a checkpoint); NULL: nothing. */
+    void (*gather)(void *ctx);
     /* Extra steps to evaluate at, besides every eval_every; NULL: none. */
     bool (*evaluate_at)(int64_t step);
 } hl_run_hooks;

@@ -108,7 +108,7 @@ int hl_fuzz_checkpoint(const uint8_t *data, size_t size)
     hl_error err = {0};
     hl_rng rng;
     hl_rng_seed(&rng, 0);
-    hl_checkpoint_rng rngs[] = {{"data", &rng}};
+    hl_checkpoint_rng rngs[] = {{"data", &rng, NULL}};
     int64_t step = 0;
     hl_checkpoint_load(path, m->params, opt, &step, rngs, 1, &err);
     return 0;
