@@ -544,11 +544,14 @@ static void gather_dropout(void *ctx)
     hl_dist_gather(&r->g->rng, (int)sizeof r->g->rng, r->rank_dropout);
 }
 
+/* Room for "dropout.rank<r>", any int r. */
+#define RANK_RNG_NAME_MAX 24
+
 /* The RNG streams a checkpoint keeps: the batches', this process's dropout
  * stream as "dropout" (rank 0's under MPI) and, under MPI, each other rank's
  * as "dropout.rank<r>", so that a resumed run draws every rank's masks as the
  * uninterrupted one would. rngs holds ranks + 1 entries, names ranks. */
-static int checkpoint_rngs(run *r, hl_checkpoint_rng *rngs, char (*names)[24])
+static int checkpoint_rngs(run *r, hl_checkpoint_rng *rngs, char (*names)[RANK_RNG_NAME_MAX])
 {
     const int ranks = r->rank_dropout ? hl_dist_size() : 1;
     rngs[0] = (hl_checkpoint_rng){"data", &r->data_rng, NULL};
@@ -566,7 +569,7 @@ static hl_status save_checkpoint(run *r, int64_t step, hl_error *err)
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", r->o.out);
     const size_t ranks = (size_t)hl_dist_size();
     hl_checkpoint_rng *rngs = malloc(sizeof *rngs * (ranks + 1));
-    char(*names)[24] = malloc(sizeof *names * ranks);
+    char(*names)[RANK_RNG_NAME_MAX] = malloc(sizeof *names * ranks);
     bool failed;
     char *vocab = hl_gpt_meta_format_vocab(r->vocab, &failed);
     if (failed || !rngs || !names) {
@@ -1146,7 +1149,7 @@ static void start_model(run *r)
             hl_gpt_zero_init(r->m);
     } else {
         hl_error err = {0};
-        char own[24];
+        char own[RANK_RNG_NAME_MAX];
         bool found = false;
         snprintf(own, sizeof own, "dropout.rank%d", hl_dist_rank());
         hl_checkpoint_rng rngs[] = {{"data", &r->data_rng, NULL},
@@ -1154,8 +1157,12 @@ static void start_model(run *r)
                                     {own, &r->g->rng, &found}};
         if (hl_checkpoint_resume(r->o.resume, r->m->params, r->opt, r->o.steps, &r->start,
                                  rngs, r->lead ? 2 : 3, &err) != HL_OK) {
+            /* The other ranks also read their own stream, which rank 0 does
+             * not: they say which rank failed. */
             if (r->lead)
                 fprintf(stderr, "charlm: %s\n", err.message);
+            else
+                fprintf(stderr, "charlm: rank %d: %s\n", hl_dist_rank(), err.message);
             hl_dist_abort(2);
         }
         /* A checkpoint of fewer ranks has no stream for this one: it splits

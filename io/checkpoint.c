@@ -169,20 +169,21 @@ static hl_status check_all(const hl_safetensors *f, const char *path, hl_params 
     if (!format || strcmp(format, FORMAT_NAME) != 0)
         return hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: not a headlab checkpoint "
                             "(metadata format is %s)", path, format ? format : "missing");
-    /* Every tensor the load will copy must be there, of the right shape and
-     * finite, before anything is overwritten. */
+    /* Every tensor the load will copy must be there, of the right shape,
+     * with values it may hold, before anything is overwritten. */
     char what[512];
     snprintf(what, sizeof what, "checkpoint %s", path);
     for (size_t i = 0; i < hl_params_n_tensors(params); i++) {
         const hl_tensor *t = hl_params_tensor(params, i);
         char name[HL_NAME_MAX + 16];
-        if (hl_io_check_tensor(f, what, t->name, t, err) != HL_OK)
+        if (hl_io_check_tensor(f, what, t->name, t, HL_IO_FINITE, err) != HL_OK)
             return err->status;
         state_name(name, sizeof name, 'm', t->name);
-        if (opt && hl_io_check_tensor(f, what, name, t, err) != HL_OK)
+        if (opt && hl_io_check_tensor(f, what, name, t, HL_IO_NOT_NAN, err) != HL_OK)
             return err->status;
         state_name(name, sizeof name, 'v', t->name);
-        if (opt && has_v(opt, i) && hl_io_check_tensor(f, what, name, t, err) != HL_OK)
+        if (opt && has_v(opt, i) &&
+            hl_io_check_tensor(f, what, name, t, HL_IO_NOT_NAN, err) != HL_OK)
             return err->status;
     }
     /* A bigger model's checkpoint (more layers) holds all of this one's

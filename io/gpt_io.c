@@ -25,8 +25,8 @@ static hl_gpt *gpt_from_file(const hl_safetensors *f, hl_error *err)
         hl_gpt_set_pruned(m, &pruned);
     for (size_t i = 0; m && i < hl_params_n_tensors(m->params); i++) {
         hl_tensor *t = hl_params_tensor(m->params, i);
-        if (hl_io_check_tensor(f, NULL, t->name, t, err) ||
-            hl_safetensors_copy_to(f, t->name, t, err)) {
+        if (hl_io_check_tensor(f, NULL, t->name, t, HL_IO_FINITE, err) != HL_OK ||
+            hl_safetensors_copy_to(f, t->name, t, err) != HL_OK) {
             hl_gpt_free(m);
             m = NULL;
         }

@@ -137,16 +137,19 @@ static const hl_safetensors_entry_info *take(hf_weights *w, const char *name, in
 }
 
 /* Only floating-point tensors are weights: an integer or boolean tensor
- * would load as numbers that were never weights. */
-static hl_status check_dtype(const hf_weights *w, int f, const hl_safetensors_entry_info *e,
-                             hl_error *err)
+ * would load as numbers that were never weights. Their values must be
+ * finite. */
+static hl_status check_weight(const hf_weights *w, int f, const hl_safetensors_entry_info *e,
+                              hl_error *err)
 {
-    if (e->dtype == HL_DTYPE_F32 || e->dtype == HL_DTYPE_F16 || e->dtype == HL_DTYPE_BF16 ||
-        e->dtype == HL_DTYPE_F64)
-        return HL_OK;
-    return hl_error_set(err, HL_ERR_FORMAT, "%s/%s: tensor \"%s\" is %s; weights are read "
-                        "from F32, F16, BF16 or F64", w->dir, w->names[f], e->name,
-                        hl_dtype_name(e->dtype));
+    char file[HF_PATH_MAX];
+    snprintf(file, sizeof file, "%s/%s", w->dir, w->names[f]);
+    if (e->dtype != HL_DTYPE_F32 && e->dtype != HL_DTYPE_F16 && e->dtype != HL_DTYPE_BF16 &&
+        e->dtype != HL_DTYPE_F64)
+        return hl_error_set(err, HL_ERR_FORMAT, "%s: tensor \"%s\" is %s; weights are read "
+                            "from F32, F16, BF16 or F64", file, e->name,
+                            hl_dtype_name(e->dtype));
+    return hl_io_check_values(e, file, HL_IO_FINITE, err);
 }
 
 /* The checkpoint's tensor for part i of src, of the shape the config asks
@@ -176,9 +179,7 @@ static hl_status read_part(hf_weights *w, const hl_hf_source *src, int i, int ra
                             "asks for %s", w->dir, w->names[f], src->name[i],
                             hl_safetensors_shape_str(e, got), expected);
     }
-    char file[HF_PATH_MAX];
-    snprintf(file, sizeof file, "%s/%s", w->dir, w->names[f]);
-    if (check_dtype(w, f, e, err) != HL_OK || hl_io_check_finite(e, file, err) != HL_OK)
+    if (check_weight(w, f, e, err) != HL_OK)
         return err->status;
     hl_tensor *t = hl_safetensors_load(w->files[f], src->name[i], false, err);
     if (!t)
@@ -216,7 +217,7 @@ static hl_status check_tied_copy(hf_weights *w, const hl_gpt *m, const char *nam
     const hl_safetensors_entry_info *e = take(w, name, &f);
     if (!e)
         return HL_OK;
-    if (check_dtype(w, f, e, err) != HL_OK)
+    if (check_weight(w, f, e, err) != HL_OK)
         return err->status;
     hl_tensor *t = hl_safetensors_load(w->files[f], name, false, err);
     if (!t)

@@ -15,19 +15,36 @@
  * header (shared by the reader and the writer). */
 bool hl_safetensors_utf8_valid(const char *s, size_t n);
 
-/* HL_OK when every value of e is finite as an hl_real (see
- * hl_safetensors_first_nonfinite); otherwise HL_ERR_FORMAT and "<what>:
- * tensor "<name>" holds NaN at element 12 (weights must be finite)" (no
- * "<what>: " when what is NULL). The model and checkpoint loaders check each
- * tensor before taking it: a model with a NaN weight would otherwise load,
- * and fail at its first loss or give NaN scores. */
-hl_status hl_io_check_finite(const hl_safetensors_entry_info *e, const char *what,
-                             hl_error *err);
+/* Element i (< the number of values) of e, in row-major order, as a
+ * double: exact for every dtype but I64 beyond 2^53. */
+double hl_safetensors_value(const hl_safetensors_entry_info *e, size_t i);
+
+/* What a loader accepts in a tensor's values, once converted to hl_real. */
+typedef enum hl_io_values {
+    HL_IO_FINITE,  /* weights: no NaN, no infinity (in the float build no F64
+                      beyond float's range either) */
+    HL_IO_NOT_NAN, /* optimizer moments: no NaN; an infinity is a state AdamW
+                      reaches when a gradient's square overflows, and resumes */
+} hl_io_values;
+
+/* The index of e's first value the rule refuses; the number of values when
+ * it refuses none. */
+size_t hl_io_first_refused(const hl_safetensors_entry_info *e, hl_io_values rule);
+/* HL_OK when the rule refuses none of e's values; otherwise HL_ERR_FORMAT and
+ * "<what>: tensor "<name>" holds NaN at element 12 (weights must be finite)"
+ * (no "<what>: " when what is NULL). The model and checkpoint loaders check
+ * each tensor before taking it: a model with a NaN weight would otherwise
+ * load, and fail at its first loss or give NaN scores. */
+hl_status hl_io_check_values(const hl_safetensors_entry_info *e, const char *what,
+                             hl_io_values rule, hl_error *err);
 /* HL_OK when f holds tensor name with t's shape (a scalar for a (1) tensor)
- * and finite values, so that copying it into t cannot fail; otherwise
- * HL_ERR_FORMAT or HL_ERR_SHAPE and a message after "<what>: " (nothing
- * before it when what is NULL). */
+ * and values the rule accepts, so that copying it into t cannot fail;
+ * otherwise HL_ERR_FORMAT or HL_ERR_SHAPE and a message after "<what>: "
+ * (nothing before it when what is NULL). */
 hl_status hl_io_check_tensor(const hl_safetensors *f, const char *what, const char *name,
-                             const hl_tensor *t, hl_error *err);
+                             const hl_tensor *t, hl_io_values rule, hl_error *err);
+/* The name a file's messages give it: its path, or what hl_safetensors_parse
+ * was told. */
+const char *hl_safetensors_what(const hl_safetensors *f);
 
 #endif

@@ -58,9 +58,12 @@ hl_status hl_mha_load(hl_mha *m, hl_params *p, const hl_safetensors *f, const ch
     hl_tensor *tensors[] = {m->in_proj_weight, m->q_proj_weight, m->k_proj_weight,
                             m->v_proj_weight, m->in_proj_bias,   m->out_proj_weight,
                             m->out_proj_bias};
-    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++)
-        if (tensors[i] && (hl_io_check_tensor(f, "mha", tensors[i]->name, tensors[i], err) ||
-                           hl_safetensors_copy_to(f, tensors[i]->name, tensors[i], err)))
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
+        hl_tensor *t = tensors[i];
+        if (t && (hl_io_check_tensor(f, hl_safetensors_what(f), t->name, t, HL_IO_FINITE,
+                                     err) != HL_OK ||
+                  hl_safetensors_copy_to(f, t->name, t, err) != HL_OK))
             return err->status;
+    }
     return HL_OK;
 }

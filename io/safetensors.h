@@ -110,14 +110,6 @@ hl_status hl_safetensors_copy_to(const hl_safetensors *f, const char *name, hl_t
 hl_tensor *hl_safetensors_load(const hl_safetensors *f, const char *name, bool requires_grad,
                                hl_error *err);
 
-/* Element i (< the number of values) of e, in row-major order, as a
- * double: exact for every dtype but I64 beyond 2^53. */
-double hl_safetensors_value(const hl_safetensors_entry_info *e, size_t i);
-/* The index of e's first value that is not finite once converted to
- * hl_real (NaN, an infinity, or in the float build an F64 beyond float's
- * range); the number of values when every one is finite. */
-size_t hl_safetensors_first_nonfinite(const hl_safetensors_entry_info *e);
-
 typedef struct hl_safetensors_writer hl_safetensors_writer;
 
 /* NULL when out of memory. */

@@ -528,6 +528,8 @@ void hl_safetensors_free(hl_safetensors *f)
     free(f);
 }
 
+const char *hl_safetensors_what(const hl_safetensors *f) { return f->what; }
+
 size_t hl_safetensors_count(const hl_safetensors *f) { return f ? f->n_entries : 0; }
 
 const hl_safetensors_entry_info *hl_safetensors_entry(const hl_safetensors *f, size_t i)
@@ -609,15 +611,6 @@ static void convert(const hl_safetensors_entry_info *e, hl_real *dst)
 double hl_safetensors_value(const hl_safetensors_entry_info *e, size_t i)
 {
     return element(e->data + i * dtypes[e->dtype].size, e->dtype);
-}
-
-size_t hl_safetensors_first_nonfinite(const hl_safetensors_entry_info *e)
-{
-    size_t size = dtypes[e->dtype].size, n = e->nbytes / size;
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite((hl_real)element(e->data + i * size, e->dtype)))
-            return i;
-    return n;
 }
 
 /* The entry's shape as a headlab tensor's (a scalar becomes (1)); false when

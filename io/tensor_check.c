@@ -4,9 +4,21 @@
 
 #include "io/internal.h"
 
-hl_status hl_io_check_finite(const hl_safetensors_entry_info *e, const char *what, hl_error *err)
+size_t hl_io_first_refused(const hl_safetensors_entry_info *e, hl_io_values rule)
 {
-    const size_t i = hl_safetensors_first_nonfinite(e);
+    const size_t n = e->nbytes / hl_dtype_size(e->dtype);
+    for (size_t i = 0; i < n; i++) {
+        const hl_real x = (hl_real)hl_safetensors_value(e, i);
+        if (rule == HL_IO_FINITE ? !isfinite(x) : isnan(x))
+            return i;
+    }
+    return n;
+}
+
+hl_status hl_io_check_values(const hl_safetensors_entry_info *e, const char *what,
+                             hl_io_values rule, hl_error *err)
+{
+    const size_t i = hl_io_first_refused(e, rule);
     if (i == e->nbytes / hl_dtype_size(e->dtype))
         return HL_OK;
     const double x = hl_safetensors_value(e, i);
@@ -16,27 +28,29 @@ hl_status hl_io_check_finite(const hl_safetensors_entry_info *e, const char *wha
     else if (isinf(x))
         snprintf(value, sizeof value, "%sinfinity", x < 0 ? "-" : "");
     else
-        snprintf(value, sizeof value, "%g, beyond float's range", x);
-    return hl_error_set(err, HL_ERR_FORMAT, "%s%stensor \"%s\" holds %s at element %zu (weights "
-                        "must be finite)", what ? what : "", what ? ": " : "", e->name, value, i);
+        snprintf(value, sizeof value, "%g, beyond float's range,", x);
+    return hl_error_set(err, HL_ERR_FORMAT, "%s%stensor \"%s\" holds %s at element %zu (%s)",
+                        what ? what : "", what ? ": " : "", e->name, value, i,
+                        rule == HL_IO_FINITE ? "weights must be finite"
+                                             : "optimizer moments must not be NaN");
 }
 
 hl_status hl_io_check_tensor(const hl_safetensors *f, const char *what, const char *name,
-                             const hl_tensor *t, hl_error *err)
+                             const hl_tensor *t, hl_io_values rule, hl_error *err)
 {
     const char *sep = what ? ": " : "";
-    what = what ? what : "";
+    const char *prefix = what ? what : "";
     const hl_safetensors_entry_info *e = hl_safetensors_find(f, name);
     if (!e)
-        return hl_error_set(err, HL_ERR_FORMAT, "%s%sno tensor \"%s\"", what, sep, name);
+        return hl_error_set(err, HL_ERR_FORMAT, "%s%sno tensor \"%s\"", prefix, sep, name);
     bool same = e->rank == t->rank || (e->rank == 0 && t->rank == 1 && t->shape[0] == 1);
     for (int d = 0; same && d < e->rank; d++)
         same = e->shape[d] == t->shape[d];
     if (!same) {
         char fs[HL_ST_SHAPE_STR_MAX], ts[HL_SHAPE_STR_MAX];
         return hl_error_set(err, HL_ERR_SHAPE, "%s%stensor \"%s\" has shape %s in the file, %s "
-                            "in the model", what, sep, name, hl_safetensors_shape_str(e, fs),
+                            "in the model", prefix, sep, name, hl_safetensors_shape_str(e, fs),
                             hl_shape_str(t, ts));
     }
-    return hl_io_check_finite(e, what[0] ? what : NULL, err);
+    return hl_io_check_values(e, what, rule, err);
 }

@@ -4,6 +4,7 @@
  * the ranks stay bitwise identical, and mismatched or dying ranks end the job
  * with a message instead of hanging. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,26 +172,44 @@ START_TEST(test_checkpoint_across_rank_counts)
 }
 END_TEST
 
+/* Runs `mpirun -np ranks build/<program and args>`, failing the test unless
+ * it exits 0; its output in out. */
+__attribute__((format(printf, 4, 5))) static void mpirun_ok(char *out, size_t size, int ranks,
+                                                            const char *fmt, ...)
+{
+    char args[1536], command[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(command, sizeof command, MPIRUN "-np %d " HL_BUILD_DIR "/%s", ranks, args);
+    ck_assert_msg(tu_run(command, out, size) == 0, "%s: %s", command, out);
+}
+
+/* dir/text.txt: the BPE fixture's training text, copies times over. */
+static void write_text(const char *dir, int copies)
+{
+    char command[256];
+    snprintf(command, sizeof command, "for i in $(seq %d); do cat tests/fixtures/bpe/train.txt; "
+             "done > %s/text.txt", copies, dir);
+    ck_assert_int_eq(system(command), 0);
+}
+
 /* Two ranks train from the same memory-mapped token files, bitwise as from
  * the text itself (both read the same windows). */
 START_TEST(test_ranks_share_token_files)
 {
-    char dir[] = "/tmp/headlab-dist-XXXXXX", command[2048], out[8192];
+    char dir[] = "/tmp/headlab-dist-XXXXXX", command[256], out[8192];
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(command, sizeof command,
-             "for i in $(seq 60); do cat tests/fixtures/bpe/train.txt; done > %s/text.txt", dir);
-    ck_assert_int_eq(system(command), 0);
+    write_text(dir, 60);
     snprintf(command, sizeof command, HL_BUILD_DIR "/tokenize %s/text.txt --learn 400 "
              "--tokenizer bpe --out %s/tok", dir, dir);
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
     const char *args = "--steps 12 --eval-every 6 --ctx 16 --d-model 16 --heads 2 --layers 1 "
                        "--batch 4 --sample 0 --no-report --threads 1";
-    snprintf(command, sizeof command, MPIRUN "-np 2 " HL_BUILD_DIR "/charlm --tokens %s/tok %s "
-             "--out %s/tokens", dir, args, dir);
-    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
-    snprintf(command, sizeof command, MPIRUN "-np 2 " HL_BUILD_DIR "/charlm --data %s/text.txt "
-             "--tokenizer bpe --vocab 400 %s --out %s/text", dir, args, dir);
-    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    mpirun_ok(out, sizeof out, 2, "charlm --tokens %s/tok %s --out %s/tokens", dir, args, dir);
+    mpirun_ok(out, sizeof out, 2, "charlm --data %s/text.txt --tokenizer bpe --vocab 400 %s "
+              "--out %s/text", dir, args, dir);
     char a[256], b[256];
     snprintf(a, sizeof a, "%s/tokens/model.safetensors", dir);
     snprintf(b, sizeof b, "%s/text/model.safetensors", dir);
@@ -203,30 +222,32 @@ END_TEST
 /* A 2-rank charlm run with dropout, resumed on 2 ranks from its step-6
  * checkpoint, ends with bitwise the weights of the uninterrupted run: the
  * checkpoint keeps every rank's dropout stream (rank 1's used to be replaced
- * by rank 0's, so both ranks drew the same masks after a resume). */
+ * by rank 0's, so both ranks drew the same masks after a resume). A
+ * one-process checkpoint resumes on 2 ranks, rank 1 splitting its stream
+ * off rank 0's. */
 START_TEST(test_dropout_resumes_bitwise_on_two_ranks)
 {
-    char dir[] = "/tmp/headlab-dist-XXXXXX", command[2048], out[8192];
+    char dir[] = "/tmp/headlab-dist-XXXXXX", command[256], out[8192];
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(command, sizeof command,
-             "for i in $(seq 20); do cat tests/fixtures/bpe/train.txt; done > %s/text.txt", dir);
-    ck_assert_int_eq(system(command), 0);
+    write_text(dir, 20);
     const char *args = "--eval-every 6 --ctx 16 --d-model 16 --heads 2 --layers 1 --batch 4 "
                        "--dropout 0.2 --sample 0 --no-report --threads 1";
-    snprintf(command, sizeof command, MPIRUN "-np 2 " HL_BUILD_DIR "/charlm --data %s/text.txt "
-             "%s --steps 12 --out %s/straight", dir, args, dir);
-    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
-    snprintf(command, sizeof command, MPIRUN "-np 2 " HL_BUILD_DIR "/charlm --data %s/text.txt "
-             "%s --steps 6 --out %s/first", dir, args, dir);
-    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
-    snprintf(command, sizeof command, MPIRUN "-np 2 " HL_BUILD_DIR "/charlm --data %s/text.txt "
-             "%s --steps 12 --out %s/first --resume %s/first/checkpoint.safetensors", dir, args,
-             dir, dir);
-    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    mpirun_ok(out, sizeof out, 2, "charlm --data %s/text.txt %s --steps 12 --out %s/straight",
+              dir, args, dir);
+    mpirun_ok(out, sizeof out, 2, "charlm --data %s/text.txt %s --steps 6 --out %s/first", dir,
+              args, dir);
+    mpirun_ok(out, sizeof out, 2, "charlm --data %s/text.txt %s --steps 12 --out %s/first "
+              "--resume %s/first/checkpoint.safetensors", dir, args, dir, dir);
     char a[256], b[256];
     snprintf(a, sizeof a, "%s/straight/model.safetensors", dir);
     snprintf(b, sizeof b, "%s/first/model.safetensors", dir);
     ck_assert_msg(tu_same_file(a, b), "2 ranks: the resumed dropout run differs");
+    /* A checkpoint of one process has no stream for rank 1: it resumes. */
+    mpirun_ok(out, sizeof out, 1, "charlm --data %s/text.txt %s --steps 6 --out %s/one", dir,
+              args, dir);
+    mpirun_ok(out, sizeof out, 2, "charlm --data %s/text.txt %s --steps 12 --out %s/one "
+              "--resume %s/one/checkpoint.safetensors", dir, args, dir, dir);
+    ck_assert_msg(strstr(out, "resumed from") && strstr(out, "at step 6"), "%s", out);
     snprintf(command, sizeof command, "rm -rf %s", dir);
     ck_assert_int_eq(system(command), 0);
 }

@@ -612,13 +612,18 @@ START_TEST(test_nul_byte)
         free(json);
         free(vocab);
     }
-    /* The name AB\u0000C, its backslash escaped. */
-    size_t vocab_n;
+    /* The name AB\u0000C, its backslash escaped, in either file. */
+    size_t vocab_n, json_n;
     char *vocab = byte_vocab("AB\\\\u0000C", 10, &vocab_n);
     temp_dir(dir);
     write_file(dir, "vocab.json", vocab, vocab_n);
     write_file(dir, "merges.txt", "#version: 0.2\n", 14);
     hl_vocab_free(load_ok(dir));
+    char *json = byte_tokenizer_json(vocab, vocab_n, "[]", &json_n);
+    temp_dir(dir);
+    write_file(dir, "tokenizer.json", json, json_n);
+    hl_vocab_free(load_ok(dir));
+    free(json);
     free(vocab);
 }
 END_TEST

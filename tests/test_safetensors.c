@@ -622,10 +622,11 @@ START_TEST(test_half_precision_values)
 }
 END_TEST
 
-/* The first value that is not finite once converted: an infinity or NaN of
- * any float dtype, an F64 beyond float's range in the float build; an
- * integer never. All finite gives the number of values. */
-START_TEST(test_first_nonfinite)
+/* The first value a loader's rule refuses once converted: for weights an
+ * infinity or NaN of any float dtype, an F64 beyond float's range in the
+ * float build, an integer never; for optimizer moments NaN alone. None
+ * refused gives the number of values. */
+START_TEST(test_first_refused)
 {
     make_tmpdir();
     char path[128];
@@ -648,16 +649,25 @@ START_TEST(test_first_nonfinite)
     save_ok(w, tmp_path("finite.safetensors", path, sizeof path));
     hl_safetensors_writer_free(w);
     hl_safetensors *f = read_ok(path);
+    const hl_safetensors_entry_info *f64 = hl_safetensors_find(f, "f64");
 #ifdef HL_REAL_DOUBLE
-    ck_assert_uint_eq(hl_safetensors_first_nonfinite(hl_safetensors_find(f, "f64")), 2);
+    ck_assert_uint_eq(hl_io_first_refused(f64, HL_IO_FINITE), 2);
+    const char *want = "wide: tensor \"f64\" holds NaN at element 2 (weights must be finite)";
 #else
-    ck_assert_uint_eq(hl_safetensors_first_nonfinite(hl_safetensors_find(f, "f64")), 0);
+    ck_assert_uint_eq(hl_io_first_refused(f64, HL_IO_FINITE), 0);
+    const char *want = "wide: tensor \"f64\" holds -1e+300, beyond float's range, at element 0 "
+                       "(weights must be finite)";
 #endif
-    ck_assert_uint_eq(hl_safetensors_first_nonfinite(hl_safetensors_find(f, "f32")), 3);
-    ck_assert_uint_eq(hl_safetensors_first_nonfinite(hl_safetensors_find(f, "f16")), 2);
-    ck_assert_uint_eq(hl_safetensors_first_nonfinite(hl_safetensors_find(f, "bf16")), 1);
-    ck_assert_uint_eq(hl_safetensors_first_nonfinite(hl_safetensors_find(f, "i32")), 2);
-    ck_assert(hl_safetensors_value(hl_safetensors_find(f, "f16"), 1) == 65504);
+    ck_assert_int_eq(hl_io_check_values(f64, "wide", HL_IO_FINITE, &err), HL_ERR_FORMAT);
+    ck_assert_msg(!strcmp(err.message, want), "%s", err.message);
+    ck_assert_uint_eq(hl_io_first_refused(f64, HL_IO_NOT_NAN), 2);
+    ck_assert_uint_eq(hl_io_first_refused(hl_safetensors_find(f, "f32"), HL_IO_FINITE), 3);
+    const hl_safetensors_entry_info *f16 = hl_safetensors_find(f, "f16");
+    ck_assert_uint_eq(hl_io_first_refused(f16, HL_IO_FINITE), 2);
+    ck_assert_uint_eq(hl_io_first_refused(f16, HL_IO_NOT_NAN), 3);
+    ck_assert_uint_eq(hl_io_first_refused(hl_safetensors_find(f, "bf16"), HL_IO_NOT_NAN), 1);
+    ck_assert_uint_eq(hl_io_first_refused(hl_safetensors_find(f, "i32"), HL_IO_FINITE), 2);
+    ck_assert(hl_safetensors_value(f16, 1) == 65504);
     ck_assert(hl_safetensors_value(hl_safetensors_find(f, "i32"), 0) == INT32_MIN);
     hl_safetensors_free(f);
     remove_tmpdir();
@@ -907,7 +917,7 @@ Suite *safetensors_suite(void)
     tcase_add_test(tc, test_save_atomic);
     tcase_add_test(tc, test_read_file_errors);
     tcase_add_test(tc, test_pytorch_file);
-    tcase_add_test(tc, test_first_nonfinite);
+    tcase_add_test(tc, test_first_refused);
     suite_add_tcase(s, tc);
 
     TCase *rules = tcase_create("reader_rules");
