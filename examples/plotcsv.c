@@ -10,6 +10,7 @@
  * whose COL equals VALUE (e.g. one head of heads.csv). Run with --help.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,12 +119,20 @@ int main(int argc, char **argv)
             double *v = points[n][1] = malloc(sizeof(double) * (t->n_rows + 1));
             if (!x || !v)
                 hl_cli_bad_input("plotcsv", "out of memory");
-            size_t kept = 0;
+            size_t kept = 0, drawn = 0;
             for (size_t r = 0; r < t->n_rows; r++)
                 if (row_kept(t, r, where_col, where_value, o.where.n)) {
                     x[kept] = hl_csv_value(t, r, xc);
-                    v[kept++] = hl_csv_value(t, r, yc);
+                    v[kept] = hl_csv_value(t, r, yc);
+                    drawn += isfinite(x[kept]) && isfinite(v[kept]);
+                    kept++;
                 }
+            /* Still drawn, as an empty series: a column may be empty on
+             * purpose, but a --where that matches nothing is likely a slip. */
+            if (!drawn)
+                fprintf(stderr, "plotcsv: %s: no %s has a finite value against %s%s; its series "
+                        "is empty\n", path, o.ys.item[y], o.x,
+                        o.where.n ? " in the rows --where keeps" : "");
             char folder[200];
             folder_of(path, folder, sizeof folder);
             if (o.ys.n > 1)

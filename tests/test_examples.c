@@ -442,7 +442,14 @@ START_TEST(test_charlm_modern)
     snprintf(command, sizeof command,
              HL_BUILD_DIR "/plotcsv --file %s/lm/heads.csv --x step --y induction --where layer=1 "
              "--where head=0 --out %s/one.png", temp_dir, temp_dir);
-    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0 && !strstr(out, "empty"), "%s", out);
+    /* A --where that keeps no row: drawn, and said. */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/plotcsv --file %s/lm/heads.csv --x step --y induction --where layer=9 "
+             "--out %s/none.png", temp_dir, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0 &&
+                  strstr(out, "no induction has a finite value against step in the rows --where "
+                              "keeps; its series is empty"), "%s", out);
     snprintf(command, sizeof command,
              HL_BUILD_DIR "/plotcsv --file %s/lm/train.csv --x step --y nope --out %s/x.png",
              temp_dir, temp_dir);
