@@ -138,7 +138,7 @@ static void read_training(const char *path, const hl_opt *opts)
 {
     hl_safetensors *f = NULL;
     hl_error err = {0};
-    if (hl_safetensors_read(path, &f, &err) != HL_OK)
+    if (hl_safetensors_read_header(path, &f, &err) != HL_OK)
         return;
     const char *saved = hl_safetensors_metadata(f, "training");
     enum { MAX_ARGS = 2 * N_TRAINING_FLAGS };
@@ -974,7 +974,7 @@ static void check_same_tokens(const run *r)
 {
     hl_safetensors *f = NULL;
     hl_error err = {0};
-    if (hl_safetensors_read(r->o.resume, &f, &err) != HL_OK) {
+    if (hl_safetensors_read_header(r->o.resume, &f, &err) != HL_OK) {
         fprintf(stderr, "charlm: %s\n", err.message);
         hl_dist_abort(2);
     }

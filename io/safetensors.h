@@ -21,6 +21,9 @@
  *     const char *heads = hl_safetensors_metadata(f, "heads");           // NULL when absent
  *     hl_safetensors_free(f);
  *
+ * A large file's metadata alone: hl_safetensors_read_header, the same checks
+ * without reading the values.
+ *
  * The writer copies tensors as they are added and writes them in name order,
  * atomically (a temporary file in the same directory, renamed over the path):
  *
@@ -73,8 +76,10 @@ typedef struct hl_safetensors_entry_info {
     hl_dtype dtype;
     int rank;                         /* 0..HL_ST_MAX_RANK; 0 is a scalar */
     int64_t shape[HL_ST_MAX_RANK];    /* dims >= 0; unused entries are 0 */
-    const unsigned char *data;        /* nbytes little-endian bytes, not aligned */
+    const unsigned char *data;        /* nbytes little-endian bytes, not aligned;
+                                         NULL after hl_safetensors_read_header */
     size_t nbytes;                    /* product(shape) * hl_dtype_size(dtype) */
+    uint64_t offset;                  /* where data begins in the file's data buffer */
 } hl_safetensors_entry_info;
 
 /* Room for an entry's shape printed as "(d0,...,d7)". */
@@ -86,6 +91,11 @@ typedef struct hl_safetensors hl_safetensors;
 
 /* Reads and checks a whole file. On error *out is NULL. */
 hl_status hl_safetensors_read(const char *path, hl_safetensors **out, hl_error *err);
+/* A file's header alone (names, dtypes, shapes, metadata), read without its
+ * data: every check of hl_safetensors_read, the entries against the file's
+ * size, but no values (entries' data are NULL; hl_safetensors_copy_to and
+ * hl_safetensors_load refuse the file). For metadata of a large file. */
+hl_status hl_safetensors_read_header(const char *path, hl_safetensors **out, hl_error *err);
 /* The same checks on bytes in memory (copied); what_for_messages stands for
  * the file name in error messages (NULL: "(memory)"). */
 hl_status hl_safetensors_parse(const void *bytes, size_t len, const char *what_for_messages,

@@ -17,7 +17,8 @@
 
 struct hl_safetensors {
     char *what;             /* the file name used in messages */
-    unsigned char *bytes;   /* the whole file */
+    unsigned char *bytes;   /* the whole file, or its header alone */
+    bool header_only;       /* hl_safetensors_read_header's: no values */
     cJSON *header;          /* owns the tensor names and metadata strings */
     hl_safetensors_entry_info *entries; /* n_entries, sorted by name */
     size_t n_entries;
@@ -214,7 +215,8 @@ static hl_status entry_fields(const cJSON *obj, const char *what, const cJSON *f
     return HL_OK;
 }
 
-/* Checks one tensor entry against the data buffer (data, data_len bytes). */
+/* Checks one tensor entry against the data buffer (data, data_len bytes;
+ * data NULL when only the header was read). */
 static hl_status parse_entry(const cJSON *obj, const unsigned char *data, uint64_t data_len,
                              const char *what, hl_safetensors_entry_info *e, hl_error *err)
 {
@@ -291,7 +293,8 @@ static hl_status parse_entry(const cJSON *obj, const unsigned char *data, uint64
         return fail(err, HL_ERR_FORMAT, what,
                     "tensor \"%s\": data_offsets [%" PRIu64 ", %" PRIu64 "] go past the end of the "
                     "%" PRIu64 "-byte data buffer", name, begin, end, data_len);
-    e->data = data + begin;
+    e->data = data ? data + begin : NULL;
+    e->offset = begin;
     e->nbytes = (size_t)(end - begin);
     return HL_OK;
 }
@@ -335,15 +338,14 @@ static int by_offset(const void *a, const void *b)
 {
     const hl_safetensors_entry_info *x = *(const hl_safetensors_entry_info *const *)a,
                                     *y = *(const hl_safetensors_entry_info *const *)b;
-    if (x->data != y->data)
-        return x->data < y->data ? -1 : 1;
+    if (x->offset != y->offset)
+        return x->offset < y->offset ? -1 : 1;
     return (x->nbytes > y->nbytes) - (x->nbytes < y->nbytes);
 }
 
 /* The sorted ranges must cover the data buffer exactly: no overlap, no hole,
  * nothing after the last tensor. */
-static hl_status check_tiling(hl_safetensors *f, const unsigned char *data, uint64_t data_len,
-                              hl_error *err)
+static hl_status check_tiling(hl_safetensors *f, uint64_t data_len, hl_error *err)
 {
     size_t n = f->n_entries;
     const hl_safetensors_entry_info **order = malloc((n ? n : 1) * sizeof *order);
@@ -355,7 +357,7 @@ static hl_status check_tiling(hl_safetensors *f, const unsigned char *data, uint
     uint64_t covered = 0;
     hl_status s = HL_OK;
     for (size_t i = 0; i < n && s == HL_OK; i++) {
-        uint64_t begin = (uint64_t)(order[i]->data - data), end = begin + order[i]->nbytes;
+        uint64_t begin = order[i]->offset, end = begin + order[i]->nbytes;
         if (begin < covered)
             s = fail(err, HL_ERR_FORMAT, f->what,
                      "tensor \"%s\": data_offsets [%" PRIu64 ", %" PRIu64 "] overlap tensor "
@@ -394,23 +396,36 @@ static hl_status parse_json(hl_safetensors *f, const char *header, size_t n, hl_
     return HL_OK;
 }
 
-static hl_status parse(hl_safetensors *f, size_t len, hl_error *err)
+/* The length of the header of a file of len bytes whose first 8 are p;
+ * HL_OK when it is within the limit and the file. */
+static hl_status header_length(const char *what, const unsigned char *p, uint64_t len,
+                               uint64_t *n, hl_error *err)
 {
     if (len < 8)
-        return fail(err, HL_ERR_FORMAT, f->what,
-                    "%zu bytes, too short for the 8-byte header length", len);
-    uint64_t n = load_le(f->bytes, 8);
-    if (n > HL_ST_MAX_HEADER)
-        return fail(err, HL_ERR_FORMAT, f->what,
-                    "header length %" PRIu64 " is over the limit of %u bytes", n,
+        return fail(err, HL_ERR_FORMAT, what,
+                    "%" PRIu64 " bytes, too short for the 8-byte header length", len);
+    *n = load_le(p, 8);
+    if (*n > HL_ST_MAX_HEADER)
+        return fail(err, HL_ERR_FORMAT, what,
+                    "header length %" PRIu64 " is over the limit of %u bytes", *n,
                     HL_ST_MAX_HEADER);
-    if (n > len - 8)
-        return fail(err, HL_ERR_FORMAT, f->what,
-                    "header length %" PRIu64 " is more than the %zu bytes after it", n, len - 8);
+    if (*n > len - 8)
+        return fail(err, HL_ERR_FORMAT, what,
+                    "header length %" PRIu64 " is more than the %" PRIu64 " bytes after it", *n,
+                    len - 8);
+    return HL_OK;
+}
+
+/* f->bytes: a file of len bytes, whole or (header_only) its first 8 + n. */
+static hl_status parse(hl_safetensors *f, uint64_t len, hl_error *err)
+{
+    uint64_t n;
+    if (header_length(f->what, f->bytes, len, &n, err) != HL_OK)
+        return err->status;
     if (parse_json(f, (const char *)f->bytes + 8, (size_t)n, err) != HL_OK)
         return err->status;
 
-    const unsigned char *data = f->bytes + 8 + n;
+    const unsigned char *data = f->header_only ? NULL : f->bytes + 8 + n;
     uint64_t data_len = len - 8 - n;
     size_t count = (size_t)cJSON_GetArraySize(f->header);
     f->entries = calloc(count ? count : 1, sizeof *f->entries);
@@ -435,13 +450,13 @@ static hl_status parse(hl_safetensors *f, size_t len, hl_error *err)
         if (strcmp(f->entries[i - 1].name, f->entries[i].name) == 0)
             return fail(err, HL_ERR_FORMAT, f->what, "duplicate tensor name \"%s\"",
                         f->entries[i].name);
-    return check_tiling(f, data, data_len, err);
+    return check_tiling(f, data_len, err);
 }
 
-/* Parses bytes (len of them, malloc'd), which the result then owns; frees
- * them on failure. */
-static hl_status parse_owned(unsigned char *bytes, size_t len, const char *what,
-                             hl_safetensors **out, hl_error *err)
+/* Parses bytes (malloc'd: the file of len bytes, or its header alone), which
+ * the result then owns; frees them on failure. */
+static hl_status parse_owned(unsigned char *bytes, uint64_t len, bool header_only,
+                             const char *what, hl_safetensors **out, hl_error *err)
 {
     *out = NULL;
     hl_safetensors *f = calloc(1, sizeof *f);
@@ -454,6 +469,7 @@ static hl_status parse_owned(unsigned char *bytes, size_t len, const char *what,
     }
     f->what = name;
     f->bytes = bytes;
+    f->header_only = header_only;
     if (parse(f, len, err) != HL_OK) {
         hl_safetensors_free(f);
         return err->status;
@@ -477,43 +493,86 @@ hl_status hl_safetensors_parse(const void *bytes, size_t len, const char *what_f
         return fail(err, HL_ERR_NOMEM, what, "out of memory for %zu bytes", len);
     if (len > 0)
         memcpy(copy, bytes, len);
-    return parse_owned(copy, len, what, out, err);
+    return parse_owned(copy, len, false, what, out, err);
+}
+
+/* path opened for reading, a regular file of *len bytes. */
+static hl_status open_regular(const char *path, int *fd, uint64_t *len, hl_error *err)
+{
+    if (!path)
+        return hl_error_set(err, HL_ERR_ARG, "safetensors: NULL path");
+    *fd = open(path, O_RDONLY);
+    if (*fd < 0)
+        return fail(err, HL_ERR_IO, path, "cannot open: %s", strerror(errno));
+    struct stat st;
+    if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode) || (uintmax_t)st.st_size > SIZE_MAX) {
+        close(*fd);
+        return fail(err, HL_ERR_IO, path, "not a regular file of a readable size");
+    }
+    *len = (uint64_t)st.st_size;
+    return HL_OK;
+}
+
+/* n bytes from fd into buf; from, the bytes read before, for the message. */
+static hl_status read_exact(int fd, unsigned char *buf, size_t n, size_t from, uint64_t len,
+                            const char *path, hl_error *err)
+{
+    for (size_t got = 0; got < n;) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            const int e = r < 0 ? errno : 0;
+            return fail(err, HL_ERR_IO, path, "read failed after %zu of %" PRIu64 " bytes%s%s",
+                        from + got, len, e ? ": " : " (file shrank)", e ? strerror(e) : "");
+        }
+        got += (size_t)r;
+    }
+    return HL_OK;
 }
 
 hl_status hl_safetensors_read(const char *path, hl_safetensors **out, hl_error *err)
 {
     *out = NULL;
-    if (!path)
-        return hl_error_set(err, HL_ERR_ARG, "safetensors: NULL path");
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return fail(err, HL_ERR_IO, path, "cannot open: %s", strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uintmax_t)st.st_size > SIZE_MAX) {
-        close(fd);
-        return fail(err, HL_ERR_IO, path, "not a regular file of a readable size");
+    int fd = -1;
+    uint64_t len = 0;
+    if (open_regular(path, &fd, &len, err) != HL_OK)
+        return err->status;
+    unsigned char *bytes = malloc(len ? (size_t)len : 1);
+    hl_status s = bytes ? read_exact(fd, bytes, (size_t)len, 0, len, path, err)
+                        : fail(err, HL_ERR_NOMEM, path, "out of memory for %" PRIu64 " bytes",
+                               len);
+    close(fd);
+    if (s != HL_OK) {
+        free(bytes);
+        return s;
     }
-    size_t len = (size_t)st.st_size, got = 0;
-    unsigned char *bytes = malloc(len ? len : 1);
-    if (!bytes) {
-        close(fd);
-        return fail(err, HL_ERR_NOMEM, path, "out of memory for %zu bytes", len);
-    }
-    while (got < len) {
-        ssize_t r = read(fd, bytes + got, len - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            int e = r < 0 ? errno : 0;
-            close(fd);
-            free(bytes);
-            return fail(err, HL_ERR_IO, path, "read failed after %zu of %zu bytes%s%s", got, len,
-                        e ? ": " : " (file shrank)", e ? strerror(e) : "");
-        }
-        got += (size_t)r;
+    return parse_owned(bytes, len, false, path, out, err);
+}
+
+hl_status hl_safetensors_read_header(const char *path, hl_safetensors **out, hl_error *err)
+{
+    *out = NULL;
+    int fd = -1;
+    uint64_t len = 0, n = 0;
+    if (open_regular(path, &fd, &len, err) != HL_OK)
+        return err->status;
+    unsigned char head[8] = {0}, *bytes = NULL;
+    hl_status s = read_exact(fd, head, len < 8 ? (size_t)len : 8, 0, len, path, err);
+    if (s == HL_OK)
+        s = header_length(path, head, len, &n, err);
+    if (s == HL_OK && !(bytes = malloc(8 + (size_t)n)))
+        s = fail(err, HL_ERR_NOMEM, path, "out of memory for %" PRIu64 " bytes", 8 + n);
+    if (s == HL_OK) {
+        memcpy(bytes, head, 8);
+        s = read_exact(fd, bytes + 8, (size_t)n, 8, len, path, err);
     }
     close(fd);
-    return parse_owned(bytes, len, path, out, err);
+    if (s != HL_OK) {
+        free(bytes);
+        return s;
+    }
+    return parse_owned(bytes, len, true, path, out, err);
 }
 
 void hl_safetensors_free(hl_safetensors *f)
@@ -651,6 +710,8 @@ hl_status hl_safetensors_copy_to(const hl_safetensors *f, const char *name, hl_t
     if (!dst || !dst->data)
         return fail(err, HL_ERR_ARG, f->what, "tensor \"%s\": destination is NULL or poisoned",
                     name);
+    if (f->header_only)
+        return fail(err, HL_ERR_ARG, f->what, "tensor \"%s\": only the header was read", name);
     char file_shape[SHAPE_TEXT_MAX], dst_shape[HL_SHAPE_STR_MAX];
     int rank, shape[HL_MAX_RANK];
     if (!tensor_shape(e, &rank, shape))
@@ -675,6 +736,10 @@ hl_tensor *hl_safetensors_load(const hl_safetensors *f, const char *name, bool r
     const hl_safetensors_entry_info *e = find_for(f, name, err);
     if (!e)
         return NULL;
+    if (f->header_only) {
+        fail(err, HL_ERR_ARG, f->what, "tensor \"%s\": only the header was read", name);
+        return NULL;
+    }
     char text[SHAPE_TEXT_MAX];
     int rank, shape[HL_MAX_RANK];
     bool fits = tensor_shape(e, &rank, shape);

@@ -459,6 +459,70 @@ START_TEST(test_read_file_errors)
 }
 END_TEST
 
+/* hl_safetensors_read_header: the entries and metadata of a full read, no
+ * values (copy_to and load refuse); the file's size still checked against
+ * the entries (a cut-off or overlong file refused, naming it). */
+START_TEST(test_read_header)
+{
+    make_tmpdir();
+    char path[128];
+    hl_error err = {0};
+    hl_tensor *w = tu_random("w", 2, (int[]){3, 5}, false, 1, -2, 2);
+    hl_tensor *b = tu_random("b", 1, (int[]){7}, false, 2, -1, 1);
+    hl_safetensors_writer *wr = hl_safetensors_writer_new();
+    ck_assert(hl_safetensors_writer_add(wr, "w", w, HL_DTYPE_F32, &err) == HL_OK);
+    ck_assert(hl_safetensors_writer_add(wr, "b", b, HL_DTYPE_F64, &err) == HL_OK);
+    ck_assert(hl_safetensors_writer_set_metadata(wr, "step", "12", &err) == HL_OK);
+    save_ok(wr, tmp_path("model.safetensors", path, sizeof path));
+    hl_safetensors_writer_free(wr);
+    hl_safetensors *full = read_ok(path), *head = NULL;
+    ck_assert_msg(hl_safetensors_read_header(path, &head, &err) == HL_OK, "%s", err.message);
+    ck_assert_uint_eq(hl_safetensors_count(head), 2);
+    for (size_t i = 0; i < 2; i++) {
+        const hl_safetensors_entry_info *x = hl_safetensors_entry(full, i);
+        const hl_safetensors_entry_info *y = hl_safetensors_entry(head, i);
+        ck_assert(!strcmp(x->name, y->name) && x->dtype == y->dtype && x->rank == y->rank &&
+                  !memcmp(x->shape, y->shape, sizeof x->shape) && x->nbytes == y->nbytes &&
+                  x->offset == y->offset && x->data && !y->data);
+    }
+    ck_assert_str_eq(hl_safetensors_metadata(head, "step"), "12");
+    ck_assert_int_eq(hl_safetensors_copy_to(head, "b", b, &err), HL_ERR_ARG);
+    ck_assert_msg(strstr(err.message, "only the header was read"), "%s", err.message);
+    hl_error_clear(&err);
+    ck_assert_ptr_null(hl_safetensors_load(head, "w", false, &err));
+    hl_safetensors_free(head);
+    hl_safetensors_free(full);
+    /* One byte short, then one too many. */
+    size_t len;
+    unsigned char *bytes = slurp(path, &len);
+    for (int extra = -1; extra <= 1; extra += 2) {
+        FILE *fp = fopen(path, "wb");
+        ck_assert(fp && fwrite(bytes, 1, len - 1, fp) == len - 1);
+        for (int k = 0; k < extra + 1; k++) /* the last byte, then one more */
+            ck_assert(fputc(bytes[len - 1], fp) != EOF);
+        fclose(fp);
+        hl_error_clear(&err);
+        ck_assert_int_eq(hl_safetensors_read_header(path, &head, &err), HL_ERR_FORMAT);
+        ck_assert_msg(strstr(err.message, path) &&
+                      strstr(err.message, extra < 0 ? "go past the end" : "trailing byte"),
+                      "%s", err.message);
+        ck_assert_ptr_null(head);
+    }
+    free(bytes);
+    /* Shorter than its header. */
+    FILE *fp = fopen(path, "wb");
+    ck_assert(fp && fwrite("\x20\0\0\0\0\0\0\0{}", 1, 10, fp) == 10);
+    fclose(fp);
+    hl_error_clear(&err);
+    ck_assert_int_eq(hl_safetensors_read_header(path, &head, &err), HL_ERR_FORMAT);
+    ck_assert_msg(strstr(err.message, "header length 32 is more than the 2 bytes"), "%s",
+                  err.message);
+    hl_tensor_free(w);
+    hl_tensor_free(b);
+    remove_tmpdir();
+}
+END_TEST
+
 /* Files the reader must accept: no tensors, padding, entries listed out of
  * data order, empty tensors, a scalar. */
 START_TEST(test_reader_accepts)
@@ -916,6 +980,7 @@ Suite *safetensors_suite(void)
     tcase_add_test(tc, test_writer_errors);
     tcase_add_test(tc, test_save_atomic);
     tcase_add_test(tc, test_read_file_errors);
+    tcase_add_test(tc, test_read_header);
     tcase_add_test(tc, test_pytorch_file);
     tcase_add_test(tc, test_first_refused);
     suite_add_tcase(s, tc);

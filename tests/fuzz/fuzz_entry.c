@@ -19,26 +19,6 @@
 #include "tasks/toy_task.h"
 #include "text/vocab.h"
 
-int hl_fuzz_safetensors(const uint8_t *data, size_t size)
-{
-    hl_error err = {0};
-    hl_safetensors *f = NULL;
-    if (hl_safetensors_parse(data, size, "fuzz", &f, &err) != HL_OK)
-        return 0;
-    for (size_t i = 0; i < hl_safetensors_count(f); i++) {
-        const hl_safetensors_entry_info *e = hl_safetensors_entry(f, i);
-        hl_error load_err = {0};
-        hl_tensor *t = hl_safetensors_load(f, e->name, false, &load_err);
-        if (t) {
-            hl_safetensors_copy_to(f, e->name, t, &load_err);
-            hl_tensor_free(t);
-        }
-    }
-    hl_safetensors_metadata(f, "config");
-    hl_safetensors_free(f);
-    return 0;
-}
-
 static bool write_file(const char *path, const uint8_t *data, size_t size)
 {
     FILE *fp = fopen(path, "wb");
@@ -62,6 +42,36 @@ static const char *as_file(const uint8_t *data, size_t size)
         close(fd);
     }
     return write_file(path, data, size) ? path : NULL;
+}
+
+/* Also read back from a file by hl_safetensors_read_header, which checks
+ * the same rules without the data: the two must agree on every input. */
+int hl_fuzz_safetensors(const uint8_t *data, size_t size)
+{
+    hl_error err = {0};
+    hl_safetensors *f = NULL, *head = NULL;
+    const char *path = as_file(data, size);
+    const bool whole = hl_safetensors_parse(data, size, "fuzz", &f, &err) == HL_OK;
+    hl_error_clear(&err);
+    if (path && whole != (hl_safetensors_read_header(path, &head, &err) == HL_OK))
+        abort();
+    if (head && hl_safetensors_count(head) != hl_safetensors_count(f))
+        abort();
+    hl_safetensors_free(head);
+    if (!whole)
+        return 0;
+    for (size_t i = 0; i < hl_safetensors_count(f); i++) {
+        const hl_safetensors_entry_info *e = hl_safetensors_entry(f, i);
+        hl_error load_err = {0};
+        hl_tensor *t = hl_safetensors_load(f, e->name, false, &load_err);
+        if (t) {
+            hl_safetensors_copy_to(f, e->name, t, &load_err);
+            hl_tensor_free(t);
+        }
+    }
+    hl_safetensors_metadata(f, "config");
+    hl_safetensors_free(f);
+    return 0;
 }
 
 static hl_gpt_config fixture_config(void)
