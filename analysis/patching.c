@@ -417,8 +417,28 @@ hl_status hl_patch_resid(const hl_gpt *m, const hl_patch_task *t, double *out, h
 
 /* ---- path patching -------------------------------------------------------------- */
 
+/* k or v (B,K,T,D) of K key/value heads handed to every query head (B,H,T,D),
+ * as the attention module does before its patches apply (models/mha.c): with
+ * grouped-query attention, query head h reads kv_of[h], or h / (H / K). */
+static hl_tensor *ungroup_heads(hl_graph *g, const hl_mha *a, hl_tensor *x)
+{
+    const int H = a->cfg.num_heads, K = a->cfg.kv_heads;
+    if (K == H && !a->cfg.kv_of)
+        return x;
+    int *src = hl_graph_alloc(g, (size_t)H * sizeof *src);
+    if (!src)
+        return &g->poison;
+    for (int h = 0; h < H; h++)
+        src[h] = a->cfg.kv_of ? a->cfg.kv_of[h] : h / (H / K);
+    return hl_gather_heads(g, x, src, H);
+}
+
 /* The (B,H,T,D) act (q, k or v) that layer lr computes from its corrupted
- * input plus sender (ls, hs)'s clean-minus-corrupted output through W_O. */
+ * input plus sender (ls, hs)'s clean-minus-corrupted output through W_O. With
+ * grouped-query attention k and v are projected per key/value head and then
+ * handed to each query head, so a receiver's k or v is its own copy of its
+ * group's head, the activation hl_patch_heads patches: the path changes what
+ * the receiver reads, not what the other heads of its group read. */
 static hl_tensor *receiver_input(hl_graph *g, const hl_gpt *m, const captured *cl,
                                  const captured *co, int ls, int hs, int lr, hl_act act)
 {
@@ -445,15 +465,20 @@ static hl_tensor *receiver_input(hl_graph *g, const hl_gpt *m, const captured *c
         }
     const hl_gpt_block *blk = &m->blocks[lr];
     const hl_mha *recv = &blk->attn;
-    const int Hr = recv->cfg.num_heads, Dr = recv->cfg.head_dim, inner = Hr * Dr;
+    /* The in-projection's rows: q of the H query heads, then k and v of the
+     * K key/value heads (models/mha.h). */
+    const int Dr = recv->cfg.head_dim, inner = recv->cfg.num_heads * Dr;
+    const int heads = act == HL_ACT_Q ? recv->cfg.num_heads : recv->cfg.kv_heads;
+    const int width = heads * Dr;
+    const int start = act == HL_ACT_Q ? 0 : act == HL_ACT_K ? inner : inner + width;
     hl_tensor *a = hl_gpt_normalize(g, m, x, blk->ln1_w, blk->ln1_b);
-    const int part = act == HL_ACT_Q ? 0 : act == HL_ACT_K ? 1 : 2;
-    hl_tensor *w = hl_narrow(g, recv->in_proj_weight, 0, part * inner, inner);
-    hl_tensor *bias = recv->in_proj_bias ? hl_narrow(g, recv->in_proj_bias, 0, part * inner, inner)
+    hl_tensor *w = hl_narrow(g, recv->in_proj_weight, 0, start, width);
+    hl_tensor *bias = recv->in_proj_bias ? hl_narrow(g, recv->in_proj_bias, 0, start, width)
                                          : NULL;
     hl_tensor *p = hl_linear(g, a, w, bias);
-    p = hl_reshape(g, p, 4, (int[]){B, T, Hr, Dr});
-    return hl_permute(g, p, (int[]){0, 2, 1, 3});
+    p = hl_reshape(g, p, 4, (int[]){B, T, heads, Dr});
+    p = hl_permute(g, p, (int[]){0, 2, 1, 3});
+    return act == HL_ACT_Q ? p : ungroup_heads(g, recv, p);
 }
 
 hl_status hl_patch_paths(const hl_gpt *m, const hl_patch_task *t, hl_act act, double *out,

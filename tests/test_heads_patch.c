@@ -1,7 +1,7 @@
 /* Tests for examples/heads/patch.c: `heads patch`, `paths` and `attrib` find
  * the induction circuit of a trained toy model, a --pairs file scores what
- * its pairs score alone, combined, and bad input (a bad pairs file too) exits
- * 2 with a message and nothing written. */
+ * its pairs score alone, combined, `paths` runs on a grouped-query model, and
+ * bad input (a bad pairs file too) exits 2 with a message and nothing written. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,6 +247,9 @@ START_TEST(test_heads_patch_bad_input)
          "both inputs continue with the same token"},
         {"patch --clean abcd --corrupt abc\xff\xfe", "--clean has 4 tokens and --corrupt 5"},
         {"patch --pairs 20", "the induction task's size is --sequences N"},
+        /* Checked before pairs.csv is written; senders in the last layer alone crashed. */
+        {"paths --heads L9H9", "head L9H9 is out of range"},
+        {"paths --heads 1.0,1.1", "a path needs a sender and a later receiver"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snprintf(command, sizeof command, HL_BUILD_DIR "/heads %s --model %s --out %s/out 2>&1",
@@ -286,6 +289,45 @@ START_TEST(test_heads_patch_bad_input)
         snprintf(command, sizeof command, "%s/out", work);
         ck_assert_msg(access(command, F_OK) != 0, "%s wrote %s", pair_cases[i].args, command);
     }
+    /* A sender pruned away, named as trained. */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads prune --model %s --data " GPL_TEXT " --heads 0.1 --out %s/pr "
+             "> /dev/null 2>&1", model, work);
+    tu_run_ok(command);
+    snprintf(command, sizeof command, HL_BUILD_DIR "/heads paths --heads 0.1 --model "
+             "%s/pr/pruned.safetensors --out %s/out 2>&1", work, work);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 2, "paths, pruned sender: %s", out);
+    ck_assert_msg(strstr(out, "head L0H1 was pruned"), "paths, pruned sender: %s", out);
+    snprintf(command, sizeof command, "%s/out", work);
+    ck_assert_msg(access(command, F_OK) != 0, "paths with a pruned sender wrote %s", command);
+    snprintf(command, sizeof command, "rm -rf %s", work);
+    ck_assert_int_eq(system(command), 0);
+}
+END_TEST
+
+/* Path patching through k and v of a grouped-query model (Llama's: 4 query
+ * heads, 2 key/value heads), which failed: every path has a score. The
+ * scores themselves are checked in test_patching.c. */
+START_TEST(test_heads_paths_grouped_query)
+{
+    snprintf(work, sizeof work, "/tmp/hl_patch_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(work));
+    char command[1024], out[4096], path[256];
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads paths --model tests/fixtures/hf/llama_tiny --act k,v "
+             "--sequences 2 --threads 1 --out %s 2>&1", work);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    for (int kind = 0; kind < 2; kind++) {
+        snprintf(path, sizeof path, "%s/paths_%s.csv", work, kind ? "v" : "k");
+        FILE *f = fopen(path, "r");
+        ck_assert_msg(f, "cannot open %s", path);
+        char line[256];
+        int rows = 0;
+        while (fgets(line, sizeof line, f))
+            rows++;
+        fclose(f);
+        ck_assert_msg(rows == 1 + 4 * 4, "%s: %d lines, not a header and 16 paths", path, rows);
+    }
     snprintf(command, sizeof command, "rm -rf %s", work);
     ck_assert_int_eq(system(command), 0);
 }
@@ -297,6 +339,7 @@ Suite *heads_patch_suite(void)
     TCase *tc = tcase_create("heads_patch");
     tcase_set_timeout(tc, 0); /* a training run of fixed work: no time limit */
     tcase_add_test(tc, test_heads_patch_bad_input);
+    tcase_add_test(tc, test_heads_paths_grouped_query);
 #ifndef HL_REAL_DOUBLE
     /* The float build's model; the double build's patching is tested on the
      * fixtures (test_patching.c). */

@@ -3,13 +3,15 @@
  * tests/fixtures/gpt: activation patching (z, q, k, v, pattern per head; z
  * per head and position; the residual stream per layer and position), path
  * patching through q, k and v, attribution patching of z and k, direct logit
- * attribution and the logit lens, for the loss and the logit difference. And
+ * attribution and the logit lens, for the loss and the logit difference. Path
+ * patching on a grouped-query model against the same model ungrouped. And
  * the bad tasks each function refuses. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/patching.h"
+#include "core/rng.h"
 #include "io/safetensors.h"
 #include "tests/testutil.h"
 
@@ -229,6 +231,88 @@ START_TEST(test_patching_bad_tasks)
 }
 END_TEST
 
+/* twin's parameters set from m's, the same model without grouped-query
+ * attention: each query head's k and v rows of the in-projection copied from
+ * its group's key/value head (m's layout: q of H heads, then k and v of K). */
+static void ungrouped_twin(const hl_gpt *m, hl_gpt *twin)
+{
+    const int H = m->cfg.n_heads, K = m->cfg.n_kv_heads, D = m->cfg.d_model / H;
+    for (size_t i = 0; i < hl_params_n_tensors(twin->params); i++) {
+        hl_tensor *to = hl_params_tensor(twin->params, i);
+        const hl_tensor *from = hl_params_find(m->params, to->name);
+        ck_assert_msg(from, "%s: not in the grouped model", to->name);
+        if (from->numel == to->numel) {
+            memcpy(to->data, from->data, sizeof *to->data * to->numel);
+            continue;
+        }
+        const size_t width = to->numel / (size_t)to->shape[0]; /* E for weights, 1 for biases */
+        for (int part = 0; part < 3; part++)
+            for (int h = 0; h < H; h++) {
+                const int src = part ? H + (part - 1) * K + h / (H / K) : h;
+                memcpy(to->data + ((size_t)part * H + h) * D * width,
+                       from->data + (size_t)src * D * width, sizeof *to->data * D * width);
+            }
+    }
+}
+
+/* Path patching on a grouped-query model: a receiver's k or v is its own copy
+ * of its group's key/value head, as activation patching defines it, so every
+ * path scores what it scores on the same model with each key/value head
+ * repeated for its query heads (before, k and v read the wrong rows of the
+ * in-projection or failed). */
+START_TEST(test_paths_grouped_query)
+{
+    hl_gpt_config cfg = {.vocab_in = 24, .vocab_out = 24, .n_ctx = 16, .d_model = 16,
+                         .n_heads = 4, .n_kv_heads = 2, .n_layers = 3,
+                         .mlp = HL_GPT_MLP_SWIGLU, .norm = HL_GPT_NORM_RMS,
+                         .pos = HL_GPT_POS_ROPE, .emb_std = 1};
+    hl_error err = {0};
+    hl_gpt *m = hl_gpt_new(&cfg, &err);
+    ck_assert_msg(m, "%s", err.message);
+    hl_rng rng;
+    hl_rng_seed(&rng, 7);
+    hl_gpt_init_weights(m, &rng);
+    cfg.n_kv_heads = 0;
+    hl_gpt *twin = hl_gpt_new(&cfg, &err);
+    ck_assert_msg(twin, "%s", err.message);
+    ungrouped_twin(m, twin);
+    hl_patch_task t;
+    int32_t *buf;
+    ck_assert_msg(hl_patch_induction_task(m, 3, -1, 0, 24, 11, &t, &buf, &err) == HL_OK, "%s",
+                  err.message);
+    double base[2][2];
+    ck_assert_msg(hl_patch_baselines(m, &t, &base[0][0], &base[0][1], &err) == HL_OK, "%s",
+                  err.message);
+    ck_assert_msg(hl_patch_baselines(twin, &t, &base[1][0], &base[1][1], &err) == HL_OK, "%s",
+                  err.message);
+    ck_assert_msg(fabs(base[0][0] - base[1][0]) < 1e-5 && fabs(base[0][1] - base[1][1]) < 1e-5,
+                  "the twins differ: clean %g, %g; corrupted %g, %g", base[0][0], base[1][0],
+                  base[0][1], base[1][1]);
+    enum { N = 12 };
+    static const hl_act acts[] = {HL_ACT_Q, HL_ACT_K, HL_ACT_V};
+    for (int a = 0; a < 3; a++) {
+        double got[N * N], want[N * N], largest = 0;
+        ck_assert_msg(hl_patch_paths(m, &t, acts[a], got, &err) == HL_OK, "act %d: %s",
+                      (int)acts[a], err.message);
+        ck_assert_msg(hl_patch_paths(twin, &t, acts[a], want, &err) == HL_OK, "act %d: %s",
+                      (int)acts[a], err.message);
+        for (int i = 0; i < N * N; i++) {
+            ck_assert_msg(isnan(got[i]) == isnan(want[i]), "act %d, cell %d: %g, ungrouped %g",
+                          (int)acts[a], i, got[i], want[i]);
+            if (isnan(want[i]))
+                continue;
+            ck_assert_msg(fabs(got[i] - want[i]) < 1e-4, "act %d, path %d -> %d: %.6f, "
+                          "ungrouped %.6f", (int)acts[a], i / N, i % N, got[i], want[i]);
+            largest = fmax(largest, fabs(want[i]));
+        }
+        ck_assert_msg(largest > 0.01, "act %d: every path scores below 0.01", (int)acts[a]);
+    }
+    free(buf);
+    hl_gpt_free(twin);
+    hl_gpt_free(m);
+}
+END_TEST
+
 Suite *patching_suite(void)
 {
     Suite *s = suite_create("patching");
@@ -236,6 +320,7 @@ Suite *patching_suite(void)
     tcase_add_test(tc, test_patching_matches_pytorch);
     tcase_add_test(tc, test_logit_lens_top_tokens_ordered);
     tcase_add_test(tc, test_patching_bad_tasks);
+    tcase_add_test(tc, test_paths_grouped_query);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -467,17 +467,26 @@ int heads_run_paths(const options *o)
     hl_act acts[4];
     const int n_acts = parse_acts(o->act ? o->act : "q,k,v", allowed, 3, acts);
     patch_in in = open_patch_model(o);
-    if (in.m->cfg.n_layers < 2)
-        heads_bad_input("%s has one layer: a path needs a sender and a later receiver", o->model);
-    start_output(o, &in);
     const hl_gpt *m = in.m;
+    const int L = m->cfg.n_layers;
+    if (L < 2)
+        heads_bad_input("%s has one layer: a path needs a sender and a later receiver", o->model);
+    /* The senders are checked before start_output writes anything. */
+    const hl_head_set senders = o->heads ? heads_parse_list(m, o->heads) : (hl_head_set){0};
+    bool before_last = !o->heads;
+    for (int l = 0; l < L - 1; l++)
+        for (int h = 0; h < hl_gpt_layer_heads(&m->cfg, l); h++)
+            before_last |= senders.on[l][h];
+    if (!before_last)
+        heads_bad_input("every --heads sender is in the last layer (%d) of %s: a path needs a "
+                        "sender and a later receiver", L - 1, o->model);
+    start_output(o, &in);
     const int N = hl_gpt_total_heads(&m->cfg);
     char (*store)[HL_HEAD_NAME_MAX];
     const char **names = flat_names(m, &store);
     double *v = malloc(sizeof *v * (size_t)N * N);
     if (!v)
         heads_bad_input("out of memory");
-    const hl_head_set senders = o->heads ? heads_parse_list(m, o->heads) : (hl_head_set){0};
     hl_error err = {0};
     for (int a = 0; a < n_acts; a++) {
         const double t0 = hl_seconds();
@@ -502,8 +511,13 @@ int heads_run_paths(const options *o)
         snprintf(title, sizeof title, "path patching through %s (rows: sender, columns: receiver)",
                  act_name(acts[a]));
         write_grid(o->out, png, v, N, N, names, names, title);
-        printf("\npath patching through %s: %.2f s; the strongest path %s -> %s: %.4f\n",
-               act_name(acts[a]), seconds, names[best / N], names[best % N], v[best]);
+        printf("\npath patching through %s: %.2f s; ", act_name(acts[a]), seconds);
+        /* Every path scores NaN only when each patched run's metric is NaN. */
+        if (best < 0)
+            printf("no path has a finite score\n");
+        else
+            printf("the strongest path %s -> %s: %.4f\n", names[best / N], names[best % N],
+                   v[best]);
         for (int s = 0; s < N; s++) {
             bool any = false;
             for (int r = 0; r < N; r++)
