@@ -240,6 +240,15 @@ void hl_cli_init(void)
         fprintf(stderr, "headlab: %s\n", err.message);
         exit(2);
     }
+    /* The OpenMP runtime takes any count and fails inside its first parallel
+     * region when it cannot start that many threads (a crash at 100000):
+     * the same limit as --threads, checked before any. */
+    const char *env = getenv("OMP_NUM_THREADS");
+    if (env && strtol(env, NULL, 10) > HL_CLI_MAX_THREADS) {
+        fprintf(stderr, "headlab: OMP_NUM_THREADS=%.40s: at most %d threads\n", env,
+                HL_CLI_MAX_THREADS);
+        exit(2);
+    }
 }
 
 void hl_cli_print_kernels(FILE *out)

@@ -113,12 +113,16 @@ _Noreturn void hl_cli_bad_input(const char *program, const char *fmt, ...)
 /* Process set-up: a write past a file-size limit (a full disk or quota) fails
  * as an error the writer reports, instead of SIGXFSZ killing the program; the
  * kernel set HL_ISA names is checked (an unknown one, or one this CPU lacks,
- * prints a message and exits 2). */
+ * prints a message and exits 2), and so is OMP_NUM_THREADS (over
+ * HL_CLI_MAX_THREADS: the same). */
 void hl_cli_init(void);
 
 /* The line that closes every --help: which kernel set runs, which the CPU
  * has, and the build's precision. */
 void hl_cli_print_kernels(FILE *out);
+/* The most OpenMP threads a program takes (--threads, OMP_NUM_THREADS). */
+#define HL_CLI_MAX_THREADS 1024
+
 /* OpenMP threads for the kernels; 0 leaves OMP_NUM_THREADS (or all cores).
  * Returns the largest team a training loop's thread tuner (train/threads.h)
  * may choose from: the machine's cores when the user fixed no count (neither

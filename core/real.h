@@ -10,11 +10,13 @@
 #ifndef HL_REAL_H
 #define HL_REAL_H
 
+#include <float.h>
 #include <math.h>
 
 #ifdef HL_REAL_DOUBLE
 typedef double hl_real;
 #define HL_REAL_NAME "double"
+#define HL_REAL_MAX DBL_MAX /* the largest finite hl_real */
 #define HL_EXP exp
 #define HL_LOG log
 #define HL_SQRT sqrt
@@ -24,6 +26,7 @@ typedef double hl_real;
 #else
 typedef float hl_real;
 #define HL_REAL_NAME "float"
+#define HL_REAL_MAX FLT_MAX
 #define HL_EXP expf
 #define HL_LOG logf
 #define HL_SQRT sqrtf

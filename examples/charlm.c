@@ -292,7 +292,7 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_REAL("temperature", &o.temperature, 1e-3, 100, "X", "sampling temperature"),
         HL_OPTION_TEXT("prompt", &o.prompt, "TEXT", "the text sampling starts from",
                        .dflt = "a newline"),
-        HL_OPTION_INT("threads", &o.threads, 1, 1024, "N",
+        HL_OPTION_INT("threads", &o.threads, 1, HL_CLI_MAX_THREADS, "N",
                       "OpenMP threads; without it OMP_NUM_THREADS, else each step takes 1, 2, "
                       "4.. cores, whichever its timed steps ran fastest",
                       .dflt = "tuned"),

@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "headlab.h"
+#include "io/internal.h"
 
 static const hl_usage usage = {
     "usage: mha_run --weights W.safetensors --inputs IN.safetensors --out OUT.safetensors\n"
@@ -75,10 +76,32 @@ static options parse_options(int argc, char **argv)
 #define OUT_DTYPE HL_DTYPE_F32
 #endif
 
-/* The optional tensor `name`, or NULL; *failed on a load error. */
-static hl_tensor *optional(const hl_safetensors *f, const char *name, bool grad, hl_error *err)
+/* Tensor `name` of the inputs file, or NULL when it is absent and optional
+ * (err set on a load error). Data must be finite; a mask holds 0/1 (U8 or
+ * BOOL: PyTorch adds a float key_padding_mask to the scores instead), and
+ * an additive mask may block with -inf but holds no NaN. */
+static hl_tensor *input(const hl_safetensors *f, const char *path, const char *name,
+                        bool required, hl_error *err)
 {
-    return hl_safetensors_find(f, name) ? hl_safetensors_load(f, name, grad, err) : NULL;
+    const hl_safetensors_entry_info *e = hl_safetensors_find(f, name);
+    if (!e && required)
+        hl_error_set(err, HL_ERR_FORMAT, "%s: no tensor \"%s\"", path, name);
+    if (!e || hl_error_failed(err))
+        return NULL;
+    const bool is_mask = !strcmp(name, "key_padding_mask"), additive = !strcmp(name, "attn_mask");
+    const bool is_float = e->dtype == HL_DTYPE_F32 || e->dtype == HL_DTYPE_F64 ||
+                          e->dtype == HL_DTYPE_F16 || e->dtype == HL_DTYPE_BF16;
+    if (is_mask ? e->dtype != HL_DTYPE_U8 && e->dtype != HL_DTYPE_BOOL : !is_float) {
+        hl_error_set(err, HL_ERR_FORMAT, "%s: tensor \"%s\" is %s; %s", path, name,
+                     hl_dtype_name(e->dtype), is_mask ? "a padding mask is U8 or BOOL (1 = padding)"
+                                                      : "it must be a float tensor");
+        return NULL;
+    }
+    if (!is_mask && hl_io_check_values(e, path, additive ? HL_IO_NOT_NAN : HL_IO_FINITE,
+                                       err) != HL_OK)
+        return NULL;
+    const bool grad = !is_mask && !additive && strcmp(name, "grad_output");
+    return hl_safetensors_load(f, name, grad, err);
 }
 
 static int run(const options *o, hl_error *err)
@@ -98,13 +121,13 @@ static int run(const options *o, hl_error *err)
         hl_safetensors_read(o->inputs, &inputs, err) ||
         hl_mha_load(&m, params, weights, "", o->heads, err))
         goto done;
-    q = hl_safetensors_load(inputs, "query", true, err);
+    q = input(inputs, o->inputs, "query", true, err);
     bool self = !hl_safetensors_find(inputs, "key") && !hl_safetensors_find(inputs, "value");
-    k = self ? q : hl_safetensors_load(inputs, "key", true, err);
-    v = self ? q : hl_safetensors_load(inputs, "value", true, err);
-    pad = optional(inputs, "key_padding_mask", false, err);
-    mask = optional(inputs, "attn_mask", false, err);
-    dy = optional(inputs, "grad_output", false, err);
+    k = self ? q : input(inputs, o->inputs, "key", true, err);
+    v = self ? q : input(inputs, o->inputs, "value", true, err);
+    pad = input(inputs, o->inputs, "key_padding_mask", false, err);
+    mask = input(inputs, o->inputs, "attn_mask", false, err);
+    dy = input(inputs, o->inputs, "grad_output", false, err);
     if (hl_error_failed(err))
         goto done;
 

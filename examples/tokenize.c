@@ -282,7 +282,7 @@ static options parse_options(int argc, char **argv, int first)
         HL_OPTION_REAL("val-fraction", &o.val_fraction, 0, 0.99, "F",
                        "the last F of the bytes are the validation text (as charlm --data: the "
                        "last size/10 bytes)"),
-        HL_OPTION_INT("threads", &o.threads, 1, 1024, "N",
+        HL_OPTION_INT("threads", &o.threads, 1, HL_CLI_MAX_THREADS, "N",
                       "OpenMP threads; the files do not depend on it", .dflt = "OMP_NUM_THREADS"),
         {0},
     };

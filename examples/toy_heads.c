@@ -51,7 +51,7 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_INT("seed", &o.seed, 0, 1 << 30, "N",
                       "seed of the model's initialisation and of the training data"),
         HL_OPTION_INT("steps", &o.steps, 0, 1e8, "N", "training steps; with --resume, the new total"),
-        HL_OPTION_INT("threads", &o.threads, 1, 1024, "N",
+        HL_OPTION_INT("threads", &o.threads, 1, HL_CLI_MAX_THREADS, "N",
                       "OpenMP threads; without it OMP_NUM_THREADS, else each step takes 1, 2, "
                       "4.. cores, whichever its timed steps ran fastest",
                       .dflt = "tuned"),

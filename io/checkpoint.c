@@ -152,16 +152,6 @@ hl_status hl_checkpoint_save(const char *path, const hl_params *params, const hl
     return s;
 }
 
-/* Whether name is a parameter's or one's optimizer state (optim.m.<name>,
- * optim.v.<name>): a weights-only load may skip the state, nothing else. */
-static bool expected_name(const hl_params *params, const char *name)
-{
-    if (!strncmp(name, "optim.m.", 8) || !strncmp(name, "optim.v.", 8))
-        if (hl_params_find(params, name + 8))
-            return true;
-    return hl_params_find(params, name) != NULL;
-}
-
 static hl_status check_all(const hl_safetensors *f, const char *path, hl_params *params,
                            hl_optim *opt, hl_error *err)
 {
@@ -188,13 +178,7 @@ static hl_status check_all(const hl_safetensors *f, const char *path, hl_params 
     }
     /* A bigger model's checkpoint (more layers) holds all of this one's
      * tensors: what is left over tells it apart. */
-    for (size_t i = 0; i < hl_safetensors_count(f); i++) {
-        const char *name = hl_safetensors_entry(f, i)->name;
-        if (!expected_name(params, name))
-            return hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: tensor %s is not in the model "
-                                "(a checkpoint of another model?)", path, name);
-    }
-    return HL_OK;
+    return hl_io_check_no_extra(f, what, params, err);
 }
 
 hl_status hl_checkpoint_load(const char *path, hl_params *params, hl_optim *opt, int64_t *step,

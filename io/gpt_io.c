@@ -23,6 +23,10 @@ static hl_gpt *gpt_from_file(const hl_safetensors *f, hl_error *err)
         m = hl_gpt_new(&cfg, err);
     if (m)
         hl_gpt_set_pruned(m, &pruned);
+    if (m && hl_io_check_no_extra(f, NULL, m->params, err) != HL_OK) {
+        hl_gpt_free(m);
+        m = NULL;
+    }
     for (size_t i = 0; m && i < hl_params_n_tensors(m->params); i++) {
         hl_tensor *t = hl_params_tensor(m->params, i);
         if (hl_io_check_tensor(f, NULL, t->name, t, HL_IO_FINITE, err) != HL_OK ||

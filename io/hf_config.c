@@ -171,12 +171,13 @@ static bool get_rope(const config_src *c, double default_fraction, double *base,
                         cJSON_IsString(type) ? type->valuestring : "?");
     }
     double theta = 0, pct = 0;
-    if (params && (!get_real(c, params, "rope_theta", 1, INFINITY, 0, &theta) ||
+    /* The base is used as an hl_real: one beyond its range would be inf. */
+    if (params && (!get_real(c, params, "rope_theta", 1, HL_REAL_MAX, 0, &theta) ||
                    !get_real(c, params, "partial_rotary_factor", 0, 1.0000001, 0, &pct)))
         return false;
     double top_theta = 0, old_base = 0, top_pct = 0, old_pct = 0; /* 0 when absent */
-    if (!get_real(c, c->root, "rope_theta", 1, INFINITY, 0, &top_theta) ||
-        !get_real(c, c->root, "rotary_emb_base", 1, INFINITY, 0, &old_base) ||
+    if (!get_real(c, c->root, "rope_theta", 1, HL_REAL_MAX, 0, &top_theta) ||
+        !get_real(c, c->root, "rotary_emb_base", 1, HL_REAL_MAX, 0, &old_base) ||
         !get_real(c, c->root, "partial_rotary_factor", 0, 1.0000001, 0, &top_pct) ||
         !get_real(c, c->root, "rotary_pct", 0, 1.0000001, 0, &old_pct))
         return false;

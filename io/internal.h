@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "core/error.h"
+#include "core/params.h"
 #include "io/safetensors.h"
 
 /* True when s[0..n) is well-formed UTF-8, as the format requires of the
@@ -43,6 +44,14 @@ hl_status hl_io_check_values(const hl_safetensors_entry_info *e, const char *wha
  * (nothing before it when what is NULL). */
 hl_status hl_io_check_tensor(const hl_safetensors *f, const char *what, const char *name,
                              const hl_tensor *t, hl_io_values rule, hl_error *err);
+/* HL_OK when every tensor of f is one of params or its optimizer state
+ * (optim.m.<name>, optim.v.<name>); otherwise HL_ERR_FORMAT naming the
+ * first other one after "<what>: ". A bigger model's file holds all of a
+ * smaller one's tensors, and one whose config says less (a tied head, no
+ * learned positions) holds tensors its model has no place for: neither may
+ * load as if it fitted. */
+hl_status hl_io_check_no_extra(const hl_safetensors *f, const char *what,
+                               const hl_params *params, hl_error *err);
 /* The name a file's messages give it: its path, or what hl_safetensors_parse
  * was told. */
 const char *hl_safetensors_what(const hl_safetensors *f);

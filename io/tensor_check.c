@@ -1,6 +1,7 @@
 /* Checks a loader makes of a file's tensor before taking it: see internal.h. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "io/internal.h"
 
@@ -53,4 +54,27 @@ hl_status hl_io_check_tensor(const hl_safetensors *f, const char *what, const ch
                             hl_shape_str(t, ts));
     }
     return hl_io_check_values(e, what, rule, err);
+}
+
+/* Whether name is a parameter's or one's optimizer state (optim.m.<name>,
+ * optim.v.<name>). */
+static bool expected_name(const hl_params *params, const char *name)
+{
+    if (!strncmp(name, "optim.m.", 8) || !strncmp(name, "optim.v.", 8))
+        if (hl_params_find(params, name + 8))
+            return true;
+    return hl_params_find(params, name) != NULL;
+}
+
+hl_status hl_io_check_no_extra(const hl_safetensors *f, const char *what,
+                               const hl_params *params, hl_error *err)
+{
+    for (size_t i = 0; i < hl_safetensors_count(f); i++) {
+        const char *name = hl_safetensors_entry(f, i)->name;
+        if (!expected_name(params, name))
+            return hl_error_set(err, HL_ERR_FORMAT, "%s%stensor \"%s\" is not in the model "
+                                "(a file of another model?)", what ? what : "", what ? ": " : "",
+                                name);
+    }
+    return HL_OK;
 }

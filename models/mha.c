@@ -25,9 +25,10 @@ hl_status hl_mha_declare(hl_mha *m, hl_params *p, const char *prefix,
     if (!(cfg->qk_norm_eps >= 0 && cfg->qk_norm_eps < 1))
         return hl_error_set(err, HL_ERR_ARG, "mha: qk_norm_eps %g must be in [0, 1)",
                             cfg->qk_norm_eps);
-    if (!(cfg->rotary_base == 0 || (cfg->rotary_base > 1 && isfinite(cfg->rotary_base))))
-        return hl_error_set(err, HL_ERR_ARG, "mha: rotary_base %g must be 0 (off) or > 1",
-                            cfg->rotary_base);
+    /* The base is used as an hl_real: one beyond its range would be inf. */
+    if (!(cfg->rotary_base == 0 || (cfg->rotary_base > 1 && cfg->rotary_base <= HL_REAL_MAX)))
+        return hl_error_set(err, HL_ERR_ARG, "mha: rotary_base %g must be 0 (off) or in (1, %g]",
+                            cfg->rotary_base, (double)HL_REAL_MAX);
     if (!cfg->head_dim && cfg->embed_dim % cfg->num_heads != 0)
         return hl_error_set(err, HL_ERR_ARG,
                             "mha: embed_dim %d is not divisible by num_heads %d",

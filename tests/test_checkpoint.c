@@ -402,7 +402,7 @@ START_TEST(test_checkpoint_of_a_bigger_model)
     ck_assert_int_eq(hl_checkpoint_load(path, r.model->params, NULL, NULL, NULL, 0, &err),
                      HL_ERR_FORMAT);
     ck_assert_msg(strstr(err.message, path) &&
-                  strstr(err.message, "tensor blocks.2.attn.in_proj_bias is not in the model"),
+                  strstr(err.message, "tensor \"blocks.2.attn.in_proj_bias\" is not in the model"),
                   "%s", err.message);
     ck_assert(!memcmp(before, hl_params_values(r.model->params), n * sizeof *before));
 

@@ -127,6 +127,40 @@ START_TEST(test_mha_run_bad_input)
              "--out %s/o.safetensors --heads 2",
              path, path, temp_dir);
     expect_failure(command, 2, "cut.safetensors");
+    /* A float padding mask (PyTorch would add it to the scores), a NaN query. */
+    static const char *const bad[][2] = {
+        {"key_padding_mask", "tensor \"key_padding_mask\" is F32; a padding mask is U8 or BOOL"},
+        {"query", "tensor \"query\" holds NaN at element 3"},
+    };
+    for (int i = 0; i < 2; i++) {
+        hl_error err = {0};
+        hl_safetensors *f = NULL;
+        ck_assert(hl_safetensors_read("tests/fixtures/mha/self/inputs.safetensors", &f, &err) ==
+                  HL_OK);
+        hl_tensor *q = hl_safetensors_load(f, "query", false, &err);
+        hl_tensor *dy = hl_safetensors_load(f, "grad_output", false, &err);
+        hl_tensor *pad = hl_tensor_new("pad", 2, (int[]){2, 5}, false);
+        ck_assert(q && dy && pad);
+        hl_safetensors_free(f);
+        if (i == 1)
+            q->data[3] = NAN;
+        hl_safetensors_writer *w = hl_safetensors_writer_new();
+        ck_assert(hl_safetensors_writer_add(w, "query", q, HL_DTYPE_F32, &err) == HL_OK &&
+                  hl_safetensors_writer_add(w, "grad_output", dy, HL_DTYPE_F32, &err) == HL_OK);
+        if (i == 0)
+            ck_assert(hl_safetensors_writer_add(w, "key_padding_mask", pad, HL_DTYPE_F32, &err) ==
+                      HL_OK);
+        snprintf(path, sizeof path, "%s/in.safetensors", temp_dir);
+        ck_assert(hl_safetensors_writer_save(w, path, &err) == HL_OK);
+        hl_safetensors_writer_free(w);
+        hl_tensor_free(q);
+        hl_tensor_free(dy);
+        hl_tensor_free(pad);
+        snprintf(command, sizeof command,
+                 HL_BUILD_DIR "/mha_run --weights tests/fixtures/mha/self/weights.safetensors "
+                 "--inputs %s --out %s/o.safetensors --heads 2", path, temp_dir);
+        expect_failure(command, 2, bad[i][1]);
+    }
     snprintf(path, sizeof path, "%s/o.safetensors", temp_dir);
     ck_assert_int_ne(access(path, F_OK), 0); /* nothing written on failure */
     remove_temp_dir();
@@ -717,6 +751,9 @@ START_TEST(test_programs_kernel_sets)
 {
     expect_failure("HL_ISA=sse9 " HL_BUILD_DIR "/toy_heads --steps 1 --out /nonexistent/x", 2,
                    "HL_ISA=sse9: unknown kernel set");
+    /* A team the OpenMP runtime cannot start (it crashed at 100000). */
+    expect_failure("OMP_NUM_THREADS=100000 " HL_BUILD_DIR "/toy_heads --steps 1 --out "
+                   "/nonexistent/x", 2, "OMP_NUM_THREADS=100000: at most 1024 threads");
     char out[8192];
     ck_assert_int_eq(tu_run("HL_ISA=portable " HL_BUILD_DIR "/toy_heads --help", out, sizeof out),
                      0);

@@ -576,6 +576,29 @@ START_TEST(test_gpt_errors)
     snprintf(part, sizeof part, "%s: tensor \"%s\" holds -infinity at element 2", path,
              m->tok_emb->name);
     ck_assert_msg(strstr(err.message, part), "\"%s\" lacks \"%s\"", err.message, part);
+    /* A tensor the model has no place for (a tied head stored anyway, a
+     * bigger model's layer): refused, not ignored. */
+    hl_error_clear(&err);
+    m->tok_emb->data[2] = 0;
+    ck_assert_int_eq(hl_gpt_save_meta(path, m, &meta, &err), HL_OK);
+    hl_safetensors *f = NULL;
+    ck_assert(hl_safetensors_read(path, &f, &err) == HL_OK);
+    hl_safetensors_writer *w = hl_safetensors_writer_new();
+    for (size_t i = 0; i < hl_safetensors_count(f); i++) {
+        const hl_safetensors_entry_info *e = hl_safetensors_entry(f, i);
+        ck_assert(hl_safetensors_writer_add_raw(w, e->name, e->dtype, e->rank, e->shape, e->data,
+                                                &err) == HL_OK);
+    }
+    ck_assert(hl_safetensors_writer_add(w, "blocks.9.attn.out_proj.weight", m->tok_emb,
+                                        HL_DTYPE_F32, &err) == HL_OK);
+    ck_assert(hl_safetensors_writer_set_metadata(w, "config", hl_safetensors_metadata(f, "config"),
+                                                 &err) == HL_OK);
+    hl_safetensors_free(f);
+    ck_assert(hl_safetensors_writer_save(w, path, &err) == HL_OK);
+    hl_safetensors_writer_free(w);
+    ck_assert_ptr_null(hl_gpt_load(path, &err));
+    ck_assert_msg(strstr(err.message, "tensor \"blocks.9.attn.out_proj.weight\" is not in the "
+                                      "model"), "%s", err.message);
     unlink(path);
     rmdir(dir);
     hl_gpt_free(m);

@@ -232,6 +232,15 @@ START_TEST(test_config_styles_and_refusals)
                    "rope type \"llama3\"");
     expect_refused("{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE
                    ",\"hidden_act\":\"gelu\"}", "\"hidden_act\"");
+    /* A base beyond hl_real's range would be inf in the rotary tables. */
+#ifdef HL_REAL_DOUBLE
+#define TOO_BIG "1e400"
+#else
+#define TOO_BIG "1e300"
+#endif
+    expect_refused("{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE
+                   ",\"rope_theta\":" TOO_BIG "}", "\"rope_theta\" must be a number in (1, ");
+#undef TOO_BIG
     expect_refused("{\"architectures\":[\"LlamaForCausalLM\"],\"hidden_size\":64}",
                    "\"num_attention_heads\" is missing");
     expect_refused("{\"architectures\":[\"GPT2LMHeadModel\"],\"n_embd\":-3}", "\"n_embd\"");

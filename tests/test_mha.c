@@ -533,6 +533,11 @@ START_TEST(test_mha_errors)
     hl_mha_config bad = {.embed_dim = 10, .num_heads = 3, .bias = true};
     ck_assert_int_eq(hl_mha_declare(&m, p, "", &bad, &err), HL_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(err.message, "not divisible"));
+    hl_error_clear(&err);
+    /* A rotary base beyond hl_real's range (inf as an hl_real). */
+    bad = (hl_mha_config){.embed_dim = 8, .num_heads = 2, .rotary_base = 2.0 * HL_REAL_MAX};
+    ck_assert_int_eq(hl_mha_declare(&m, p, "", &bad, &err), HL_ERR_ARG);
+    ck_assert_msg(strstr(err.message, "must be 0 (off) or in (1, "), "%s", err.message);
     hl_params_free(p);
 
     small_model s;

@@ -592,6 +592,11 @@ START_TEST(test_nul_byte)
     static const char merges[] = "#version: 0.2\n\xc4\xa0 t\n\0h zzzz\n";
     write_file(dir, "merges.txt", merges, sizeof merges - 1);
     expect_dir_refused(dir, "merges.txt", "merges.txt line 3", "NUL byte", NULL);
+    /* Nor is an empty merges.txt (a cut file): it would tokenize byte by byte. */
+    temp_dir(dir);
+    link_fixture(dir, "vocab.json", "encoder.json");
+    write_file(dir, "merges.txt", "\n", 1);
+    expect_dir_refused(dir, "merges.txt", "merges.txt: empty", NULL);
 
     static const struct {
         const char *name, *why; /* a token's name in the JSON text, the refusal */

@@ -241,6 +241,11 @@ static hl_status read_merges(char *text, size_t n, const char *path,
      * and drop every merge after it without a word. */
     if (hl_pretrained_check_nul(path, text, n, err) != HL_OK)
         return err->status;
+    /* A file cut to nothing, which would tokenize byte by byte without a
+     * word; a file of merges starts with its "#version" line at least. */
+    if (strspn(text, " \t\r\n") == n)
+        return hl_error_set(err, HL_ERR_FORMAT, "%s: empty (no \"#version\" line, no merges)",
+                            path);
     size_t lines = 1;
     for (const char *c = text; *c; c++)
         lines += *c == '\n';
