@@ -179,6 +179,94 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
+/* Writes text to temp_dir/name and returns the path in path. */
+static const char *write_temp(const char *name, const char *text, char path[128])
+{
+    snprintf(path, 128, "%s/%s", temp_dir, name);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+    return path;
+}
+
+/* Exit 2 with fragment in the message, before any work (eval prints no loss). */
+static void expect_early_exit(const char *command, const char *fragment)
+{
+    char out[8192];
+    const int rc = tu_run(command, out, sizeof out);
+    ck_assert_msg(rc == 2 && strstr(out, fragment) && !strstr(out, "loss"),
+                  "%s: exit %d, wanted 2 and \"%s\" before any work: %s", command, rc, fragment,
+                  out);
+}
+
+/* Bad --token-ids files, inputs and --out places: exit 2 with a message that
+ * names the problem, before any work (no "loss" printed). */
+START_TEST(test_bad_files)
+{
+    make_folder();
+    char command[1024], ids[128], good[128], file[128];
+    write_temp("ok.txt", "1 2 3 4\n5 6 7 8\n", good);
+    write_temp("file", "K\n", file);
+    static const struct {
+        const char *text, *fragment;
+    } id_files[] = {
+        /* The message shows the bad token alone, not the bytes after it. */
+        {"1 2 512\n", ": \"512\" is not a token id of 0..511"},
+        {"1 2 x", ": \"x\" is not a token id of 0..511"},
+        {"1 2 99999999999999999999999\n", "\"99999999999999999999999\" is not a token id"},
+        {"1 -2 3\n", "\"-2\" is not"},
+        {"5\n7\n", "one id a line; eval needs at least 2"},
+    };
+    for (size_t i = 0; i < sizeof id_files / sizeof id_files[0]; i++) {
+        write_temp("ids.txt", id_files[i].text, ids);
+        snprintf(command, sizeof command,
+                 HL_BUILD_DIR "/heads eval --model " LLAMA " --token-ids %s --out %s/e", ids,
+                 temp_dir);
+        expect_exit(command, 2, id_files[i].fragment);
+    }
+    /* The last line without its newline is read to its end, not past it. */
+    write_temp("ids.txt", "1 2 3\n4 5 6", ids);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads eval --model " LLAMA " --token-ids %s --out %s/e", ids,
+             temp_dir);
+    expect_exit(command, 0, "ids[1]: 4 5 6\n");
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads eval --model " LLAMA " --token-ids %s --out %s/e", temp_dir,
+             temp_dir);
+    expect_exit(command, 2, "Is a directory");
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads eval --model %s/llama --text a --out %s/e", temp_dir, temp_dir);
+    expect_exit(command, 2, "--text \"a\" is one token");
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads eval --model " LLAMA " --text hello --token-ids %s", good);
+    expect_exit(command, 2, "give one of --text and --token-ids, not both");
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads maps --model " LLAMA " --text hello --data %s", good);
+    expect_exit(command, 2, "give one of --text and --data, not both");
+    /* An --out that is a file, or below one, for the commands that write. */
+    static const char *const writers[] = {"eval --token-ids %s", "scores", "maps --text hello",
+                                          "report", "export", "ablate", "circuits",
+                                          "patch --clean hello --corrupt world"};
+    for (size_t i = 0; i < sizeof writers / sizeof writers[0]; i++) {
+        char args[256];
+        snprintf(args, sizeof args, writers[i], good);
+        snprintf(command, sizeof command,
+                 HL_BUILD_DIR "/heads %s --model %s/llama --out %s", args, temp_dir, file);
+        expect_early_exit(command, "is not a directory");
+        snprintf(command, sizeof command,
+                 HL_BUILD_DIR "/heads %s --model %s/llama --out %s/below", args, temp_dir, file);
+        expect_early_exit(command, "cannot create");
+    }
+    /* A write that fails once the work is done is bad input too. */
+    snprintf(command, sizeof command,
+             "ulimit -f 4; " HL_BUILD_DIR "/heads eval --model " LLAMA " --token-ids %s "
+             "--out %s/small", good, temp_dir);
+    expect_exit(command, 2, "cannot write");
+    remove_folder();
+}
+END_TEST
+
 Suite *heads_pretrained_suite(void)
 {
     Suite *s = suite_create("heads_pretrained");
@@ -187,6 +275,7 @@ Suite *heads_pretrained_suite(void)
     tcase_add_test(tc, test_eval_matches_transformers);
     tcase_add_test(tc, test_text_generate_export_finetune);
     tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_bad_files);
     suite_add_tcase(s, tc);
     return s;
 }

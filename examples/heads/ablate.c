@@ -226,8 +226,8 @@ int heads_run_ablate(const options *o, study *s)
     }
     free(rows);
     text_measure_close(&tm);
-    if (heads_text_save(&csv, o->out, "ablation.csv"))
-        return 1;
-    printf("wrote %s/ablation.csv\n", o->out);
-    return 0;
+    const int rc = heads_text_save(&csv, o->out, "ablation.csv");
+    if (!rc)
+        printf("wrote %s/ablation.csv\n", o->out);
+    return rc;
 }

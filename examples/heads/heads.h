@@ -50,7 +50,8 @@ typedef struct {
 
 /* Prints "heads: ..." and exits 2 (bad input: nothing written). */
 _Noreturn void heads_bad_input(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Prints "heads: <message>" and exits 1 (failed while running). */
+/* Prints "heads: <message>" and exits 2 for a file that cannot be read or
+ * written (HL_ERR_IO), 1 for another failure while running. */
 _Noreturn void heads_fail(const hl_error *err);
 
 /* Loads the model and builds its evaluation set; exits 2 on bad input. */
@@ -71,7 +72,8 @@ typedef struct {
 } text_out;
 
 FILE *heads_text_begin(text_out *t);
-/* 0, or 1 with a message. */
+/* 0, or with a message the exit status: 2 when the file cannot be written,
+ * 1 out of memory. */
 int heads_text_save(text_out *t, const char *dir, const char *name);
 
 int heads_total(const hl_gpt *m);

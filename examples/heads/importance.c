@@ -104,14 +104,11 @@ int heads_run_importance(const options *o, study *s)
                     hl_head_original(&s->meta.pruned, c->n_heads, l, h),
                     norm[l * c->n_heads + h], raw[l * c->n_heads + h], rank + 1);
         }
-    int rc = 0;
-    if (heads_text_save(&csv, o->out, "importance.csv") || write_heatmap(s, norm, o->out, &err)) {
-        if (err.message[0])
-            fprintf(stderr, "heads: %s\n", err.message);
-        rc = 1;
-    } else {
+    int rc = heads_text_save(&csv, o->out, "importance.csv");
+    if (!rc && write_heatmap(s, norm, o->out, &err) != HL_OK)
+        heads_fail(&err);
+    if (!rc)
         printf("wrote %s/importance.csv, %s/importance.png\n", o->out, o->out);
-    }
     free(raw);
     free(norm);
     free(ranked);

@@ -26,9 +26,12 @@
  * importance.csv and importance.png, pruned.safetensors, prune_curve.csv and
  * prune_curve.png. Run with --help for every option.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "examples/heads/heads.h"
@@ -133,7 +136,8 @@ static const hl_usage usage = {
         "  Scores: the metric's mean over every pair's scored positions, normalised as\n"
         "  above; pairs.csv: each pair's own clean and corrupted metric.\n"
         "Options:\n",
-    "Exit status: 0 done, 1 failed while running, 2 bad input (nothing is written).\n",
+    "Exit status: 0 done, 1 failed while running, 2 bad input (found before anything is\n"
+    "written) or a file that cannot be read or written.\n",
 };
 
 /* The first flag given of a group (flags that only some uses accept), or NULL. */
@@ -218,7 +222,9 @@ static void check_combinations(const options *o, const hl_opt *opts)
         if (o->data || o->heads || o->curve || o->offset || (generating && o->text))
             heads_bad_input("eval, generate and export take --model, --out and (eval) --text "
                             "or --token-ids, (generate) --prompt and its sampling flags");
-        if (o->cmd == CMD_EVAL && !o->text == !o->token_ids)
+        if (o->cmd == CMD_EVAL && o->text && o->token_ids)
+            heads_bad_input("give one of --text and --token-ids, not both");
+        if (o->cmd == CMD_EVAL && !o->text && !o->token_ids)
             heads_bad_input("eval needs its input: --text STR or --token-ids FILE");
         if (o->cmd == CMD_EXPORT && (o->text || o->token_ids))
             heads_bad_input("export writes the model alone: drop --text and --token-ids");
@@ -228,10 +234,10 @@ static void check_combinations(const options *o, const hl_opt *opts)
         heads_bad_input("--token-ids belongs to eval");
     if ((o->text || o->offset) && o->cmd != CMD_MAPS && o->cmd != CMD_REPORT)
         heads_bad_input("--text and --offset belong to the maps, report and eval commands");
-    if (o->cmd == CMD_MAPS && !o->text == !o->data)
-        heads_bad_input("maps needs the input: --text STR or --data FILE");
     if (o->text && o->data)
-        heads_bad_input("give --text or --data, not both");
+        heads_bad_input("give one of --text and --data, not both");
+    if (o->cmd == CMD_MAPS && !o->text && !o->data)
+        heads_bad_input("maps needs the input: --text STR or --data FILE");
     if (o->offset && !o->data)
         heads_bad_input("--offset is a position in --data FILE");
     if (o->repeat && o->cmd != CMD_ABLATE && o->cmd != CMD_IMPORTANCE)
@@ -304,7 +310,7 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_INT("batch", &o.batch, 1, 100000, "N",
                       "sequences per forward pass; the importance takes one backward pass per "
                       "batch", .dflt = "toy 250, charlm 16"),
-        HL_OPTION_INT("threads", &o.threads, 1, 1024, "N", "OpenMP threads",
+        HL_OPTION_INT("threads", &o.threads, 1, HL_CLI_MAX_THREADS, "N", "OpenMP threads",
                       .dflt = "OMP_NUM_THREADS, else all cores"),
         HL_OPTION_TEXT("act", &o.act, "LIST",
                        "activations: z, q, k, v, pattern, resid (patch: z; paths: q,k,v)",
@@ -353,10 +359,38 @@ static options parse_options(int argc, char **argv)
     return o;
 }
 
+/* --out must be a directory this run can write into, or a path mkdir -p can
+ * make: checked before any work (a model can take minutes to load and run),
+ * created by each command only once its inputs are known to be good, so
+ * bad input leaves nothing behind. Exits 2 otherwise. */
+static void check_out_dir(const char *out)
+{
+    char dir[4096];
+    if (snprintf(dir, sizeof dir, "%s", out) >= (int)sizeof dir)
+        heads_bad_input("cannot create --out %.64s...: %s", out, strerror(ENAMETOOLONG));
+    /* The nearest part of the path that exists, where the rest will be made. */
+    struct stat st;
+    while (stat(dir, &st) != 0) {
+        if (errno != ENOENT)
+            heads_bad_input("cannot create %s: %s", out, strerror(errno));
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+            strcpy(dir, ".");
+        else
+            slash[slash == dir] = '\0'; /* "/x" leaves "/" */
+    }
+    if (!S_ISDIR(st.st_mode)) /* out itself: stat fails below a file with ENOTDIR */
+        heads_bad_input("--out %s is not a directory", out);
+    if (access(dir, W_OK | X_OK) != 0)
+        heads_bad_input("cannot write into %s: %s", dir, strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
     hl_cli_init();
     options o = parse_options(argc, argv);
+    if (o.cmd != CMD_GENERATE) /* generate prints its text and writes nothing */
+        check_out_dir(o.out);
     hl_cli_set_threads(o.threads);
     switch (o.cmd) {
     case CMD_SCORES: return heads_run_scores(&o);

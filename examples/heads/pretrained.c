@@ -8,8 +8,15 @@
 
 #include "examples/heads/heads.h"
 
+static bool is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r';
+}
+
 /* The ids of --token-ids FILE: one sequence a line, decimal ids separated by
- * spaces, every line of one length; exits 2 on anything else. */
+ * spaces, every line of one length; exits 2 on anything else. Parsed within
+ * each line's bytes, so a last line without a newline or a NUL byte in the
+ * file is read like any other. */
 static int32_t *read_id_lines(const char *path, int vocab, int *B, int *T)
 {
     size_t size;
@@ -25,17 +32,23 @@ static int32_t *read_id_lines(const char *path, int vocab, int *B, int *T)
             end = text + size;
         int count = 0;
         for (char *q = p; q < end;) {
-            while (q < end && (*q == ' ' || *q == '\t' || *q == '\r'))
+            while (q < end && is_blank(*q))
                 q++;
             if (q == end)
                 break;
-            char *stop;
-            errno = 0;
-            long id = strtol(q, &stop, 10);
-            if (stop == q || stop > end || errno || id < 0 || id >= vocab ||
-                (stop < end && *stop != ' ' && *stop != '\t' && *stop != '\r'))
-                heads_bad_input("%s line %d: \"%.20s\" is not a token id of 0..%d", path,
-                                line + 1, q, vocab - 1);
+            char *stop = q;
+            while (stop < end && !is_blank(*stop))
+                stop++;
+            /* Digits only, stopping at the first value past the vocabulary, so
+             * a long token cannot overflow. */
+            long id = 0;
+            const char *d = q;
+            for (; d < stop && *d >= '0' && *d <= '9' && id < vocab; d++)
+                id = 10 * id + (*d - '0');
+            if (d < stop || id >= vocab)
+                heads_bad_input("%s line %d: \"%.*s%s\" is not a token id of 0..%d", path,
+                                line + 1, stop - q > 40 ? 40 : (int)(stop - q), q,
+                                stop - q > 40 ? "..." : "", vocab - 1);
             if (n == cap && !(ids = realloc(ids, (cap = cap ? 2 * cap : 1024) * sizeof *ids)))
                 heads_bad_input("out of memory reading %s", path);
             ids[n++] = (int32_t)id;
@@ -121,6 +134,13 @@ int heads_run_eval(const options *o)
     int B, T;
     int32_t *ids = o->token_ids ? read_id_lines(o->token_ids, s.m->cfg.vocab_in, &B, &T)
                                 : encode_text(&s, o->text, &B, &T);
+    /* Each token predicts the next: a sequence of one has no loss to report. */
+    if (T < 2 && o->token_ids)
+        heads_bad_input("%s: one id a line; eval needs at least 2 (each predicts the next)",
+                        o->token_ids);
+    if (T < 2)
+        heads_bad_input("--text \"%s\" is one token; eval needs at least 2 (each predicts the "
+                        "next)", o->text);
     if (T > s.m->cfg.n_ctx)
         heads_bad_input("%d tokens a sequence; the model reads at most %d", T, s.m->cfg.n_ctx);
     heads_make_out_dir(o);
@@ -138,20 +158,16 @@ int heads_run_eval(const options *o)
     print_ids(ids, B, T);
     printf("loss %.6f nats/token over %d predictions (%d sequence%s of %d tokens)\n",
            (double)loss->data[0], B * (T - 1), B, B == 1 ? "" : "s", T);
-    int rc = 0;
-    if (save_eval(o->out, logits, ids, B, T, &err) != HL_OK) {
-        fprintf(stderr, "heads: %s\n", err.message);
-        rc = 1;
-    } else {
-        printf("wrote %s/eval.safetensors (logits (%d,%d,%d) float32, input_ids)\n", o->out, B,
-               T, s.m->cfg.vocab_out);
-    }
+    if (save_eval(o->out, logits, ids, B, T, &err) != HL_OK)
+        heads_fail(&err);
+    printf("wrote %s/eval.safetensors (logits (%d,%d,%d) float32, input_ids)\n", o->out, B, T,
+           s.m->cfg.vocab_out);
     hl_graph_free(g);
     free(targets);
     free(ids);
     hl_gpt_meta_clear(&s.meta);
     hl_gpt_free(s.m);
-    return rc;
+    return 0;
 }
 
 int heads_run_export(const options *o)
@@ -165,17 +181,13 @@ int heads_run_export(const options *o)
     if (hl_hf_arch_for(&m->cfg, why, sizeof why) == HL_HF_ARCHS)
         heads_bad_input("%s: no Hugging Face architecture expresses this model: %s", o->model,
                         why);
-    int rc = 0;
-    if (hl_hf_export(m, o->out, &err) != HL_OK) {
-        fprintf(stderr, "heads: %s\n", err.message);
-        rc = 1;
-    } else {
-        printf("wrote %s/config.json (%s) and %s/model.safetensors\n", o->out,
-               hl_hf_arch_name(hl_hf_arch_for(&m->cfg, why, sizeof why)), o->out);
-    }
+    if (hl_hf_export(m, o->out, &err) != HL_OK)
+        heads_fail(&err);
+    printf("wrote %s/config.json (%s) and %s/model.safetensors\n", o->out,
+           hl_hf_arch_name(hl_hf_arch_for(&m->cfg, why, sizeof why)), o->out);
     hl_gpt_meta_clear(&meta);
     hl_gpt_free(m);
-    return rc;
+    return 0;
 }
 
 static double now(void)

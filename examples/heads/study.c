@@ -21,10 +21,17 @@ void heads_bad_input(const char *fmt, ...)
     exit(2);
 }
 
+/* A file that cannot be read or written is bad input (exit 2), also when it
+ * is found only while writing the results. */
+static int exit_status(const hl_error *err)
+{
+    return err->status == HL_ERR_IO ? 2 : 1;
+}
+
 void heads_fail(const hl_error *err)
 {
     fprintf(stderr, "heads: %s\n", err->message);
-    exit(1);
+    exit(exit_status(err));
 }
 
 /* A place that cannot be written is bad input, found early. */
@@ -110,7 +117,7 @@ int heads_text_save(text_out *t, const char *dir, const char *name)
     free(t->text);
     if (!ok) {
         fprintf(stderr, "heads: %s\n", err.message[0] ? err.message : "out of memory");
-        return 1;
+        return exit_status(&err);
     }
     return 0;
 }
