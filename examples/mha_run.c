@@ -25,9 +25,10 @@ static const hl_usage usage = {
     "  out_proj.bias (E) when the module has biases; out_proj.weight (E,E).\n"
     "IN holds query (B,T,E), key (B,S,kdim), value (B,S,vdim) and optionally\n"
     "  key_padding_mask (B,S) U8 or BOOL, 1 = padding (ignored key);\n"
-    "  attn_mask (T,S) F32, added to the attention scores (-inf blocks);\n"
+    "  attn_mask (T,S) of a float type, added to the attention scores (-inf blocks);\n"
     "  grad_output (B,T,E), to run the backward pass.\n"
     "  When key and value are absent, query is used for both (self-attention).\n"
+    "  Values must be finite but for attn_mask's -inf.\n"
     "OUT receives output (B,T,E) and attn_weights (B,H,T,S) and, with grad_output,\n"
     "  grad.query, grad.key, grad.value and grad.<weight name> for every weight.\n"
     "  Values are written as F32 (F64 from a REAL=double build).\n",
@@ -79,7 +80,7 @@ static options parse_options(int argc, char **argv)
 /* Tensor `name` of the inputs file, or NULL when it is absent and optional
  * (err set on a load error). Data must be finite; a mask holds 0/1 (U8 or
  * BOOL: PyTorch adds a float key_padding_mask to the scores instead), and
- * an additive mask may block with -inf but holds no NaN. */
+ * an additive mask may block with -inf but holds no NaN or +inf. */
 static hl_tensor *input(const hl_safetensors *f, const char *path, const char *name,
                         bool required, hl_error *err)
 {
@@ -97,7 +98,7 @@ static hl_tensor *input(const hl_safetensors *f, const char *path, const char *n
                                                       : "it must be a float tensor");
         return NULL;
     }
-    if (!is_mask && hl_io_check_values(e, path, additive ? HL_IO_NOT_NAN : HL_IO_FINITE,
+    if (!is_mask && hl_io_check_values(e, path, additive ? HL_IO_ADDITIVE_MASK : HL_IO_FINITE,
                                        err) != HL_OK)
         return NULL;
     const bool grad = !is_mask && !additive && strcmp(name, "grad_output");

@@ -169,11 +169,11 @@ static hl_status check_all(const hl_safetensors *f, const char *path, hl_params 
         if (hl_io_check_tensor(f, what, t->name, t, HL_IO_FINITE, err) != HL_OK)
             return err->status;
         state_name(name, sizeof name, 'm', t->name);
-        if (opt && hl_io_check_tensor(f, what, name, t, HL_IO_NOT_NAN, err) != HL_OK)
+        if (opt && hl_io_check_tensor(f, what, name, t, HL_IO_FINITE, err) != HL_OK)
             return err->status;
         state_name(name, sizeof name, 'v', t->name);
         if (opt && has_v(opt, i) &&
-            hl_io_check_tensor(f, what, name, t, HL_IO_NOT_NAN, err) != HL_OK)
+            hl_io_check_tensor(f, what, name, t, HL_IO_SECOND_MOMENT, err) != HL_OK)
             return err->status;
     }
     /* A bigger model's checkpoint (more layers) holds all of this one's

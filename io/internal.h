@@ -22,17 +22,19 @@ double hl_safetensors_value(const hl_safetensors_entry_info *e, size_t i);
 
 /* What a loader accepts in a tensor's values, once converted to hl_real. */
 typedef enum hl_io_values {
-    HL_IO_FINITE,  /* weights: no NaN, no infinity (in the float build no F64
-                      beyond float's range either) */
-    HL_IO_NOT_NAN, /* optimizer moments: no NaN; an infinity is a state AdamW
-                      reaches when a gradient's square overflows, and resumes */
+    HL_IO_FINITE,        /* weights, first moments, data: no NaN, no infinity
+                            (in the float build no F64 beyond float's range) */
+    HL_IO_SECOND_MOMENT, /* >= 0, no NaN: +inf is a state AdamW's second
+                            moment reaches when a gradient's square overflows,
+                            and a run resumes from it */
+    HL_IO_ADDITIVE_MASK, /* no NaN, no +inf: -inf blocks */
 } hl_io_values;
 
 /* The index of e's first value the rule refuses; the number of values when
  * it refuses none. */
 size_t hl_io_first_refused(const hl_safetensors_entry_info *e, hl_io_values rule);
 /* HL_OK when the rule refuses none of e's values; otherwise HL_ERR_FORMAT and
- * "<what>: tensor "<name>" holds NaN at element 12 (weights must be finite)"
+ * "<what>: tensor "<name>" holds NaN at element 12 (values must be finite)"
  * (no "<what>: " when what is NULL). The model and checkpoint loaders check
  * each tensor before taking it: a model with a NaN weight would otherwise
  * load, and fail at its first loss or give NaN scores. */

@@ -33,7 +33,8 @@ hl_status hl_mha_load(hl_mha *m, hl_params *p, const hl_safetensors *f, const ch
 /* A model built from the "config" metadata of a safetensors file (a
  * checkpoint or a model.safetensors) with every parameter copied from it.
  * NULL, with the reason in err, when the file, the config or a parameter is
- * missing or misshapen, or a parameter holds a value that is not finite. */
+ * missing or misshapen, a parameter holds a value that is not finite, or the
+ * file holds a tensor the model has no place for. */
 hl_gpt *hl_gpt_load(const char *path, hl_error *err);
 
 /* What a model file says besides its weights. */

@@ -5,20 +5,31 @@
 
 #include "io/internal.h"
 
+static bool accepted(hl_real x, hl_io_values rule)
+{
+    switch (rule) {
+    case HL_IO_FINITE: return isfinite(x);
+    case HL_IO_SECOND_MOMENT: return x >= 0; /* NaN compares false */
+    case HL_IO_ADDITIVE_MASK: return x < (hl_real)INFINITY;
+    }
+    return false;
+}
+
 size_t hl_io_first_refused(const hl_safetensors_entry_info *e, hl_io_values rule)
 {
     const size_t n = e->nbytes / hl_dtype_size(e->dtype);
-    for (size_t i = 0; i < n; i++) {
-        const hl_real x = (hl_real)hl_safetensors_value(e, i);
-        if (rule == HL_IO_FINITE ? !isfinite(x) : isnan(x))
+    for (size_t i = 0; i < n; i++)
+        if (!accepted((hl_real)hl_safetensors_value(e, i), rule))
             return i;
-    }
     return n;
 }
 
 hl_status hl_io_check_values(const hl_safetensors_entry_info *e, const char *what,
                              hl_io_values rule, hl_error *err)
 {
+    if (!e->data && e->nbytes) /* hl_safetensors_read_header's */
+        return hl_error_set(err, HL_ERR_ARG, "%s%stensor \"%s\": only the header was read",
+                            what ? what : "", what ? ": " : "", e->name);
     const size_t i = hl_io_first_refused(e, rule);
     if (i == e->nbytes / hl_dtype_size(e->dtype))
         return HL_OK;
@@ -28,12 +39,17 @@ hl_status hl_io_check_values(const hl_safetensors_entry_info *e, const char *wha
         snprintf(value, sizeof value, "NaN");
     else if (isinf(x))
         snprintf(value, sizeof value, "%sinfinity", x < 0 ? "-" : "");
+    else if (isfinite((hl_real)x))
+        snprintf(value, sizeof value, "%g", x);
     else
         snprintf(value, sizeof value, "%g, beyond float's range,", x);
+    static const char *const why[] = {
+        [HL_IO_FINITE] = "values must be finite",
+        [HL_IO_SECOND_MOMENT] = "a second moment is >= 0 and not NaN",
+        [HL_IO_ADDITIVE_MASK] = "an additive mask holds finite values or -inf",
+    };
     return hl_error_set(err, HL_ERR_FORMAT, "%s%stensor \"%s\" holds %s at element %zu (%s)",
-                        what ? what : "", what ? ": " : "", e->name, value, i,
-                        rule == HL_IO_FINITE ? "weights must be finite"
-                                             : "optimizer moments must not be NaN");
+                        what ? what : "", what ? ": " : "", e->name, value, i, why[rule]);
 }
 
 hl_status hl_io_check_tensor(const hl_safetensors *f, const char *what, const char *name,

@@ -323,9 +323,10 @@ START_TEST(test_optional_rng)
 }
 END_TEST
 
-/* A checkpoint holding a NaN or infinite weight, or a NaN optimizer moment,
- * is refused, naming the tensor and the element, before anything is taken.
- * An infinite moment (AdamW's v once a gradient's square overflows) loads. */
+/* A checkpoint holding a NaN or infinite weight or first moment, or a NaN
+ * or negative second moment, is refused, naming the tensor and the element,
+ * before anything is taken. An infinite second moment (AdamW's v once a
+ * gradient's square overflows) loads. */
 START_TEST(test_nonfinite_checkpoint_refused)
 {
     run_state r;
@@ -340,7 +341,7 @@ START_TEST(test_nonfinite_checkpoint_refused)
     const hl_tensor *first = hl_params_tensor(r.model->params, 0);
     const hl_tensor *last = hl_params_tensor(r.model->params,
                                              hl_params_n_tensors(r.model->params) - 1);
-    hl_real *v3 = &r.opt->v[first->data - w + 3];
+    hl_real *m3 = &r.opt->m[first->data - w + 3], *v3 = &r.opt->v[first->data - w + 3];
     const struct {
         hl_real *at;
         hl_real value;
@@ -348,7 +349,9 @@ START_TEST(test_nonfinite_checkpoint_refused)
     } cases[] = {
         {&last->data[last->numel - 1], (hl_real)NAN, last->name, "holds NaN at element %zu"},
         {&last->data[0], (hl_real)-INFINITY, last->name, "holds -infinity at element 0"},
-        {v3, (hl_real)NAN, "optim.v.", "holds NaN at element 3 (optimizer moments"},
+        {m3, (hl_real)INFINITY, "optim.m.", "holds infinity at element 3 (values must be"},
+        {v3, (hl_real)NAN, "optim.v.", "holds NaN at element 3 (a second moment is >= 0"},
+        {v3, (hl_real)-1, "optim.v.", "holds -1 at element 3 (a second moment is >= 0"},
         {v3, (hl_real)INFINITY, "optim.v.", NULL},
     };
     hl_error err = {0};

@@ -127,12 +127,14 @@ START_TEST(test_mha_run_bad_input)
              "--out %s/o.safetensors --heads 2",
              path, path, temp_dir);
     expect_failure(command, 2, "cut.safetensors");
-    /* A float padding mask (PyTorch would add it to the scores), a NaN query. */
+    /* A float padding mask (PyTorch would add it to the scores), a NaN query,
+     * +inf in an additive mask (-inf blocks; +inf gives NaN). */
     static const char *const bad[][2] = {
         {"key_padding_mask", "tensor \"key_padding_mask\" is F32; a padding mask is U8 or BOOL"},
         {"query", "tensor \"query\" holds NaN at element 3"},
+        {"attn_mask", "tensor \"attn_mask\" holds infinity at element 0 (an additive mask"},
     };
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         hl_error err = {0};
         hl_safetensors *f = NULL;
         ck_assert(hl_safetensors_read("tests/fixtures/mha/self/inputs.safetensors", &f, &err) ==
@@ -150,6 +152,11 @@ START_TEST(test_mha_run_bad_input)
         if (i == 0)
             ck_assert(hl_safetensors_writer_add(w, "key_padding_mask", pad, HL_DTYPE_F32, &err) ==
                       HL_OK);
+        hl_tensor *add = hl_tensor_new("attn_mask", 2, (int[]){5, 5}, false);
+        add->data[0] = INFINITY;
+        if (i == 2)
+            ck_assert(hl_safetensors_writer_add(w, "attn_mask", add, HL_DTYPE_F32, &err) == HL_OK);
+        hl_tensor_free(add);
         snprintf(path, sizeof path, "%s/in.safetensors", temp_dir);
         ck_assert(hl_safetensors_writer_save(w, path, &err) == HL_OK);
         hl_safetensors_writer_free(w);

@@ -439,7 +439,7 @@ START_TEST(test_bad_weight_values_refused)
          "are read from F32, F16, BF16 or F64"},
         {"gpt2_tiny", {.to_nan = "transformer.h.1.mlp.c_proj.weight"},
          "/model.safetensors: tensor \"transformer.h.1.mlp.c_proj.weight\" holds NaN at element "
-         "16383 (weights must be finite)"},
+         "16383 (values must be finite)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char from[64], dir[64];

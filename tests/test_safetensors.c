@@ -688,8 +688,8 @@ END_TEST
 
 /* The first value a loader's rule refuses once converted: for weights an
  * infinity or NaN of any float dtype, an F64 beyond float's range in the
- * float build, an integer never; for optimizer moments NaN alone. None
- * refused gives the number of values. */
+ * float build, an integer never; for second moments NaN or a negative value;
+ * for additive masks NaN or +inf. None refused gives the number of values. */
 START_TEST(test_first_refused)
 {
     make_tmpdir();
@@ -698,7 +698,7 @@ START_TEST(test_first_refused)
     hl_safetensors_writer *w = hl_safetensors_writer_new();
     const double wide[3] = {-1e300, 1, NAN};
     const float narrow[3] = {1, FLT_MAX, 3};
-    const uint16_t half[3] = {0x3c00, 0x7bff, 0xfc00}, brain[2] = {0x3f80, 0x7fc1};
+    const uint16_t half[3] = {0x3c00, 0x7c00, 0xfc00}, brain[2] = {0x3f80, 0x7fc1};
     const int32_t ints[2] = {INT32_MIN, INT32_MAX};
     ck_assert(hl_safetensors_writer_add_raw(w, "f64", HL_DTYPE_F64, 1, (int64_t[]){3}, wide,
                                             &err) == HL_OK);
@@ -716,22 +716,26 @@ START_TEST(test_first_refused)
     const hl_safetensors_entry_info *f64 = hl_safetensors_find(f, "f64");
 #ifdef HL_REAL_DOUBLE
     ck_assert_uint_eq(hl_io_first_refused(f64, HL_IO_FINITE), 2);
-    const char *want = "wide: tensor \"f64\" holds NaN at element 2 (weights must be finite)";
+    const char *want = "wide: tensor \"f64\" holds NaN at element 2 (values must be finite)";
 #else
     ck_assert_uint_eq(hl_io_first_refused(f64, HL_IO_FINITE), 0);
     const char *want = "wide: tensor \"f64\" holds -1e+300, beyond float's range, at element 0 "
-                       "(weights must be finite)";
+                       "(values must be finite)";
 #endif
     ck_assert_int_eq(hl_io_check_values(f64, "wide", HL_IO_FINITE, &err), HL_ERR_FORMAT);
     ck_assert_msg(!strcmp(err.message, want), "%s", err.message);
-    ck_assert_uint_eq(hl_io_first_refused(f64, HL_IO_NOT_NAN), 2);
-    ck_assert_uint_eq(hl_io_first_refused(hl_safetensors_find(f, "f32"), HL_IO_FINITE), 3);
-    const hl_safetensors_entry_info *f16 = hl_safetensors_find(f, "f16");
-    ck_assert_uint_eq(hl_io_first_refused(f16, HL_IO_FINITE), 2);
-    ck_assert_uint_eq(hl_io_first_refused(f16, HL_IO_NOT_NAN), 3);
-    ck_assert_uint_eq(hl_io_first_refused(hl_safetensors_find(f, "bf16"), HL_IO_NOT_NAN), 1);
+    ck_assert_uint_eq(hl_io_first_refused(f64, HL_IO_SECOND_MOMENT), 0);
+    ck_assert_uint_eq(hl_io_first_refused(f64, HL_IO_ADDITIVE_MASK), 2);
+    for (int rule = 0; rule < 3; rule++)
+        ck_assert_uint_eq(hl_io_first_refused(hl_safetensors_find(f, "f32"), rule), 3);
+    const hl_safetensors_entry_info *f16 = hl_safetensors_find(f, "f16"); /* 1, inf, -inf */
+    ck_assert_uint_eq(hl_io_first_refused(f16, HL_IO_FINITE), 1);
+    ck_assert_uint_eq(hl_io_first_refused(f16, HL_IO_SECOND_MOMENT), 2);
+    ck_assert_uint_eq(hl_io_first_refused(f16, HL_IO_ADDITIVE_MASK), 1);
+    ck_assert_uint_eq(hl_io_first_refused(hl_safetensors_find(f, "bf16"), HL_IO_SECOND_MOMENT),
+                      1);
     ck_assert_uint_eq(hl_io_first_refused(hl_safetensors_find(f, "i32"), HL_IO_FINITE), 2);
-    ck_assert(hl_safetensors_value(f16, 1) == 65504);
+    ck_assert(hl_safetensors_value(f16, 1) == INFINITY);
     ck_assert(hl_safetensors_value(hl_safetensors_find(f, "i32"), 0) == INT32_MIN);
     hl_safetensors_free(f);
     remove_tmpdir();

@@ -75,6 +75,8 @@ FILE *heads_text_begin(text_out *t);
 /* 0, or with a message the exit status: 2 when the file cannot be written,
  * 1 out of memory. */
 int heads_text_save(text_out *t, const char *dir, const char *name);
+/* heads_text_save, exiting with its status when the file was not written. */
+void heads_text_save_or_exit(text_out *t, const char *dir, const char *name);
 
 int heads_total(const hl_gpt *m);
 /* --heads "1.3,0.2" (indices as trained, as every command names heads) ->

@@ -239,8 +239,7 @@ static void write_pairs_csv(const options *o, const patch_in *in)
                 clean[b], corrupt[b]);
     }
     free(clean);
-    if (heads_text_save(&out, o->out, "pairs.csv"))
-        exit(1);
+    heads_text_save_or_exit(&out, o->out, "pairs.csv");
 }
 
 /* --out made and pairs.csv written, once the inputs are known to be good. */
@@ -404,7 +403,7 @@ int heads_run_patch(const options *o)
             for (int l = 0; l <= L; l++)
                 for (int p = 0; p < T; p++)
                     fprintf(f, "%d,%d,%.6f\n", l, p, v[(size_t)l * T + p]);
-            heads_text_save(&t, o->out, "patch_resid.csv");
+            heads_text_save_or_exit(&t, o->out, "patch_resid.csv");
             char rl[HL_GPT_MAX_LAYERS + 1][8];
             const char *rows[HL_GPT_MAX_LAYERS + 1];
             for (int l = 0; l <= L; l++) {
@@ -435,7 +434,7 @@ int heads_run_patch(const options *o)
                         fprintf(f, "%d,", p);
                     fprintf(f, "%.6f\n", v[((size_t)l * m->cfg.n_heads + h) * per + p]);
                 }
-        heads_text_save(&t, o->out, csv);
+        heads_text_save_or_exit(&t, o->out, csv);
         double *flat = flat_values(m, v, per);
         snprintf(title, sizeof title, "activation patching of %s%s", act_name(act),
                  per > 1 ? " per position (rows: heads, columns: positions)" : "");
@@ -507,7 +506,7 @@ int heads_run_paths(const options *o)
             if (best < 0 || v[i] > v[best])
                 best = i;
         }
-        heads_text_save(&t, o->out, csv);
+        heads_text_save_or_exit(&t, o->out, csv);
         snprintf(title, sizeof title, "path patching through %s (rows: sender, columns: receiver)",
                  act_name(acts[a]));
         write_grid(o->out, png, v, N, N, names, names, title);
@@ -593,7 +592,7 @@ int heads_run_attrib(const options *o)
                 printf("%-6s  %10.4f  %10.4f\n", hl_head_name(m, l, h, name), patched[i],
                        attrib[i]);
             }
-        heads_text_save(&t, o->out, csv);
+        heads_text_save_or_exit(&t, o->out, csv);
         printf("correlation (Pearson) of the two over the heads: %.3f\nwrote %s/%s\n",
                correlation(patched, attrib, cells), o->out, csv);
     }
@@ -650,7 +649,7 @@ int heads_run_logit_lens(const options *o)
         }
         printf("\n");
     }
-    heads_text_save(&t, o->out, "logit_lens.csv");
+    heads_text_save_or_exit(&t, o->out, "logit_lens.csv");
     print_head_grid(m, dla, o->metric_diff ? "direct logit attribution to the logit difference"
                                            : "direct logit attribution to the answer's logit");
     FILE *g = heads_text_begin(&t);
@@ -658,7 +657,7 @@ int heads_run_logit_lens(const options *o)
     for (int l = 0; l < L; l++)
         for (int h = 0; h < hl_gpt_layer_heads(&m->cfg, l); h++)
             fprintf(g, "%d,%d,%.6f\n", l, m->head_original[l][h], dla[l * m->cfg.n_heads + h]);
-    heads_text_save(&t, o->out, "dla.csv");
+    heads_text_save_or_exit(&t, o->out, "dla.csv");
     printf("wrote %s/logit_lens.csv, %s/dla.csv\n", o->out, o->out);
     free(metric);
     free(dla);

@@ -122,6 +122,13 @@ int heads_text_save(text_out *t, const char *dir, const char *name)
     return 0;
 }
 
+void heads_text_save_or_exit(text_out *t, const char *dir, const char *name)
+{
+    const int rc = heads_text_save(t, dir, name);
+    if (rc)
+        exit(rc);
+}
+
 /* ---- timing -------------------------------------------------------------- */
 
 static int cmp_double(const void *a, const void *b)
