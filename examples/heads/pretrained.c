@@ -26,6 +26,8 @@ static int32_t *read_id_lines(const char *path, int vocab, int *B, int *T)
     int32_t *ids = NULL;
     size_t n = 0, cap = 0;
     int rows = 0, cols = -1, line = 0;
+    /* A refusal frees what was read first (a leak checker counts it). */
+    char why[1024];
     for (char *p = text; p < text + size; line++) {
         char *end = memchr(p, '\n', (size_t)(text + size - p));
         if (!end)
@@ -45,19 +47,29 @@ static int32_t *read_id_lines(const char *path, int vocab, int *B, int *T)
             const char *d = q;
             for (; d < stop && *d >= '0' && *d <= '9' && id < vocab; d++)
                 id = 10 * id + (*d - '0');
-            if (d < stop || id >= vocab)
-                heads_bad_input("%s line %d: \"%.*s%s\" is not a token id of 0..%d", path,
-                                line + 1, stop - q > 40 ? 40 : (int)(stop - q), q,
-                                stop - q > 40 ? "..." : "", vocab - 1);
-            if (n == cap && !(ids = realloc(ids, (cap = cap ? 2 * cap : 1024) * sizeof *ids)))
-                heads_bad_input("out of memory reading %s", path);
+            if (d < stop || id >= vocab) {
+                snprintf(why, sizeof why, "%s line %d: \"%.*s%s\" is not a token id of 0..%d",
+                         path, line + 1, stop - q > 40 ? 40 : (int)(stop - q), q,
+                         stop - q > 40 ? "..." : "", vocab - 1);
+                goto refused;
+            }
+            if (n == cap) {
+                int32_t *grown = realloc(ids, (cap = cap ? 2 * cap : 1024) * sizeof *ids);
+                if (!grown) {
+                    snprintf(why, sizeof why, "out of memory reading %s", path);
+                    goto refused;
+                }
+                ids = grown;
+            }
             ids[n++] = (int32_t)id;
             count++;
             q = stop;
         }
-        if (count && cols >= 0 && count != cols)
-            heads_bad_input("%s line %d has %d ids; the lines before have %d (one length for "
-                            "every sequence)", path, line + 1, count, cols);
+        if (count && cols >= 0 && count != cols) {
+            snprintf(why, sizeof why, "%s line %d has %d ids; the lines before have %d (one "
+                     "length for every sequence)", path, line + 1, count, cols);
+            goto refused;
+        }
         if (count) {
             cols = count;
             rows++;
@@ -70,6 +82,10 @@ static int32_t *read_id_lines(const char *path, int vocab, int *B, int *T)
     *B = rows;
     *T = cols;
     return ids;
+refused:
+    free(text);
+    free(ids);
+    heads_bad_input("%s", why);
 }
 
 /* --text STR in the model's tokenizer, one sequence. */
@@ -134,15 +150,19 @@ int heads_run_eval(const options *o)
     int B, T;
     int32_t *ids = o->token_ids ? read_id_lines(o->token_ids, s.m->cfg.vocab_in, &B, &T)
                                 : encode_text(&s, o->text, &B, &T);
-    /* Each token predicts the next: a sequence of one has no loss to report. */
+    /* Each token predicts the next: a sequence of one has no loss to report.
+     * The ids are freed before a refusal, which a leak checker would count. */
+    const int n_ctx = s.m->cfg.n_ctx;
+    if (T < 2 || T > n_ctx)
+        free(ids);
+    if (T > n_ctx)
+        heads_bad_input("%d tokens a sequence; the model reads at most %d", T, n_ctx);
     if (T < 2 && o->token_ids)
         heads_bad_input("%s: one id a line; eval needs at least 2 (each predicts the next)",
                         o->token_ids);
     if (T < 2)
         heads_bad_input("--text \"%s\" is one token; eval needs at least 2 (each predicts the "
                         "next)", o->text);
-    if (T > s.m->cfg.n_ctx)
-        heads_bad_input("%d tokens a sequence; the model reads at most %d", T, s.m->cfg.n_ctx);
     heads_make_out_dir(o);
     int32_t *targets = malloc((size_t)B * T * sizeof *targets);
     if (!targets)
