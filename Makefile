@@ -79,7 +79,8 @@ LIB_DIRS := core files text data ops cli models viz train io tasks gradcheck ana
 # Headers of the library's own, not installed (see headlab.h).
 INTERNAL_HEADERS := core/internal.h io/internal.h ops/internal.h ops/kernels.h ops/simd.h ops/gemm.h \
                     ops/tile_gemm.h ops/vmath.h text/vocab_impl.h text/hash.h \
-                    text/pretrained_impl.h text/json.h gradcheck/case.h io/hf_names.h
+                    text/pretrained_impl.h text/json.h text/lines.h gradcheck/case.h \
+                    io/hf_names.h
 # ops/ops.h includes every op's header through ops/op_headers.h, which is
 # written into $(BUILD)/include/ from the headers ops/ holds (all but the
 # internal ones and ops/isa.h), and rewritten only when that list changes: a

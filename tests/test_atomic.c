@@ -16,20 +16,7 @@
 #include "files/atomic.h"
 #include "tests/testutil.h"
 
-static char dir[64];
-
-static void make_dir(void)
-{
-    snprintf(dir, sizeof dir, "/tmp/hl_atomic_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void remove_dir(void)
-{
-    char command[128];
-    snprintf(command, sizeof command, "rm -rf %s", dir);
-    ck_assert_int_eq(system(command), 0);
-}
+static char dir[TU_DIR_MAX];
 
 static const char *in_dir(const char *name, char *buf, size_t size)
 {
@@ -60,7 +47,7 @@ static int count_files(void)
 
 START_TEST(test_atomic_commit_and_abort)
 {
-    make_dir();
+    tu_make_dir(dir, "atomic");
     char path[128];
     in_dir("out.csv", path, sizeof path);
     hl_error err = {0};
@@ -77,13 +64,13 @@ START_TEST(test_atomic_commit_and_abort)
     hl_atomic_abort(&f);
     expect_contents(path, "new contents\n");
     ck_assert_int_eq(count_files(), 1);
-    remove_dir();
+    tu_remove_dir(dir);
 }
 END_TEST
 
 START_TEST(test_atomic_unwritable)
 {
-    make_dir();
+    tu_make_dir(dir, "atomic");
     char file[128], path[160];
     in_dir("plain", file, sizeof file);
     hl_error err = {0};
@@ -93,7 +80,7 @@ START_TEST(test_atomic_unwritable)
     ck_assert_int_eq(hl_atomic_write(path, "y", 1, &err), HL_ERR_IO);
     ck_assert_ptr_nonnull(strstr(err.message, path));
     expect_contents(file, "x");
-    remove_dir();
+    tu_remove_dir(dir);
 }
 END_TEST
 
@@ -114,7 +101,7 @@ static int write_past_limit(const char *path)
 
 START_TEST(test_atomic_file_size_limit)
 {
-    make_dir();
+    tu_make_dir(dir, "atomic");
     char path[128];
     in_dir("model.safetensors", path, sizeof path);
     hl_error err = {0};
@@ -128,7 +115,7 @@ START_TEST(test_atomic_file_size_limit)
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
     expect_contents(path, "previous");
     ck_assert_int_eq(count_files(), 1); /* no temporary file left */
-    remove_dir();
+    tu_remove_dir(dir);
 }
 END_TEST
 
@@ -167,7 +154,7 @@ static pid_t hold_locked(const char *name, int *release)
  * ended). Other files' temporaries are left alone. */
 START_TEST(test_atomic_removes_stale_temporaries)
 {
-    make_dir();
+    tu_make_dir(dir, "atomic");
     pid_t dead = fork();
     if (dead == 0)
         _exit(0);
@@ -196,7 +183,7 @@ START_TEST(test_atomic_removes_stale_temporaries)
     ck_assert_int_eq(hl_atomic_write(path, "newer", 5, &err), HL_OK);
     ck_assert_int_eq(access(held, F_OK), -1);
     expect_contents(path, "newer");
-    remove_dir();
+    tu_remove_dir(dir);
 }
 END_TEST
 
@@ -204,7 +191,7 @@ END_TEST
  * writer reaps another's temporary) and none is left behind. */
 START_TEST(test_atomic_concurrent_writers)
 {
-    make_dir();
+    tu_make_dir(dir, "atomic");
     char path[128];
     in_dir("shared.csv", path, sizeof path);
     int failures = 0;
@@ -216,7 +203,7 @@ START_TEST(test_atomic_concurrent_writers)
     ck_assert_int_eq(failures, 0);
     ck_assert_int_eq(count_files(), 1);
     expect_contents(path, "same");
-    remove_dir();
+    tu_remove_dir(dir);
 }
 END_TEST
 

@@ -19,20 +19,7 @@
 #define HL_BUILD_DIR "build"
 #endif
 
-static char temp_dir[64];
-
-static void make_temp_dir(void)
-{
-    strcpy(temp_dir, "/tmp/headlab-examples-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(temp_dir));
-}
-
-static void remove_temp_dir(void)
-{
-    char command[128];
-    snprintf(command, sizeof command, "rm -rf %s", temp_dir);
-    ck_assert_int_eq(system(command), 0);
-}
+static char temp_dir[TU_DIR_MAX];
 
 static void expect_failure(const char *command, int code, const char *fragment)
 {
@@ -48,7 +35,7 @@ static void expect_failure(const char *command, int code, const char *fragment)
  * weights) agrees. */
 START_TEST(test_mha_run_round_trip)
 {
-    make_temp_dir();
+    tu_make_dir(temp_dir, "examples");
     static const char *const cases[][2] = {{"cross", ""}, {"self_causal", "--causal"},
                                            {"self_key_padding", ""}};
     static const char *const modes[] = {"", "--no-weights", "--no-weights --composed"};
@@ -91,13 +78,13 @@ START_TEST(test_mha_run_round_trip)
             hl_safetensors_free(got);
             hl_safetensors_free(want);
         }
-    remove_temp_dir();
+    tu_remove_dir(temp_dir);
 }
 END_TEST
 
 START_TEST(test_mha_run_bad_input)
 {
-    make_temp_dir();
+    tu_make_dir(temp_dir, "examples");
     char command[1024], path[256];
     expect_failure(HL_BUILD_DIR "/mha_run --heads 2", 2, "required");
     expect_failure(HL_BUILD_DIR "/mha_run --bogus", 2, "unknown");
@@ -170,13 +157,13 @@ START_TEST(test_mha_run_bad_input)
     }
     snprintf(path, sizeof path, "%s/o.safetensors", temp_dir);
     ck_assert_int_ne(access(path, F_OK), 0); /* nothing written on failure */
-    remove_temp_dir();
+    tu_remove_dir(temp_dir);
 }
 END_TEST
 
 START_TEST(test_toy_heads_short_run)
 {
-    make_temp_dir();
+    tu_make_dir(temp_dir, "examples");
     char command[1024], out[4096], path[256];
     expect_failure(HL_BUILD_DIR "/toy_heads --steps -3", 2, "--steps");
     expect_failure(HL_BUILD_DIR "/toy_heads --frobnicate", 2, "unknown");
@@ -237,7 +224,7 @@ START_TEST(test_toy_heads_short_run)
     ck_assert_ptr_nonnull(fgets(header, sizeof header, f));
     fclose(f);
     ck_assert_msg(!strncmp(header, "step,train_loss,", 16), "%s", header);
-    remove_temp_dir();
+    tu_remove_dir(temp_dir);
 }
 END_TEST
 
@@ -255,7 +242,7 @@ static void write_verse_text(char *path, size_t size)
 
 START_TEST(test_charlm_learns_and_resumes)
 {
-    make_temp_dir();
+    tu_make_dir(temp_dir, "examples");
     char path[256], command[1024], out[4096];
     write_verse_text(path, sizeof path);
     FILE *f;
@@ -318,7 +305,7 @@ START_TEST(test_charlm_learns_and_resumes)
     ck_assert(!bare->cfg.mlp && !bare->cfg.norm && !bare->blocks[0].fc_w &&
               !bare->lnf_w);
     hl_gpt_free(bare);
-    remove_temp_dir();
+    tu_remove_dir(temp_dir);
 }
 END_TEST
 
@@ -356,7 +343,7 @@ static void read_ablation(const char *dir, const char *sub, const char *header, 
  * reads it from the checkpoint, the sample and the maps speak words. */
 START_TEST(test_charlm_words)
 {
-    make_temp_dir();
+    tu_make_dir(temp_dir, "examples");
     char path[256], command[1024], out[8192];
     snprintf(path, sizeof path, "%s/text.txt", temp_dir);
     FILE *f = fopen(path, "w");
@@ -432,7 +419,7 @@ START_TEST(test_charlm_words)
                   icl_zero);
     expect_failure(HL_BUILD_DIR "/heads scores --model x --repeat", 2,
                    "--repeat belongs to the ablate and importance commands");
-    remove_temp_dir();
+    tu_remove_dir(temp_dir);
 }
 END_TEST
 
@@ -440,7 +427,7 @@ END_TEST
  * checkpoint, the resumed run keeps them, and the heads commands run on it. */
 START_TEST(test_charlm_modern)
 {
-    make_temp_dir();
+    tu_make_dir(temp_dir, "examples");
     char path[256], command[1024], out[8192];
     write_verse_text(path, sizeof path);
     const char *model = "--ctx 16 --d-model 32 --heads 2 --layers 2 --batch 8 --eval-every 20 "
@@ -500,7 +487,7 @@ START_TEST(test_charlm_modern)
              temp_dir, temp_dir);
     expect_failure(command, 2, "model.safetensors");
     expect_failure(HL_BUILD_DIR "/plotcsv --file tests/main.c --x a --y b", 2, "required");
-    remove_temp_dir();
+    tu_remove_dir(temp_dir);
 }
 END_TEST
 
@@ -509,7 +496,7 @@ END_TEST
  * falling loss. */
 START_TEST(test_charlm_preset)
 {
-    make_temp_dir();
+    tu_make_dir(temp_dir, "examples");
     char path[256], command[1024], out[8192];
     write_verse_text(path, sizeof path);
     snprintf(command, sizeof command,
@@ -543,7 +530,7 @@ START_TEST(test_charlm_preset)
     ck_assert_msg(last > 0 && last < first - 0.5, "validation loss %g -> %g", first, last);
     expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --preset fastest", 2,
                    "unknown --preset fastest (speedrun)");
-    remove_temp_dir();
+    tu_remove_dir(temp_dir);
 }
 END_TEST
 
@@ -553,7 +540,7 @@ END_TEST
  * refused, one it agrees with accepted. */
 START_TEST(test_charlm_resume_keeps_training)
 {
-    make_temp_dir();
+    tu_make_dir(temp_dir, "examples");
     char path[256], command[1024], out[8192];
     write_verse_text(path, sizeof path);
     snprintf(command, sizeof command,
@@ -591,7 +578,7 @@ START_TEST(test_charlm_resume_keeps_training)
              HL_BUILD_DIR "/charlm --data %s --steps 20 --out %s/e --resume %s", path, temp_dir,
              bad);
     expect_failure(command, 2, "bad.safetensors: its training flags (\"training\" metadata)");
-    remove_temp_dir();
+    tu_remove_dir(temp_dir);
 }
 END_TEST
 
@@ -599,7 +586,7 @@ END_TEST
  * reads them from the checkpoint, and heads labels its maps with BPE pieces. */
 START_TEST(test_charlm_bpe)
 {
-    make_temp_dir();
+    tu_make_dir(temp_dir, "examples");
     char path[256], command[1024], out[8192];
     snprintf(path, sizeof path, "%s/text.txt", temp_dir);
     FILE *f = fopen(path, "w");
@@ -657,7 +644,7 @@ START_TEST(test_charlm_bpe)
              "%s/lm/checkpoint.safetensors", temp_dir, temp_dir, temp_dir);
     expect_failure(command, 2, "--tokenizer with --resume: the vocabulary comes from the "
                                "checkpoint");
-    remove_temp_dir();
+    tu_remove_dir(temp_dir);
 }
 END_TEST
 
@@ -666,7 +653,7 @@ END_TEST
  * causal number named. */
 START_TEST(test_induction_script)
 {
-    make_temp_dir();
+    tu_make_dir(temp_dir, "examples");
     char path[256], command[1024], out[16384];
     write_verse_text(path, sizeof path);
     FILE *f;
@@ -699,7 +686,7 @@ START_TEST(test_induction_script)
         ck_assert_int_eq(atoi(line), 10 * rows++);
     fclose(f);
     ck_assert_int_eq(rows, 3);
-    remove_temp_dir();
+    tu_remove_dir(temp_dir);
 }
 END_TEST
 
@@ -821,7 +808,7 @@ static void write_file(const char *path, const char *text)
  * and passes a clean tree. */
 START_TEST(test_check_layers_both_include_forms)
 {
-    make_temp_dir();
+    tu_make_dir(temp_dir, "examples");
     char command[1024], out[4096], path[256];
     snprintf(command, sizeof command,
              "mkdir -p %s/tools %s/core %s/ops %s/viz && cp tools/check_layers.sh %s/tools/",
@@ -884,7 +871,7 @@ START_TEST(test_check_layers_both_include_forms)
     /* ... and an object whose source is gone (a moved file) is not read. */
     snprintf(command, sizeof command, "cd %s && rm core/x.c && tools/check_layers.sh", temp_dir);
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "a stale object was read: %s", out);
-    remove_temp_dir();
+    tu_remove_dir(temp_dir);
 }
 END_TEST
 

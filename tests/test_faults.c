@@ -26,20 +26,7 @@
 #define MIN_KILLED 5
 #define MIN_RESUMED 2
 
-static char work[64];
-
-static void make_work_dir(void)
-{
-    snprintf(work, sizeof work, "/tmp/hl_faults_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(work));
-}
-
-static void remove_work_dir(void)
-{
-    char command[128];
-    snprintf(command, sizeof command, "rm -rf %s", work);
-    ck_assert_int_eq(system(command), 0);
-}
+static char work[TU_DIR_MAX];
 
 /* Starts `command` under sh, kills its process group with SIGKILL after
  * `delay` seconds unless it ended first; true when it was killed. */
@@ -202,11 +189,11 @@ static void kill_and_resume(const char *base, const char *result, const csv_log 
 
 START_TEST(test_toy_heads_killed)
 {
-    make_work_dir();
+    tu_make_dir(work, "faults");
     kill_and_resume(HL_BUILD_DIR "/toy_heads --steps 40 --eval-every 5 --heldout 20 --threads 1 "
                                  "--no-report",
                     "model.safetensors", (csv_log[]){{"train.csv", true}}, 1, 1);
-    remove_work_dir();
+    tu_remove_dir(work);
 }
 END_TEST
 
@@ -224,7 +211,7 @@ static void write_text(char *path, size_t size, const char *sentence, int lines,
 
 START_TEST(test_charlm_killed)
 {
-    make_work_dir();
+    tu_make_dir(work, "faults");
     char text[128], base[512];
     write_text(text, sizeof text, "a killed run resumes where it stopped", 300, 7);
     snprintf(base, sizeof base,
@@ -234,7 +221,7 @@ START_TEST(test_charlm_killed)
              text);
     const csv_log logs[] = {{"train.csv", true}, {"heads.csv", false}};
     kill_and_resume(base, "checkpoint.safetensors", logs, 2, 2);
-    remove_work_dir();
+    tu_remove_dir(work);
 }
 END_TEST
 
@@ -260,7 +247,7 @@ static void expect_write_failure(const char *program_and_flags, const char *dir,
 
 START_TEST(test_toy_heads_file_size_limit)
 {
-    make_work_dir();
+    tu_make_dir(work, "faults");
     char command[512], dir[128];
     snprintf(dir, sizeof dir, "%s/toy", work);
     snprintf(command, sizeof command,
@@ -272,7 +259,7 @@ START_TEST(test_toy_heads_file_size_limit)
     expect_write_failure(HL_BUILD_DIR "/toy_heads --steps 10 --eval-every 5 --heldout 40 "
                                       "--no-report",
                          dir, 128);
-    remove_work_dir();
+    tu_remove_dir(work);
 }
 END_TEST
 #endif
@@ -292,7 +279,7 @@ START_TEST(test_charlm_non_finite_weight)
         bool attention; /* poison in_proj_weight, else fc_w */
     } cases[] = {{16, false}, {16, true}, {80, true}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        make_work_dir();
+        tu_make_dir(work, "faults");
         char text[128], ckpt[128], copy[128], command[1024], out[8192];
         write_text(text, sizeof text, "non-finite weights stop the run", 200, 5);
         snprintf(command, sizeof command,
@@ -338,7 +325,7 @@ START_TEST(test_charlm_non_finite_weight)
         ck_assert_msg(tu_same_file(ckpt, copy), "the checkpoint was overwritten");
         hl_optim_free(opt);
         hl_gpt_free(m);
-        remove_work_dir();
+        tu_remove_dir(work);
     }
 }
 END_TEST

@@ -13,26 +13,13 @@
 #include "files/fs.h"
 #include "tests/testutil.h"
 
-static char dir[64];
-
-static void make_dir(void)
-{
-    snprintf(dir, sizeof dir, "/tmp/hl_fs_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void remove_dir(void)
-{
-    char command[128];
-    snprintf(command, sizeof command, "rm -rf %s", dir);
-    ck_assert_int_eq(system(command), 0);
-}
+static char dir[TU_DIR_MAX];
 
 /* Sizes around the reader's 64 KiB first buffer and its doublings: the
  * terminator must fit after a file that fills a buffer exactly. */
 START_TEST(test_read_file_terminated)
 {
-    make_dir();
+    tu_make_dir(dir, "fs");
     char path[128];
     snprintf(path, sizeof path, "%s/f", dir);
     static const size_t sizes[] = {0, 3, 65535, 65536, 65537, 131072};
@@ -58,13 +45,13 @@ START_TEST(test_read_file_terminated)
 #ifdef M_PERTURB
     mallopt(M_PERTURB, 0);
 #endif
-    remove_dir();
+    tu_remove_dir(dir);
 }
 END_TEST
 
 START_TEST(test_read_directory)
 {
-    make_dir();
+    tu_make_dir(dir, "fs");
     size_t n;
     errno = 0;
     ck_assert_ptr_null(hl_fs_read_file(dir, &n));
@@ -73,13 +60,13 @@ START_TEST(test_read_directory)
     snprintf(path, sizeof path, "%s/none", dir);
     ck_assert_ptr_null(hl_fs_read_file(path, &n));
     ck_assert_int_eq(errno, ENOENT);
-    remove_dir();
+    tu_remove_dir(dir);
 }
 END_TEST
 
 START_TEST(test_make_dirs)
 {
-    make_dir();
+    tu_make_dir(dir, "fs");
     char path[128], file[128];
     snprintf(path, sizeof path, "%s/a/b/c", dir);
     ck_assert_int_eq(hl_fs_make_dirs(path), 0);
@@ -95,7 +82,7 @@ START_TEST(test_make_dirs)
     snprintf(path, sizeof path, "%s/file/below", dir);
     ck_assert_int_eq(hl_fs_make_dirs(path), -1);
     ck_assert_int_eq(errno, ENOTDIR);
-    remove_dir();
+    tu_remove_dir(dir);
 }
 END_TEST
 

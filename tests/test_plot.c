@@ -11,20 +11,7 @@
 #include "viz/plot.h"
 #include "tests/testutil.h"
 
-static char dir[64];
-
-static void make_dir(void)
-{
-    snprintf(dir, sizeof dir, "/tmp/hl_plot_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void remove_dir(void)
-{
-    char command[128];
-    snprintf(command, sizeof command, "rm -rf %s", dir);
-    ck_assert_int_eq(system(command), 0);
-}
+static char dir[TU_DIR_MAX];
 
 typedef struct {
     uint8_t *rgb;
@@ -59,7 +46,7 @@ static void expect_color(const picture *p, int x, int y, const uint8_t rgb[3], c
 
 START_TEST(test_plot_points_land_where_promised)
 {
-    make_dir();
+    tu_make_dir(dir, "plot");
     /* Two panels; the legend sits top-right, so the checked points stay low or left. */
     const double x[] = {0, 1, 2, 3, 4}, a[] = {0.2, 0.5, 0.9, 1.4, 2.0};
     const double b[] = {1.8, 1.2, 0.7, 0.4, 0.3}, c[] = {0.1, 0.3, 0.35, 0.6, 0.62};
@@ -108,13 +95,13 @@ START_TEST(test_plot_points_land_where_promised)
     expect_color(&p, l.left - 1, (l.top[0] + l.bottom[0]) / 2, black, "left frame");
     expect_color(&p, (l.left + l.right) / 2, l.bottom[1] + 1, black, "bottom frame");
     free(p.rgb);
-    remove_dir();
+    tu_remove_dir(dir);
 }
 END_TEST
 
 START_TEST(test_plot_breaks_at_non_finite_and_clips)
 {
-    make_dir();
+    tu_make_dir(dir, "plot");
     const double x[] = {0, 1, 2, 3}, y[] = {0, NAN, 0, 1e300};
     hl_plot_series s = {"gap", x, y, 4};
     hl_plot_panel panel = {.series = &s, .n_series = 1, .y_min = -1, .y_max = 1};
@@ -139,13 +126,13 @@ START_TEST(test_plot_breaks_at_non_finite_and_clips)
         ck_assert_msg(memcmp(pixel(&p, px + (l.right - l.left) / 4, row), blue, 3) != 0,
                       "a line left the plotting area at row %d", row);
     free(p.rgb);
-    remove_dir();
+    tu_remove_dir(dir);
 }
 END_TEST
 
 START_TEST(test_plot_bad_input)
 {
-    make_dir();
+    tu_make_dir(dir, "plot");
     const double x[] = {0, 1};
     hl_plot_series s = {"s", x, x, 2}, bad = {"s", NULL, x, 2}, neg = {"s", x, x, -1};
     hl_plot_panel ok = {.series = &s, .n_series = 1};
@@ -185,7 +172,7 @@ START_TEST(test_plot_bad_input)
     snprintf(path, sizeof path, "%s/missing/plot.png", dir);
     ck_assert_int_eq(hl_plot_write(&ok, 1, path, NULL, &err), HL_ERR_IO);
     ck_assert_ptr_nonnull(strstr(err.message, path));
-    remove_dir();
+    tu_remove_dir(dir);
 }
 END_TEST
 

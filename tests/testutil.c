@@ -1,5 +1,6 @@
 #include "tests/testutil.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -177,6 +178,19 @@ void tu_run_ok(const char *command)
     char out[8192];
     int rc = tu_run(command, out, sizeof out);
     ck_assert_msg(rc == 0, "%s: exit %d: %s", command, rc, out);
+}
+
+void tu_make_dir(char dir[TU_DIR_MAX], const char *name)
+{
+    ck_assert_int_lt(snprintf(dir, TU_DIR_MAX, "/tmp/hl_%s_XXXXXX", name), TU_DIR_MAX);
+    ck_assert_msg(mkdtemp(dir), "%s: %s", dir, strerror(errno));
+}
+
+void tu_remove_dir(const char *dir)
+{
+    char command[TU_DIR_MAX + 16];
+    snprintf(command, sizeof command, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(command), 0);
 }
 
 bool tu_same_file(const char *a, const char *b)

@@ -58,6 +58,17 @@ int tu_run(const char *command, char *out, size_t size);
 /* tu_run, failing the test with the command's output unless it exits 0. */
 void tu_run_ok(const char *command);
 
+/* Room for the path tu_make_dir writes. */
+#define TU_DIR_MAX 64
+
+/* A fresh folder /tmp/hl_<name>_XXXXXX, its path written to dir; the test
+ * fails when it cannot be made. */
+void tu_make_dir(char dir[TU_DIR_MAX], const char *name);
+
+/* Removes folder dir and everything in it; the test fails unless that
+ * worked. */
+void tu_remove_dir(const char *dir);
+
 /* Whether two files exist and hold the same bytes. */
 bool tu_same_file(const char *a, const char *b);
 

@@ -6,14 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The line (from 1) of byte at in text. */
-static size_t line_of(const char *text, size_t at)
-{
-    size_t line = 1;
-    for (size_t i = 0; i < at; i++)
-        line += text[i] == '\n';
-    return line;
-}
+#include "text/lines.h"
 
 /* The first string of valid JSON text[0..n) that holds \u0000, its length in
  * the text (quotes included) in *len; NULL when none. An escaped backslash
@@ -48,10 +41,10 @@ static bool control_byte(const char *text, size_t n, char why[HL_JSON_WHY_MAX])
         const unsigned char c = (unsigned char)text[i];
         if (c == 0)
             snprintf(why, HL_JSON_WHY_MAX, "NUL byte at byte %zu, line %zu", i,
-                     line_of(text, i));
+                     hl_lines_number(text, i));
         else if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
             snprintf(why, HL_JSON_WHY_MAX, "control byte 0x%02x at byte %zu, line %zu", c, i,
-                     line_of(text, i));
+                     hl_lines_number(text, i));
         else
             continue;
         return true;
@@ -80,7 +73,7 @@ hl_status hl_json_parse(const char *text, size_t n, cJSON **out, char why[HL_JSO
             stop++;
     free(copy);
     if (!root) {
-        snprintf(why, HL_JSON_WHY_MAX, "error near byte %zu, line %zu", stop, line_of(text, stop));
+        snprintf(why, HL_JSON_WHY_MAX, "error near byte %zu, line %zu", stop, hl_lines_number(text, stop));
         return HL_ERR_FORMAT;
     }
     size_t len = 0;
@@ -92,10 +85,10 @@ hl_status hl_json_parse(const char *text, size_t n, cJSON **out, char why[HL_JSO
     cJSON_Delete(root);
     if (stop < n)
         snprintf(why, HL_JSON_WHY_MAX, "text after the value at byte %zu, line %zu", stop,
-                 line_of(text, stop));
+                 hl_lines_number(text, stop));
     else
         snprintf(why, HL_JSON_WHY_MAX, "string %.*s%s holds \\u0000 (byte %zu, line %zu)",
                  len > 80 ? 80 : (int)len, nul, len > 80 ? "..." : "", (size_t)(nul - text),
-                 line_of(text, (size_t)(nul - text)));
+                 hl_lines_number(text, (size_t)(nul - text)));
     return HL_ERR_FORMAT;
 }

@@ -10,6 +10,7 @@
 
 #include "text/hash.h"
 #include "text/json.h"
+#include "text/lines.h"
 #include "text/pretrained_impl.h"
 
 char *hl_pretrained_read_file(const char *path, size_t *n, hl_error *err)
@@ -47,21 +48,12 @@ char *hl_pretrained_read_file(const char *path, size_t *n, hl_error *err)
     return s;
 }
 
-/* The line (from 1) of byte at in text. */
-static size_t line_of(const char *text, size_t at)
-{
-    size_t line = 1;
-    for (size_t i = 0; i < at; i++)
-        line += text[i] == '\n';
-    return line;
-}
-
 hl_status hl_pretrained_check_nul(const char *path, const char *text, size_t n, hl_error *err)
 {
     const char *nul = memchr(text, 0, n);
     if (nul)
         return hl_error_set(err, HL_ERR_FORMAT, "%s line %zu: a NUL byte (at byte %zu); a "
-                            "tokenizer file is text", path, line_of(text, (size_t)(nul - text)),
+                            "tokenizer file is text", path, hl_lines_number(text, (size_t)(nul - text)),
                             (size_t)(nul - text));
     return HL_OK;
 }
