@@ -232,14 +232,12 @@ static hl_vocab *make_vocab(const options *o, stream *s, uint64_t n_train)
         return v;
     }
     if (o->vocab_from) {
-        hl_gpt_meta meta;
-        hl_gpt *m = hl_gpt_load_meta(o->vocab_from, &meta, &err);
-        if (!m)
+        hl_vocab *v;
+        if (hl_gpt_load_vocab(o->vocab_from, &v, &err) != HL_OK)
             hl_cli_bad_input(program, "%s", err.message);
-        hl_gpt_free(m);
-        if (!meta.vocab)
+        if (!v)
             hl_cli_bad_input(program, "%s is not a text model (no vocabulary)", o->vocab_from);
-        return meta.vocab;
+        return v;
     }
     if (!o->learn)
         return hl_vocab_bytes();

@@ -140,6 +140,36 @@ hl_gpt *hl_gpt_load_meta(const char *path, hl_gpt_meta *meta, hl_error *err)
     return m;
 }
 
+hl_status hl_gpt_load_vocab(const char *path, hl_vocab **out, hl_error *err)
+{
+    *out = NULL;
+    hl_gpt_config cfg;
+    if (hl_hf_is_folder(path)) {
+        hl_hf_arch arch;
+        if (hl_hf_read_config(path, &cfg, &arch, err) != HL_OK)
+            return err->status;
+        if (!(*out = hl_vocab_load_pretrained(path, err)))
+            return err->status;
+        if (vocab_fits(*out, &cfg))
+            return HL_OK;
+        hl_error_set(err, HL_ERR_FORMAT, "%s: the tokenizer has %d tokens, more than the "
+                     "model's %d", path, hl_vocab_size(*out), cfg.vocab_in);
+        hl_vocab_free(*out);
+        *out = NULL;
+        return HL_ERR_FORMAT;
+    }
+    hl_safetensors *f = NULL;
+    if (hl_safetensors_read_header(path, &f, err) != HL_OK)
+        return err->status;
+    hl_error local = {0};
+    if (hl_gpt_config_parse(hl_safetensors_metadata(f, "config"), &cfg, &local) == HL_OK)
+        load_vocab(f, &cfg, out, &local);
+    hl_safetensors_free(f);
+    if (hl_error_failed(&local))
+        return hl_error_set(err, local.status, "%s: %s", path, local.message);
+    return HL_OK;
+}
+
 void hl_gpt_meta_clear(hl_gpt_meta *meta)
 {
     hl_vocab_free(meta->vocab);

@@ -62,6 +62,9 @@ bool hl_hf_is_folder(const char *path);
 hl_status hl_hf_config_parse(const char *json, size_t len, const char *what, hl_gpt_config *cfg,
                              hl_hf_arch *arch, hl_error *err);
 
+/* The GPT config and architecture of dir/config.json. */
+hl_status hl_hf_read_config(const char *dir, hl_gpt_config *cfg, hl_hf_arch *arch, hl_error *err);
+
 /* The model of a folder, every parameter loaded. NULL with the reason in err. */
 hl_gpt *hl_hf_load(const char *dir, hl_error *err);
 

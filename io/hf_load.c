@@ -276,8 +276,7 @@ static hl_status load_params(hf_weights *w, hl_hf_arch arch, hl_gpt *m, hl_error
     return check_all_used(w, err);
 }
 
-static hl_status read_config(const char *dir, hl_gpt_config *cfg, hl_hf_arch *arch,
-                             hl_error *err)
+hl_status hl_hf_read_config(const char *dir, hl_gpt_config *cfg, hl_hf_arch *arch, hl_error *err)
 {
     char path[HF_PATH_MAX];
     if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
@@ -297,7 +296,7 @@ hl_gpt *hl_hf_load(const char *dir, hl_error *err)
     hl_hf_arch arch;
     if (!dir)
         return hl_error_set(err, HL_ERR_ARG, "hf: NULL folder"), NULL;
-    if (read_config(dir, &cfg, &arch, err) != HL_OK)
+    if (hl_hf_read_config(dir, &cfg, &arch, err) != HL_OK)
         return NULL;
     hl_error local = {0};
     hl_gpt *m = hl_gpt_new(&cfg, &local);

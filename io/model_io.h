@@ -63,6 +63,12 @@ void hl_gpt_meta_clear(hl_gpt_meta *meta);
  * bytes alone, which a file states by leaving it out; *failed when out of
  * memory. For checkpoints, which store it too. */
 char *hl_gpt_meta_format_vocab(const hl_vocab *v, bool *failed);
+/* The vocabulary hl_gpt_load_meta gives with the model at path, without
+ * reading the weights: a model file's header (its config and "vocab"), or a
+ * folder's config.json and tokenizer. *out is NULL for a model without one
+ * (a byte model is given the bytes); a folder whose tokenizer headlab does
+ * not read is an error, its reason in err. */
+hl_status hl_gpt_load_vocab(const char *path, hl_vocab **out, hl_error *err);
 /* Weights, config, task, step, pruned_heads and a learnt vocabulary, written
  * atomically; loads back with hl_gpt_load or hl_gpt_load_meta. HL_ERR_ARG
  * for a vocabulary whose size is not the model's vocab_in and vocab_out. */

@@ -153,6 +153,27 @@ START_TEST(test_charlm_tokens_bitwise_and_resume)
              "%s/short.txt --vocab-from %s/tokens1/model.safetensors --out %s/other",
              dir, dir, dir, dir, dir);
     tu_run_ok(command);
+    /* --vocab-from reads the header only: a NaN in the weights (which every
+     * loader of the model refuses) does not matter, a file cut short does */
+    snprintf(command, sizeof command,
+             "cp %s/tokens1/model.safetensors %s/nan.safetensors && printf '\\000\\000\\300\\177' "
+             "| dd of=%s/nan.safetensors bs=1 seek=$(($(stat -c %%s %s/nan.safetensors) - 4)) "
+             "conv=notrunc status=none && " HL_BUILD_DIR "/tokenize %s/short.txt --vocab-from "
+             "%s/nan.safetensors --out %s/nan",
+             dir, dir, dir, dir, dir, dir, dir);
+    tu_run_ok(command);
+    char want[128], got[128];
+    snprintf(want, sizeof want, "%s/other/train.tok", dir);
+    snprintf(got, sizeof got, "%s/nan/train.tok", dir);
+    ck_assert_msg(tu_same_file(want, got), "--vocab-from a file with a NaN weight");
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads eval --model %s/nan.safetensors --text abc", dir);
+    expect_failure(command, 2, "holds NaN");
+    snprintf(command, sizeof command,
+             "head -c -1 %s/nan.safetensors > %s/cut.safetensors && " HL_BUILD_DIR "/tokenize "
+             "%s/short.txt --vocab-from %s/cut.safetensors --out %s/cut",
+             dir, dir, dir, dir, dir);
+    expect_failure(command, 2, "cut.safetensors");
     snprintf(command, sizeof command,
              HL_BUILD_DIR "/charlm --tokens %s/other " TINY " --steps 16 --out %s/tokens1 "
              "--resume %s/tokens1/checkpoint.safetensors", dir, dir, dir);
@@ -324,6 +345,24 @@ START_TEST(test_tokenize_pretrained)
                    "--learn 300", 2, "--pretrained takes that vocabulary as it is");
     expect_failure(HL_BUILD_DIR "/tokenize tests/main.c --out /tmp/x --pretrained d "
                    "--vocab-from m", 2, "one vocabulary, not two");
+    /* --vocab-from a model folder: its tokenizer, which must fit the model's
+     * config; a folder without one says why */
+    expect_failure(HL_BUILD_DIR "/tokenize tests/main.c --out /tmp/x --vocab-from "
+                   "tests/fixtures/hf/gpt2_tiny", 2, "no tokenizer.json");
+    snprintf(command, sizeof command,
+             "mkdir %s/gpt2 && cp tests/fixtures/hf/gpt2_tiny/config.json "
+             "tests/fixtures/gpt2-tokenizer/tokenizer.json %s/gpt2/ && " HL_BUILD_DIR
+             "/tokenize %s/text.txt --vocab-from %s/gpt2 --out %s/small", dir, dir, dir, dir, dir);
+    expect_failure(command, 2, "the tokenizer has 50257 tokens, more than the model's 512");
+    snprintf(command, sizeof command,
+             "sed -i 's/\"vocab_size\": 512/\"vocab_size\": 50257/' %s/gpt2/config.json && "
+             HL_BUILD_DIR "/tokenize %s/text.txt --vocab-from %s/gpt2 --out %s/folder",
+             dir, dir, dir, dir);
+    tu_run_ok(command);
+    char want[128], got[128];
+    snprintf(want, sizeof want, "%s/tok/train.tok", dir);
+    snprintf(got, sizeof got, "%s/folder/train.tok", dir);
+    ck_assert_msg(tu_same_file(want, got), "--vocab-from a folder and --pretrained differ");
     remove_dir();
 }
 END_TEST
