@@ -258,6 +258,14 @@ START_TEST(test_bad_files)
                  HL_BUILD_DIR "/heads %s --model %s/llama --out %s/below", args, temp_dir, file);
         expect_early_exit(command, "cannot create");
     }
+    /* An empty --out, or one through a link to nothing. */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads eval --model %s/llama --token-ids %s --out ''", temp_dir, good);
+    expect_early_exit(command, "--out is empty");
+    snprintf(command, sizeof command,
+             "ln -s %s/missing %s/dangling && " HL_BUILD_DIR "/heads eval --model %s/llama "
+             "--token-ids %s --out %s/dangling/sub", temp_dir, temp_dir, temp_dir, good, temp_dir);
+    expect_early_exit(command, "is a symbolic link to a missing path");
     /* A write that fails once the work is done is bad input too. */
     snprintf(command, sizeof command,
              "ulimit -f 4; " HL_BUILD_DIR "/heads eval --model " LLAMA " --token-ids %s "

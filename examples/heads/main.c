@@ -366,6 +366,8 @@ static options parse_options(int argc, char **argv)
 static void check_out_dir(const char *out)
 {
     char dir[4096];
+    if (!*out)
+        heads_bad_input("--out is empty");
     if (snprintf(dir, sizeof dir, "%s", out) >= (int)sizeof dir)
         heads_bad_input("cannot create --out %.64s...: %s", out, strerror(ENAMETOOLONG));
     /* The nearest part of the path that exists, where the rest will be made. */
@@ -373,6 +375,9 @@ static void check_out_dir(const char *out)
     while (stat(dir, &st) != 0) {
         if (errno != ENOENT)
             heads_bad_input("cannot create %s: %s", out, strerror(errno));
+        if (lstat(dir, &st) == 0) /* a link to nothing: no folder can be made there */
+            heads_bad_input("cannot create %s: %s is a symbolic link to a missing path", out,
+                            dir);
         char *slash = strrchr(dir, '/');
         if (!slash)
             strcpy(dir, ".");
