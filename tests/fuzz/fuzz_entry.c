@@ -132,6 +132,18 @@ static double config_size(const hl_gpt_config *c)
     return d * ((double)c->vocab_in + c->vocab_out + c->n_ctx + 1) + c->n_layers * d * (12 * d + 16);
 }
 
+/* Whether a and b are both absent or store as the same text. */
+static bool same_vocab(const hl_vocab *a, const hl_vocab *b)
+{
+    if (!a || !b)
+        return !a && !b;
+    char *x = hl_vocab_format(a), *y = hl_vocab_format(b);
+    const bool same = x && y && !strcmp(x, y);
+    free(x);
+    free(y);
+    return same;
+}
+
 int hl_fuzz_gpt(const uint8_t *data, size_t size)
 {
     /* The config parser alone, on the bytes as text. */
@@ -152,12 +164,23 @@ int hl_fuzz_gpt(const uint8_t *data, size_t size)
     bool small = hl_gpt_config_parse(hl_safetensors_metadata(f, "config"), &cfg, &err) == HL_OK &&
                  config_size(&cfg) <= HL_FUZZ_MAX_PARAMS;
     hl_safetensors_free(f);
-    const char *path = small ? as_file(data, size) : NULL;
-    if (path) {
+    /* The vocabulary alone reads only the header, so any size; a model that
+     * loads must give the same one that way. */
+    const char *path = as_file(data, size);
+    if (!path)
+        return 0;
+    hl_vocab *alone = NULL;
+    hl_error vocab_err = {0};
+    const bool read_alone = hl_gpt_load_vocab(path, &alone, &vocab_err) == HL_OK;
+    if (small) {
         hl_gpt_meta meta;
-        hl_gpt_free(hl_gpt_load_meta(path, &meta, &err));
+        hl_gpt *m = hl_gpt_load_meta(path, &meta, &err);
+        if (m && (!read_alone || !same_vocab(meta.vocab, alone)))
+            abort();
+        hl_gpt_free(m);
         hl_gpt_meta_clear(&meta);
     }
+    hl_vocab_free(alone);
     return 0;
 }
 
