@@ -64,9 +64,12 @@ hl_status hl_head_weights_get(const hl_gpt *m, int l, int h, hl_head_weights *w,
         hl_head_weights_free(w);
         return hl_error_set(err, HL_ERR_NOMEM, "composition: out of memory for L%dH%d", l, h);
     }
+    /* The in-projection's rows: q of the H query heads, then k and v of the
+     * K key/value heads (models/mha.h); head h reads key/value head kv. */
+    const int kv = hl_mha_kv_head(a, h), kv_inner = a->cfg.kv_heads * D;
     read_rows(w->q, a->in_proj_weight, h * D, D, E, b->ln1_w, ln);
-    read_rows(w->k, a->in_proj_weight, inner + h * D, D, E, b->ln1_w, ln);
-    read_rows(w->v, a->in_proj_weight, 2 * inner + h * D, D, E, b->ln1_w, ln);
+    read_rows(w->k, a->in_proj_weight, inner + kv * D, D, E, b->ln1_w, ln);
+    read_rows(w->v, a->in_proj_weight, inner + kv_inner + kv * D, D, E, b->ln1_w, ln);
     for (int j = 0; j < D; j++) {
         double mean = 0;
         for (int e = 0; e < E; e++)

@@ -419,7 +419,7 @@ hl_status hl_patch_resid(const hl_gpt *m, const hl_patch_task *t, double *out, h
 
 /* k or v (B,K,T,D) of K key/value heads handed to every query head (B,H,T,D),
  * as the attention module does before its patches apply (models/mha.c): with
- * grouped-query attention, query head h reads kv_of[h], or h / (H / K). */
+ * grouped-query attention, query head h reads hl_mha_kv_head(a, h). */
 static hl_tensor *ungroup_heads(hl_graph *g, const hl_mha *a, hl_tensor *x)
 {
     const int H = a->cfg.num_heads, K = a->cfg.kv_heads;
@@ -429,7 +429,7 @@ static hl_tensor *ungroup_heads(hl_graph *g, const hl_mha *a, hl_tensor *x)
     if (!src)
         return &g->poison;
     for (int h = 0; h < H; h++)
-        src[h] = a->cfg.kv_of ? a->cfg.kv_of[h] : h / (H / K);
+        src[h] = hl_mha_kv_head(a, h);
     return hl_gather_heads(g, x, src, H);
 }
 

@@ -43,12 +43,6 @@ static hl_status check_removal(const hl_gpt *m, const hl_head_set *remove,
     return HL_OK;
 }
 
-/* The key/value head query head h of a layer reads. */
-static int kv_head(const hl_mha *a, int h)
-{
-    return a->cfg.kv_of ? a->cfg.kv_of[h] : h / (a->cfg.num_heads / a->cfg.kv_heads);
-}
-
 /* The key/value heads that some kept query head reads, numbered in order
  * (new[k] = -1 for one no kept head reads); returns how many are kept. */
 static int kept_kv_heads(const hl_mha *a, const bool *removed, int *renumbered)
@@ -57,7 +51,7 @@ static int kept_kv_heads(const hl_mha *a, const bool *removed, int *renumbered)
         renumbered[k] = -1;
     for (int h = 0; h < a->cfg.num_heads; h++)
         if (!removed[h])
-            renumbered[kv_head(a, h)] = 0;
+            renumbered[hl_mha_kv_head(a, h)] = 0;
     int n = 0;
     for (int k = 0; k < a->cfg.kv_heads; k++)
         if (renumbered[k] == 0)
@@ -100,7 +94,7 @@ static void copy_kept_heads(const hl_mha *a, hl_mha *b, const bool *removed, int
                    D * sizeof(hl_real));
         if (a->smear)
             b->smear->data[i] = a->smear->data[h];
-        kv_of[i++] = (int16_t)renumbered[kv_head(a, h)];
+        kv_of[i++] = (int16_t)renumbered[hl_mha_kv_head(a, h)];
     }
 }
 

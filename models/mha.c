@@ -111,6 +111,11 @@ void hl_mha_init_weights(hl_mha *m, hl_rng *rng)
 
 int hl_mha_inner_dim(const hl_mha *m) { return m->cfg.num_heads * m->cfg.head_dim; }
 
+int hl_mha_kv_head(const hl_mha *m, int h)
+{
+    return m->cfg.kv_of ? m->cfg.kv_of[h] : h / (m->cfg.num_heads / m->cfg.kv_heads);
+}
+
 /* The width of k's (and v's) projection: K·D. */
 static int kv_inner_dim(const hl_mha *m) { return m->cfg.kv_heads * m->cfg.head_dim; }
 
@@ -125,12 +130,12 @@ static hl_tensor *ungroup(hl_graph *g, const hl_mha *m, hl_tensor *x)
 {
     if (!grouped(m))
         return x;
-    const int H = m->cfg.num_heads, group = H / m->cfg.kv_heads;
+    const int H = m->cfg.num_heads;
     int *src = hl_graph_alloc(g, (size_t)H * sizeof *src);
     if (!src)
         return &g->poison;
     for (int h = 0; h < H; h++)
-        src[h] = m->cfg.kv_of ? m->cfg.kv_of[h] : h / group;
+        src[h] = hl_mha_kv_head(m, h);
     return hl_gather_heads(g, x, src, H);
 }
 

@@ -212,6 +212,8 @@ hl_status hl_mha_declare(hl_mha *m, hl_params *p, const char *prefix,
 void hl_mha_init_weights(hl_mha *m, hl_rng *rng);
 /* H·D: the width of the concatenated heads (E unless heads were pruned). */
 int hl_mha_inner_dim(const hl_mha *m);
+/* The key/value head query head h reads (h itself without grouping). */
+int hl_mha_kv_head(const hl_mha *m, int h);
 
 /* query (B,T,E), key (B,S,kdim), value (B,S,vdim) -> (B,T,E). masks and
  * run may be NULL. Pass the same tensor as query, key and value for

@@ -2,6 +2,7 @@
 #include "tests/head_models.h"
 
 #include <check.h>
+#include <string.h>
 
 #include "core/rng.h"
 
@@ -48,4 +49,26 @@ hl_gpt *hm_random_model(int layers, int heads, int d_model, uint64_t seed)
         hl_init_uniform(m->blocks[l].ln1_w, &rng, 0.5, 1.5);
     hl_init_uniform(m->lnf_w, &rng, 0.5, 1.5);
     return m;
+}
+
+/* m's layout: q of H heads, then k and v of K (models/mha.h). */
+void hm_ungrouped_twin(const hl_gpt *m, hl_gpt *twin)
+{
+    const int H = m->cfg.n_heads, K = m->cfg.n_kv_heads, D = m->cfg.d_model / H;
+    for (size_t i = 0; i < hl_params_n_tensors(twin->params); i++) {
+        hl_tensor *to = hl_params_tensor(twin->params, i);
+        const hl_tensor *from = hl_params_find(m->params, to->name);
+        ck_assert_msg(from, "%s: not in the grouped model", to->name);
+        if (from->numel == to->numel) {
+            memcpy(to->data, from->data, sizeof *to->data * to->numel);
+            continue;
+        }
+        const size_t width = to->numel / (size_t)to->shape[0]; /* E for weights, 1 for biases */
+        for (int part = 0; part < 3; part++)
+            for (int h = 0; h < H; h++) {
+                const int src = part ? H + (part - 1) * K + h / (H / K) : h;
+                memcpy(to->data + ((size_t)part * H + h) * D * width,
+                       from->data + (size_t)src * D * width, sizeof *to->data * D * width);
+            }
+    }
 }

@@ -18,4 +18,9 @@ hl_gpt *hm_previous_token_model(int layers, double sign);
 /* A random model (seeded) with MLP and LayerNorm, random LayerNorm gains. */
 hl_gpt *hm_random_model(int layers, int heads, int d_model, uint64_t seed);
 
+/* twin (made with m's config but n_kv_heads 0) set to m without grouped-query
+ * attention: the same function, each query head's k and v rows of the
+ * in-projection copied from its group's key/value head. */
+void hm_ungrouped_twin(const hl_gpt *m, hl_gpt *twin);
+
 #endif

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 
 #include "analysis/composition.h"
+#include "analysis/copying.h"
 #include "analysis/heads.h"
+#include "core/rng.h"
 #include "tests/head_models.h"
 #include "tests/testutil.h"
 
@@ -149,6 +151,47 @@ START_TEST(test_pruned_models_keep_their_pairs_scores)
 }
 END_TEST
 
+/* A grouped-query model scores what the same model ungrouped scores: each
+ * query head's k and v are its group's key/value head (before, k and v were
+ * read from the rows of another head, or past the in-projection's end). The
+ * copying scores read the same weights. */
+START_TEST(test_grouped_query_matches_ungrouped)
+{
+    hl_gpt_config cfg = {.vocab_in = 20, .vocab_out = 20, .n_ctx = 8, .d_model = 16,
+                         .n_heads = 4, .n_kv_heads = 2, .n_layers = 3, .mlp = HL_GPT_MLP_GELU,
+                         .norm = HL_GPT_NORM_LAYER, .emb_std = 1};
+    hl_error err = {0};
+    hl_gpt *m = hl_gpt_new(&cfg, &err);
+    ck_assert_msg(m, "%s", err.message);
+    hl_rng rng;
+    hl_rng_seed(&rng, 3);
+    hl_gpt_init_weights(m, &rng);
+    for (int l = 0; l < cfg.n_layers; l++)
+        hl_init_uniform(m->blocks[l].ln1_w, &rng, 0.5, 1.5);
+    cfg.n_kv_heads = 0;
+    hl_gpt *twin = hl_gpt_new(&cfg, &err);
+    ck_assert_msg(twin, "%s", err.message);
+    hm_ungrouped_twin(m, twin);
+    enum { N = 12 };
+    double got[N * N], want[N * N];
+    for (int kind = 0; kind < HL_COMPOSE_KINDS; kind++) {
+        ck_assert_int_eq(hl_composition_scores(m, kind, got, &err), HL_OK);
+        ck_assert_int_eq(hl_composition_scores(twin, kind, want, &err), HL_OK);
+        for (int i = 0; i < N * N; i++)
+            ck_assert_msg(isnan(got[i]) ? isnan(want[i]) : got[i] == want[i],
+                          "%s, pair %d: %.12g, ungrouped %.12g", hl_compose_kind_name(kind), i,
+                          got[i], want[i]);
+    }
+    ck_assert_int_eq(hl_heads_copying(m, got, &err), HL_OK);
+    ck_assert_int_eq(hl_heads_copying(twin, want, &err), HL_OK);
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(got[i] == want[i], "copying of head %d: %.12g, ungrouped %.12g", i, got[i],
+                      want[i]);
+    hl_gpt_free(twin);
+    hl_gpt_free(m);
+}
+END_TEST
+
 START_TEST(test_baseline_and_bad_input)
 {
     const double a = hl_composition_baseline(16, 4, 50, 1), b = hl_composition_baseline(16, 4, 50, 1);
@@ -175,6 +218,7 @@ Suite *composition_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_scores_match_direct_products);
     tcase_add_test(tc, test_pruned_models_keep_their_pairs_scores);
+    tcase_add_test(tc, test_grouped_query_matches_ungrouped);
     tcase_add_test(tc, test_baseline_and_bad_input);
     suite_add_tcase(s, tc);
     return s;

@@ -13,6 +13,7 @@
 #include "analysis/patching.h"
 #include "core/rng.h"
 #include "io/safetensors.h"
+#include "tests/head_models.h"
 #include "tests/testutil.h"
 
 #ifdef HL_REAL_DOUBLE
@@ -231,30 +232,6 @@ START_TEST(test_patching_bad_tasks)
 }
 END_TEST
 
-/* twin's parameters set from m's, the same model without grouped-query
- * attention: each query head's k and v rows of the in-projection copied from
- * its group's key/value head (m's layout: q of H heads, then k and v of K). */
-static void ungrouped_twin(const hl_gpt *m, hl_gpt *twin)
-{
-    const int H = m->cfg.n_heads, K = m->cfg.n_kv_heads, D = m->cfg.d_model / H;
-    for (size_t i = 0; i < hl_params_n_tensors(twin->params); i++) {
-        hl_tensor *to = hl_params_tensor(twin->params, i);
-        const hl_tensor *from = hl_params_find(m->params, to->name);
-        ck_assert_msg(from, "%s: not in the grouped model", to->name);
-        if (from->numel == to->numel) {
-            memcpy(to->data, from->data, sizeof *to->data * to->numel);
-            continue;
-        }
-        const size_t width = to->numel / (size_t)to->shape[0]; /* E for weights, 1 for biases */
-        for (int part = 0; part < 3; part++)
-            for (int h = 0; h < H; h++) {
-                const int src = part ? H + (part - 1) * K + h / (H / K) : h;
-                memcpy(to->data + ((size_t)part * H + h) * D * width,
-                       from->data + (size_t)src * D * width, sizeof *to->data * D * width);
-            }
-    }
-}
-
 /* Path patching on a grouped-query model: a receiver's k or v is its own copy
  * of its group's key/value head, as activation patching defines it, so every
  * path scores what it scores on the same model with each key/value head
@@ -275,7 +252,7 @@ START_TEST(test_paths_grouped_query)
     cfg.n_kv_heads = 0;
     hl_gpt *twin = hl_gpt_new(&cfg, &err);
     ck_assert_msg(twin, "%s", err.message);
-    ungrouped_twin(m, twin);
+    hm_ungrouped_twin(m, twin);
     hl_patch_task t;
     int32_t *buf;
     ck_assert_msg(hl_patch_induction_task(m, 3, -1, 0, 24, 11, &t, &buf, &err) == HL_OK, "%s",
