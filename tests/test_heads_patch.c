@@ -239,6 +239,9 @@ START_TEST(test_heads_patch_bad_input)
         {"patch --metric accuracy", "unknown --metric accuracy"},
         {"patch --act w", "unknown activation \"w\""},
         {"paths --act z", "unknown activation \"z\""},
+        /* More names than the command has kinds overran its list. */
+        {"paths --act q,q,q,q,q,q", "--act: \"q\" named twice"},
+        {"patch --act z,resid,resid_pre", "--act: \"resid_pre\" named twice"},
         {"patch --clean abcd", "--clean and --corrupt together"},
         {"logit-lens --act z", "drop --act"},
         {"ablate --act z", "--act belongs to patch"},

@@ -264,7 +264,8 @@ static const char *act_name(hl_act a)
     return names[a];
 }
 
-/* --act LIST -> acts (order kept); `allowed` are the kinds the command takes. */
+/* --act LIST -> acts (order kept, each once); `allowed` are the kinds the
+ * command takes, and acts has room for n_allowed. */
 static int parse_acts(const char *list, const hl_act *allowed, int n_allowed, hl_act *acts)
 {
     int n = 0;
@@ -286,7 +287,10 @@ static int parse_acts(const char *list, const hl_act *allowed, int n_allowed, hl
             heads_bad_input("--act: unknown activation \"%.*s\" (this command takes %s)",
                             (int)len, p, names);
         }
-        acts[n++] = allowed[found];
+        for (int i = 0; i < n; i++)
+            if (acts[i] == allowed[found])
+                heads_bad_input("--act: \"%.*s\" named twice", (int)len, p);
+        acts[n++] = allowed[found]; /* at most n_allowed, all different */
         p += len;
         if (*p)
             p++;
