@@ -506,6 +506,7 @@ hl_status hl_patch_paths_from(const hl_gpt *m, const hl_patch_task *t, hl_act ac
         s = capture(g, m, t->clean, t->B, t->T, &cl, NULL, NULL, err);
     if (s == HL_OK)
         s = capture(g, m, t->corrupt, t->B, t->T, &co, NULL, NULL, err);
+    const int step = copies_per_pass(m, t->B, t->T);
     for (int ls = 0; s == HL_OK && ls < c->n_layers; ls++)
         for (int hs = 0; s == HL_OK && hs < hl_gpt_layer_heads(c, ls); hs++)
             for (int lr = ls + 1; s == HL_OK && lr < c->n_layers &&
@@ -520,10 +521,14 @@ hl_status hl_patch_paths_from(const hl_gpt *m, const hl_patch_task *t, hl_act ac
                 }
                 const int H = hl_gpt_layer_heads(c, lr);
                 double *row = malloc(sizeof *row * (size_t)H);
-                const unit_range r = {H, 1, 0, H};
-                s = row ? patched_units(g, m, t, lr, act, input, &r, clean, corrupt, row,
-                                        err)
-                        : hl_error_set(err, HL_ERR_NOMEM, "patching: out of memory");
+                if (!row)
+                    s = hl_error_set(err, HL_ERR_NOMEM, "patching: out of memory");
+                /* Each receiver a copy of the batch, as many a pass as fit. */
+                for (int u0 = 0; s == HL_OK && u0 < H; u0 += step) {
+                    const unit_range r = {H, 1, u0, u0 + step < H ? u0 + step : H};
+                    s = patched_units(g, m, t, lr, act, input, &r, clean, corrupt, row + u0,
+                                      err);
+                }
                 for (int hr = 0; s == HL_OK && hr < H; hr++)
                     out[(size_t)hl_gpt_head_index(c, ls, hs) * N + hl_gpt_head_index(c, lr, hr)] =
                         row[hr];
