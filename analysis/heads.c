@@ -201,7 +201,8 @@ hl_status hl_heads_mean_outputs(const hl_gpt *m, const hl_eval_set *set, hl_head
 
 /* ---- importance ------------------------------------------------------------- */
 
-/* Σ_h |∂L/∂g_h| over the batches, each weighted by its share of the set. */
+/* Σ_h |∂L/∂g_h| over the batches, each weighted by its share of the set; L is
+ * the model's loss (hl_gpt_loss, soft-capped when the model is). */
 static hl_status accumulate_gate_grads(const hl_gpt *m, const hl_eval_set *set,
                                        const hl_gpt_run *run, double *raw, hl_error *err)
 {
@@ -216,7 +217,7 @@ static hl_status accumulate_gate_grads(const hl_gpt *m, const hl_eval_set *set,
         hl_tensor *logits = hl_gpt_forward(g, m, b.tokens, b.B, set->T, run);
         hl_tensor *loss = NULL;
         for (int k = 0; k < set->n_groups; k++) {
-            hl_tensor *ce = hl_cross_entropy(g, logits, b.targets[k], HL_EVAL_IGNORE);
+            hl_tensor *ce = hl_gpt_loss(g, m, logits, b.targets[k], HL_EVAL_IGNORE);
             loss = loss ? hl_add(g, loss, ce) : ce;
         }
         if (hl_graph_backward(g, loss) != HL_OK)

@@ -100,6 +100,59 @@ START_TEST(test_eval_matches_transformers)
 }
 END_TEST
 
+/* The mean next-token loss of eval.safetensors' logits, read through the
+ * soft cap c·tanh(z/c) when c > 0, in double. */
+static double capped_loss(const hl_tensor *logits, const hl_tensor *ids, double c)
+{
+    const int B = logits->shape[0], T = logits->shape[1], V = logits->shape[2];
+    double sum = 0;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t + 1 < T; t++) {
+            const hl_real *z = logits->data + ((size_t)b * T + t) * V;
+            double top = -INFINITY, total = 0;
+            for (int v = 0; v < V; v++)
+                top = fmax(top, c > 0 ? c * tanh(z[v] / c) : z[v]);
+            for (int v = 0; v < V; v++)
+                total += exp((c > 0 ? c * tanh(z[v] / c) : z[v]) - top);
+            const double zt = z[(int)ids->data[(size_t)b * T + t + 1]];
+            sum += top + log(total) - (c > 0 ? c * tanh(zt / c) : zt);
+        }
+    return sum / (B * (T - 1));
+}
+
+/* heads eval prints the loss the model trains on: through its soft cap
+ * (before, the plain cross-entropy of the raw logits it writes). */
+START_TEST(test_eval_softcap)
+{
+    make_folder();
+    char command[1024], out[4096], path[128];
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s/text.txt --softcap 1 --steps 4 --ctx 16 --d-model 16 "
+             "--heads 2 --layers 1 --batch 2 --eval-every 4 --sample 0 --no-report --out %s/capped",
+             temp_dir, temp_dir);
+    tu_run_ok(command);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads eval --model %s/capped/model.safetensors --text 'hello world 3' "
+             "--out %s/eval", temp_dir, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    const double got = number_after(out, "loss ");
+    hl_error err = {0};
+    hl_safetensors *f = NULL;
+    snprintf(path, sizeof path, "%s/eval/eval.safetensors", temp_dir);
+    ck_assert_msg(hl_safetensors_read(path, &f, &err) == HL_OK, "%s", err.message);
+    hl_tensor *logits = hl_safetensors_load(f, "logits", false, &err);
+    hl_tensor *ids = hl_safetensors_load(f, "input_ids", false, &err);
+    ck_assert(logits && ids);
+    const double capped = capped_loss(logits, ids, 1), plain = capped_loss(logits, ids, 0);
+    ck_assert_msg(fabs(got - capped) < 1e-4 && fabs(capped - plain) > 1e-2,
+                  "printed %.6f, capped %.6f, plain %.6f", got, capped, plain);
+    hl_tensor_free(logits);
+    hl_tensor_free(ids);
+    hl_safetensors_free(f);
+    remove_folder();
+}
+END_TEST
+
 /* Text through the folder's tokenizer, generation, export, and a fine-tuning
  * run whose checkpoint carries the tokenizer and resumes. */
 START_TEST(test_text_generate_export_finetune)
@@ -281,6 +334,7 @@ Suite *heads_pretrained_suite(void)
     TCase *tc = tcase_create("programs");
     tcase_set_timeout(tc, 0);
     tcase_add_test(tc, test_eval_matches_transformers);
+    tcase_add_test(tc, test_eval_softcap);
     tcase_add_test(tc, test_text_generate_export_finetune);
     tcase_add_test(tc, test_bad_input);
     tcase_add_test(tc, test_bad_files);

@@ -75,14 +75,15 @@ static void next_batch(train_source *src)
     src->targets[0] = src->y;
 }
 
-/* The sum of the groups' mean cross-entropies (an hl_loss_fn). */
+/* The sum of the groups' mean losses, soft-capped as the model's are (an
+ * hl_loss_fn). */
 static hl_tensor *finetune_loss(hl_graph *g, void *ctx)
 {
     const train_source *src = ctx;
     hl_tensor *logits = hl_gpt_forward(g, src->m, src->tokens, src->B, src->T, NULL);
     hl_tensor *loss = NULL;
     for (int k = 0; k < src->n_groups; k++) {
-        hl_tensor *ce = hl_cross_entropy(g, logits, src->targets[k], HL_EVAL_IGNORE);
+        hl_tensor *ce = hl_gpt_loss(g, src->m, logits, src->targets[k], HL_EVAL_IGNORE);
         loss = loss ? hl_add(g, loss, ce) : ce;
     }
     return loss;

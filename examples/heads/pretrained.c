@@ -172,7 +172,7 @@ int heads_run_eval(const options *o)
     hl_graph *g = hl_graph_new(0);
     hl_graph_set_grad_enabled(g, false);
     hl_tensor *logits = hl_gpt_forward(g, s.m, ids, B, T, NULL);
-    hl_tensor *loss = hl_cross_entropy(g, logits, targets, -1);
+    hl_tensor *loss = hl_gpt_loss(g, s.m, logits, targets, -1);
     if (hl_graph_failed(g))
         heads_fail(&g->error);
     print_ids(ids, B, T);
