@@ -89,6 +89,8 @@ typedef struct {
     double ov2, qk2;           /* ‖W_OV‖², ‖W_QK‖² */
 } head_grams;
 
+/* Leaves g empty, so a second call (the caller's cleanup after
+ * head_grams_get failed) frees nothing twice. */
 static void head_grams_free(head_grams *g)
 {
     hl_head_weights_free(&g->w);
@@ -96,6 +98,7 @@ static void head_grams_free(head_grams *g)
     free(g->gk);
     free(g->gv);
     free(g->go);
+    memset(g, 0, sizeof *g);
 }
 
 static hl_status head_grams_get(const hl_gpt *m, int l, int h, head_grams *g, hl_error *err)

@@ -64,8 +64,9 @@ static hl_status head_copying(const hl_gpt *m, int l, int h, const double *ue, d
     hl_matmul_d(D, E, E, w.v, 0, ue, 1, veu); /* v (D,E) · EᵀU (E,E) */
     hl_matmul_d(D, D, E, veu, 0, w.o, 0, mat); /* · o (E,D) */
     hl_head_weights_free(&w);
-    if (hl_eigenvalues(D, mat, re, im, err) != HL_OK)
-        return hl_error_set(err, err->status, "copying: L%dH%d: %s", l, h, err->message);
+    hl_error local = {0}; /* err keeps its first message: this one gets the head's name */
+    if (hl_eigenvalues(D, mat, re, im, &local) != HL_OK)
+        return hl_error_set(err, local.status, "copying: L%dH%d: %s", l, h, local.message);
     double sum = 0, abs_sum = 0;
     for (int i = 0; i < D; i++) {
         sum += re[i];

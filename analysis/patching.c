@@ -674,7 +674,7 @@ hl_status hl_patch_logit_attribution(const hl_gpt *m, const hl_patch_task *t, do
                         mu += (double)r[e] / E;
                     for (int e = 0; e < E; e++)
                         var += ((double)r[e] - mu) * ((double)r[e] - mu) / E;
-                    scale = 1 / sqrt(var + HL_GPT_LN_EPS);
+                    scale = 1 / sqrt(var + hl_gpt_norm_eps(c));
                     if (!centred)
                         mean = 0;
                 } else {

@@ -454,6 +454,21 @@ START_TEST(test_program_commands_write_their_files)
     ck_assert_ptr_nonnull(strstr(csv, "L1H1,1,\"' '\","));
     ck_assert_ptr_nonnull(strstr(csv, "L1H1,3,\"\\n\","));
     free(csv);
+    /* A quote in a label is doubled, the rest of the label kept: BPE learns
+     * " followed by a space as one token, "_\"" (written "_"" before). */
+    char command[1024];
+    snprintf(command, sizeof command,
+             "for i in $(seq 400); do printf 'He said \"ab\" and \"ab.\"\\n'; done > %s/q.txt "
+             "&& " HL_BUILD_DIR "/charlm --data %s/q.txt --vocab 300 --tokenizer bpe --steps 1 "
+             "--ctx 16 --d-model 16 --heads 2 --layers 1 --batch 2 --eval-every 1 --sample 0 "
+             "--no-report --out %s/bpe", dir, dir, dir);
+    tu_run_ok(command);
+    ck_assert_msg(heads(dir, out, sizeof out, "maps --model %s/bpe/model.safetensors --text "
+                        "'x\"ab. \"ab' --out %s/q") == 0, "%s", out);
+    snprintf(path, sizeof path, "%s/q/maps.csv", dir);
+    csv = (char *)slurp(path, &n);
+    ck_assert_msg(strstr(csv, "L0H0,1,\"\"\"\",") && strstr(csv, "L0H0,4,\"_\"\"\","), "%s", csv);
+    free(csv);
     ck_assert_msg(heads(dir, out, sizeof out, "circuits --model %s/forced.safetensors --out "
                         "%s/c") == 0, "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "random baseline"));

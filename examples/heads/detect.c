@@ -203,6 +203,18 @@ static int32_t *map_input(const options *o, const model_in *in, int *T)
     return x;
 }
 
+/* s as one CSV field: quoted, each quote inside doubled. */
+static void csv_text(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
 static int write_maps_csv(const options *o, const hl_gpt *m, const hl_tensor *maps,
                           const int32_t *x, const hl_vocab *vocab)
 {
@@ -217,12 +229,12 @@ static int write_maps_csv(const options *o, const hl_gpt *m, const hl_tensor *ma
                 int best = 0;
                 for (int j = 1; j <= t; j++)
                     best = a[t * T + j] > a[t * T + best] ? j : best;
-                char name[HL_HEAD_NAME_MAX], q[HL_TOKEN_LABEL_MAX], k[HL_TOKEN_LABEL_MAX];
-                /* Labels quoted, with quotes doubled, as CSV wants. */
-                fprintf(f, "%s,%d,\"%s\",%d,\"%s\",%.6f\n", hl_head_name(m, l, h, name), t,
-                        hl_token_label(x[t], vocab, q)[0] == '"' ? "\"\"" : q, best,
-                        hl_token_label(x[best], vocab, k)[0] == '"' ? "\"\"" : k,
-                        a[t * T + best]);
+                char name[HL_HEAD_NAME_MAX], label[HL_TOKEN_LABEL_MAX];
+                fprintf(f, "%s,%d,", hl_head_name(m, l, h, name), t);
+                csv_text(f, hl_token_label(x[t], vocab, label));
+                fprintf(f, ",%d,", best);
+                csv_text(f, hl_token_label(x[best], vocab, label));
+                fprintf(f, ",%.6f\n", a[t * T + best]);
             }
         }
     return heads_text_save(&csv, o->out, "maps.csv");
