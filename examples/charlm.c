@@ -54,7 +54,7 @@ typedef struct {
     int copy_span;
     double lr, dropout, temperature, clip, emb_std, rope_base, copy_windows, muon_lr, decay_frac;
     bool no_mlp, no_layernorm, no_report, tie, smear, parallel, no_bias, no_head_bias, zero_init;
-    bool ctx_given, muon_lr_given, decay_frac_given;
+    bool ctx_given, muon_lr_given, decay_frac_given, copy_span_given;
     bool model_given, rope_base_given, mlp_given, norm_given; /* flags the user wrote */
     bool d_model_given, heads_given, layers_given, dropout_given;
     bool qk_norm, doc_windows; /* the training recipe's options */
@@ -106,26 +106,36 @@ static void print_preset(const options *o)
            o->optim, o->muon_lr, o->lr, o->warmup, o->schedule, o->decay_frac);
 }
 
-/* The optimizer and schedule flags of a run, as its checkpoints keep them
- * (their "training" metadata), so that --resume continues with them. */
-static void format_training(const options *o, char *out, size_t size)
+/* The optimizer, schedule and data flags of a run, as its checkpoints keep
+ * them (their "training" metadata), so that --resume continues with them: T
+ * is the run's window (--ctx, shorter than the model's positions only when
+ * fine-tuning), copy_span the copied spans' length when --copy-windows. */
+static void format_training(const options *o, int T, int copy_span, char *out, size_t size)
 {
-    snprintf(out, size, "--optim %s --lr %.17g --muon-lr %.17g --warmup %d --schedule %s "
-             "--decay-frac %.17g --clip %.17g", o->optim, o->lr, o->muon_lr, o->warmup,
-             o->schedule, o->decay_frac, o->clip);
+    int n = snprintf(out, size, "--optim %s --lr %.17g --muon-lr %.17g --warmup %d --schedule %s "
+                     "--decay-frac %.17g --clip %.17g --batch %d --ctx %d", o->optim, o->lr,
+                     o->muon_lr, o->warmup, o->schedule, o->decay_frac, o->clip, o->batch, T);
+    if (o->copy_windows > 0 && n > 0 && (size_t)n < size)
+        n += snprintf(out + n, size - (size_t)n, " --copy-windows %.17g --copy-span %d",
+                      o->copy_windows, copy_span);
+    if (o->doc_windows && n > 0 && (size_t)n < size)
+        snprintf(out + n, size - (size_t)n, " --doc-windows");
 }
 
-/* The flags format_training writes, the only ones read_training takes. */
-static const char *const training_flags[] = {"--optim",    "--lr",         "--muon-lr", "--warmup",
-                                             "--schedule", "--decay-frac", "--clip"};
+/* The flags format_training writes, the only ones read_training takes; all
+ * but the last have a value. */
+static const char *const training_flags[] = {
+    "--optim", "--lr",    "--muon-lr",      "--warmup",      "--schedule",   "--decay-frac",
+    "--clip",  "--batch", "--ctx",          "--copy-windows", "--copy-span", "--doc-windows"};
 #define N_TRAINING_FLAGS (int)(sizeof training_flags / sizeof training_flags[0])
 
-static bool training_flag(const char *arg)
+/* 2 for a training flag with a value, 1 for --doc-windows, 0 for others. */
+static int training_flag(const char *arg)
 {
     for (int i = 0; i < N_TRAINING_FLAGS; i++)
         if (!strcmp(arg, training_flags[i]))
-            return true;
-    return false;
+            return i < N_TRAINING_FLAGS - 1 ? 2 : 1;
+    return 0;
 }
 
 /* --resume: the checkpoint's optimizer and schedule flags, parsed into o by
@@ -149,12 +159,15 @@ static void read_training(const char *path, const hl_opt *opts)
     if (saved && ok) {
         strcpy(text, saved);
         char *save = NULL;
+        bool value = false; /* the word after a flag that takes one */
         for (char *a = strtok_r(text, " ", &save); a && ok; a = strtok_r(NULL, " ", &save)) {
-            ok = n <= MAX_ARGS && (n % 2 == 0 || training_flag(a));
+            const int kind = value ? 0 : training_flag(a);
+            ok = n <= MAX_ARGS && (value || kind);
+            value = kind == 2;
             if (ok)
                 args[n++] = a;
         }
-        ok = ok && hl_cli_parse("charlm", opts, 1, n, args, stderr) == HL_CLI_OK;
+        ok = ok && !value && hl_cli_parse("charlm", opts, 1, n, args, stderr) == HL_CLI_OK;
     }
     if (!ok)
         hl_cli_bad_input("charlm", "%s: its training flags (\"training\" metadata) are not "
@@ -189,7 +202,8 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_TEXT("resume", &o.resume, "CKPT",
                        "continue a run from its checkpoint (the model config comes from the "
                        "checkpoint, and so do --optim, --lr, --muon-lr, --warmup, --schedule, "
-                       "--decay-frac and --clip unless given; --steps is the new total)"),
+                       "--decay-frac, --clip, --batch, --ctx, --copy-windows, --copy-span and "
+                       "--doc-windows unless given; --steps is the new total)"),
         HL_OPTION_TEXT("preset", &o.preset, "NAME",
                        "speedrun: the recipe of today's small-GPT speedruns (rope, rmsnorm, "
                        "--qk-norm, --mlp relu2, --zero-init, --softcap 30, --optim muon, "
@@ -281,7 +295,8 @@ static options parse_options(int argc, char **argv)
                        "a span of the window recurs later in it (copied over what followed); "
                        "validation text is never changed"),
         HL_OPTION_INT("copy-span", &o.copy_span, 1, 4096, "N",
-                      "the copied span's length in tokens, at most (ctx+1)/2", .dflt = "ctx/4"),
+                      "the copied span's length in tokens, at most (ctx+1)/2", .dflt = "ctx/4",
+                      .given = &o.copy_span_given),
         HL_OPTION_INT("eval-every", &o.eval_every, 1, 1e8, "N", "validation interval"),
         HL_OPTION_INT("seed", &o.seed, 0, 1 << 30, "N",
                       "seed of the initial weights, the batches, dropout and the sampling"),
@@ -311,7 +326,8 @@ static options parse_options(int argc, char **argv)
             hl_cli_bad_input("charlm", "unknown --preset %s (speedrun)", preset);
         if (resume)
             read_training(resume, opts);
-        o.muon_lr_given = o.decay_frac_given = false; /* the checkpoint's are not given */
+        /* the checkpoint's are not given */
+        o.muon_lr_given = o.decay_frac_given = o.copy_span_given = false;
         hl_cli_parse_or_exit("charlm", &usage, opts, argc, argv);
     }
     if (o.preset && (o.resume || o.init_from))
@@ -393,7 +409,7 @@ static options parse_options(int argc, char **argv)
     if (o.tokenizer && strcmp(o.tokenizer, "bytes") && !o.vocab)
         hl_cli_bad_input("charlm", "--tokenizer %s needs --vocab N, N > %d", o.tokenizer,
                          HL_VOCAB_BYTES);
-    if (o.copy_span && !o.copy_windows)
+    if (o.copy_span_given && !o.copy_windows)
         hl_cli_bad_input("charlm", "--copy-span without --copy-windows F, F > 0");
     if (o.vocab && o.resume)
         hl_cli_bad_input("charlm", "--vocab with --resume: the vocabulary comes from the "
@@ -1294,6 +1310,9 @@ static void setup(run *r, const options *o)
         check_same_tokens(r);
     /* A pretrained model may train on windows shorter than its positions. */
     const int n_ctx = r->m->cfg.n_ctx;
+    if ((o->init_from || o->resume) && o->ctx_given && o->ctx > n_ctx)
+        hl_cli_bad_input("charlm", "--ctx %d: the model of %s reads at most %d positions", o->ctx,
+                         o->resume ? o->resume : o->init_from, n_ctx);
     r->T = (o->init_from || o->resume) && o->ctx_given && o->ctx < n_ctx ? o->ctx : n_ctx;
     check_text_fits(r);
     setup_doc_windows(r);
@@ -1304,7 +1323,7 @@ static void setup(run *r, const options *o)
                              "window of ctx+1 = %d tokens", r->copy_span, r->T + 1);
     }
     hl_gpt_config_format(&r->m->cfg, r->config, sizeof r->config);
-    format_training(o, r->training, sizeof r->training);
+    format_training(o, r->T, r->copy_span, r->training, sizeof r->training);
     check_ranks_agree(r);
     if (r->lead && hl_fs_make_dirs(o->out)) {
         fprintf(stderr, "charlm: cannot create %s: %s\n", o->out, strerror(errno));

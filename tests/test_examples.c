@@ -582,6 +582,54 @@ START_TEST(test_charlm_resume_keeps_training)
 }
 END_TEST
 
+/* A resumed run keeps the data flags too (--batch, --copy-windows,
+ * --copy-span, --doc-windows, and the window of a fine-tuning run's --ctx):
+ * stopped at 10 steps and resumed to 20 without them, it writes the model of
+ * 20 steps straight (before, they fell back to their defaults without a
+ * word). A --ctx longer than the model's positions is refused. */
+START_TEST(test_charlm_resume_keeps_data_flags)
+{
+    tu_make_dir(temp_dir, "examples");
+    char path[256], command[2048], a[256], b[256];
+    write_verse_text(path, sizeof path);
+    snprintf(command, sizeof command,
+             "(cat %s; printf '\\f\\n'; cat %s) > %s/docs.txt", path, path, temp_dir);
+    tu_run_ok(command);
+    static const char *const runs[][2] = {
+        {"--ctx 16 --d-model 16 --heads 2 --layers 1",
+         "--batch 4 --copy-windows 0.5 --copy-span 3 --doc-windows"},
+        {"--init-from %s/docs/model.safetensors", "--ctx 8 --batch 3"},
+    };
+    for (int i = 0; i < 2; i++) {
+        char model[256];
+        snprintf(model, sizeof model, runs[i][0], temp_dir);
+        const char *common = "--eval-every 5 --sample 0 --no-report";
+        snprintf(command, sizeof command,
+                 HL_BUILD_DIR "/charlm --data %s/docs.txt %s %s %s --steps 20 --out %s/straight "
+                 "&& " HL_BUILD_DIR "/charlm --data %s/docs.txt %s %s %s --steps 10 --out %s/two "
+                 "&& " HL_BUILD_DIR "/charlm --data %s/docs.txt %s --steps 20 --out %s/two "
+                 "--resume %s/two/checkpoint.safetensors",
+                 temp_dir, model, runs[i][1], common, temp_dir, temp_dir, model, runs[i][1],
+                 common, temp_dir, temp_dir, common, temp_dir, temp_dir);
+        if (!i) /* the first run's model is the second's to fine-tune */
+            snprintf(command + strlen(command), sizeof command - strlen(command),
+                     " && cp -r %s/straight %s/docs", temp_dir, temp_dir);
+        tu_run_ok(command);
+        snprintf(a, sizeof a, "%s/straight/model.safetensors", temp_dir);
+        snprintf(b, sizeof b, "%s/two/model.safetensors", temp_dir);
+        ck_assert_msg(tu_same_file(a, b), "%s: resumed without the flags, another model",
+                      runs[i][1]);
+        snprintf(command, sizeof command, "rm -r %s/straight %s/two", temp_dir, temp_dir);
+        tu_run_ok(command);
+    }
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s/docs.txt --steps 20 --ctx 32 --out %s/long --resume "
+             "%s/docs/checkpoint.safetensors", temp_dir, temp_dir, temp_dir);
+    expect_failure(command, 2, "--ctx 32: the model of");
+    tu_remove_dir(temp_dir);
+}
+END_TEST
+
 /* charlm with --tokenizer bpe: the model file keeps the merges, a resumed run
  * reads them from the checkpoint, and heads labels its maps with BPE pieces. */
 START_TEST(test_charlm_bpe)
@@ -888,6 +936,7 @@ Suite *examples_suite(void)
     tcase_add_test(tc, test_charlm_modern);
     tcase_add_test(tc, test_charlm_preset);
     tcase_add_test(tc, test_charlm_resume_keeps_training);
+    tcase_add_test(tc, test_charlm_resume_keeps_data_flags);
     tcase_add_test(tc, test_charlm_bpe);
     tcase_add_test(tc, test_induction_script);
     tcase_add_test(tc, test_charlm_bad_input);
