@@ -163,7 +163,16 @@ static bool get_rope(const config_src *c, double default_fraction, double *base,
     const cJSON *scaling = item(c->root, "rope_scaling");
     if (params && !cJSON_IsObject(params))
         return fail(c, "\"rope_parameters\" must be an object");
-    for (const cJSON *p = params ? params : scaling; p; p = NULL) {
+    /* Both are read: with the two present, transformers 4 reads rope_scaling
+     * alone and 5 prefers it to rope_parameters. */
+    const cJSON *sources[] = {params, scaling};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *p = sources[i];
+        if (!p || cJSON_IsNull(p))
+            continue;
+        if (!cJSON_IsObject(p))
+            return fail(c, "\"%s\" must be an object or null",
+                        i ? "rope_scaling" : "rope_parameters");
         const cJSON *type = item(p, "rope_type") ? item(p, "rope_type") : item(p, "type");
         if (type && (!cJSON_IsString(type) || strcmp(type->valuestring, "default")))
             return fail(c, "rope type \"%.40s\" is not supported (only \"default\" rotary "
@@ -287,9 +296,10 @@ static bool parse_llama(const config_src *c, hl_hf_arch arch, hl_gpt_config *cfg
     if (act && (!cJSON_IsString(act) || strcmp(act->valuestring, "silu")))
         return fail(c, "\"hidden_act\" is \"%.40s\": only silu (SwiGLU) is supported",
                     cJSON_IsString(act) ? act->valuestring : "?");
-    const cJSON *tp = item(c->root, "pretraining_tp");
-    if (tp && !(cJSON_IsNumber(tp) && tp->valuedouble == 1))
-        return fail(c, "\"pretraining_tp\" must be 1");
+    /* pretraining_tp > 1 only slices the same products (transformers 4). */
+    int tp;
+    if (!get_int(c, KEYS("pretraining_tp"), 1, 1, &tp))
+        return false;
     /* In 64 bits: both factors may be up to 2^30. */
     if (cfg->d_model % cfg->n_heads ||
         (head_dim && (int64_t)head_dim * cfg->n_heads != cfg->d_model))
@@ -309,9 +319,13 @@ static bool parse_llama(const config_src *c, hl_hf_arch arch, hl_gpt_config *cfg
         attn_bias = true;
         cfg->no_out_bias = true;
     }
-    /* A window at least the context long never hides a key: take the window
+    /* Mistral's window: transformers' 4096 when the key is absent, none when
+     * it is null; Llama's config has none (a sliding_window there is unread).
+     * A window at least the context long never hides a key: take the window
      * as the context instead. */
-    if (window && window < cfg->n_ctx)
+    if (arch == HL_HF_MISTRAL && !cJSON_GetObjectItemCaseSensitive(c->root, "sliding_window"))
+        window = 4096;
+    if (arch == HL_HF_MISTRAL && window && window < cfg->n_ctx)
         cfg->n_ctx = window;
     cfg->rope_base = base;
     cfg->no_qkv_bias = !attn_bias;

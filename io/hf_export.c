@@ -1,5 +1,6 @@
 /* A GPT as a Hugging Face model folder: see hf.h. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +111,17 @@ static const char *gelu_name(const hl_gpt_config *c)
 }
 
 /* The rotary settings in transformers 5's form and the older one. */
+/* The fraction f of a head's D dims with int(D·f) = r, the rotated dims as
+ * transformers (and set_rotary in hf_config.c) compute them: r/D itself can
+ * land a dim short (D 44, r 30: int(44·(30/44)) is 29). */
+static double rotary_fraction(int r, int D)
+{
+    double f = (double)r / D;
+    while ((int)(D * f) < r)
+        f = nextafter(f, 2);
+    return f;
+}
+
 static void add_rope(cJSON *root, const hl_gpt_config *c, double fraction)
 {
     const double base = c->rope_base > 0 ? c->rope_base : HL_GPT_ROPE_BASE;
@@ -152,7 +164,7 @@ static cJSON *config_json(const hl_gpt *m, hl_hf_arch arch)
     cJSON_AddNumberToObject(root, "intermediate_size", F);
     cJSON_AddNumberToObject(root, "max_position_embeddings", c->n_ctx);
     if (arch == HL_HF_GPT_NEOX) {
-        const double fraction = c->rotary_dims ? (double)c->rotary_dims / D : 1;
+        const double fraction = c->rotary_dims ? rotary_fraction(c->rotary_dims, D) : 1;
         cJSON_AddStringToObject(root, "hidden_act", gelu_name(c));
         cJSON_AddNumberToObject(root, "layer_norm_eps", hl_gpt_norm_eps(c));
         cJSON_AddBoolToObject(root, "use_parallel_residual", c->parallel_residual);
@@ -172,7 +184,10 @@ static cJSON *config_json(const hl_gpt *m, hl_hf_arch arch)
     cJSON_AddNumberToObject(root, "rms_norm_eps", hl_gpt_norm_eps(c));
     add_rope(root, c, 1);
     if (arch == HL_HF_QWEN2) {
+        /* null too: some transformers 4 releases apply Qwen2Config's default
+         * window of 4,096 whatever use_sliding_window says. */
         cJSON_AddBoolToObject(root, "use_sliding_window", false);
+        cJSON_AddNullToObject(root, "sliding_window");
     } else {
         cJSON_AddBoolToObject(root, "attention_bias", !c->no_qkv_bias);
         cJSON_AddBoolToObject(root, "mlp_bias", !c->no_mlp_bias);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/rng.h"
 #include "io/hf.h"
 #include "io/hf_names.h"
 #include "io/model_io.h"
@@ -226,10 +227,36 @@ START_TEST(test_config_styles_and_refusals)
                         &cfg, &err) == HL_OK, "%s", err.message);
     ck_assert(!cfg.no_qkv_bias && cfg.no_out_bias && cfg.n_kv_heads == 1 &&
               cfg.rope_base == 1e6);
+    /* Mistral's window is transformers' 4096 when the key is absent, none when
+     * null; Llama reads no window; pretraining_tp only slices the products. */
+    static const struct {
+        const char *arch, *rest;
+        int n_ctx;
+    } windows[] = {
+        {"MistralForCausalLM", "", 4096},
+        {"MistralForCausalLM", ",\"sliding_window\":null", 8192},
+        {"MistralForCausalLM", ",\"sliding_window\":100", 100},
+        {"LlamaForCausalLM", ",\"sliding_window\":100,\"pretraining_tp\":2", 8192},
+    };
+    for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++) {
+        char json[512];
+        snprintf(json, sizeof json, "{\"architectures\":[\"%s\"]," LLAMA_BASE
+                 ",\"max_position_embeddings\":8192%s}", windows[i].arch, windows[i].rest);
+        ck_assert_msg(parse(json, &cfg, &err) == HL_OK, "%s: %s", json, err.message);
+        ck_assert_msg(cfg.n_ctx == windows[i].n_ctx, "%s: n_ctx %d", json, cfg.n_ctx);
+    }
     expect_refused("{\"architectures\":[\"BertModel\"]}", "architecture \"BertModel\"");
     expect_refused("{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE
                    ",\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":8}}",
                    "rope type \"llama3\"");
+    /* With rope_parameters too, which transformers reads second (it loaded,
+     * unscaled, before); a null rope_scaling is none. */
+    expect_refused("{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE
+                   ",\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":10000},"
+                   "\"rope_scaling\":{\"rope_type\":\"linear\",\"factor\":4}}",
+                   "rope type \"linear\"");
+    ck_assert_msg(parse("{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE
+                        ",\"rope_scaling\":null}", &cfg, &err) == HL_OK, "%s", err.message);
     expect_refused("{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE
                    ",\"hidden_act\":\"gelu\"}", "\"hidden_act\"");
     /* A base beyond hl_real's range would be inf in the rotary tables. */
@@ -517,36 +544,70 @@ static hl_real *logits_of(const hl_gpt *m, size_t *n)
     return copy;
 }
 
-/* Each fixture exported and imported again gives bitwise the same weights
- * and logits, and the same architecture. */
+/* m exported and imported again gives bitwise the same weights and logits,
+ * and the same architecture. */
+static void check_round_trip(hl_gpt *m, const char *name)
+{
+    char to[64];
+    hl_error err = {0};
+    snprintf(to, sizeof to, "/tmp/hl_export_XXXXXX");
+    ck_assert(mkdtemp(to));
+    ck_assert_msg(hl_hf_export(m, to, &err) == HL_OK, "%s: %s", name, err.message);
+    hl_gpt *back = hl_gpt_load(to, &err);
+    ck_assert_msg(back, "%s: %s", name, err.message);
+    ck_assert_uint_eq(hl_params_n_tensors(back->params), hl_params_n_tensors(m->params));
+    ck_assert_int_eq(back->cfg.rotary_dims, m->cfg.rotary_dims);
+    size_t n, n_back;
+    hl_real *a = logits_of(m, &n), *b = logits_of(back, &n_back);
+    ck_assert_uint_eq(n, n_back);
+    ck_assert_msg(!memcmp(a, b, n * sizeof *a), "%s: logits differ after export", name);
+    char why[300];
+    ck_assert_int_eq(hl_hf_arch_for(&back->cfg, why, sizeof why),
+                     hl_hf_arch_for(&m->cfg, why, sizeof why));
+    free(a);
+    free(b);
+    hl_gpt_free(back);
+    remove_folder(to);
+}
+
+/* Each fixture, and a GPT-NeoX model whose rotated share of a head (30 of
+ * 44 dims) written as 30/44 read back as 29 dims (refused as odd). */
 START_TEST(test_export_reimports_bitwise)
 {
     const char *const names[] = {"gpt2_tiny", "pythia_tiny", "llama_tiny"};
+    hl_error err = {0};
     for (int i = 0; i < 3; i++) {
-        char from[128], to[64];
+        char from[128];
         snprintf(from, sizeof from, HF "%s", names[i]);
-        hl_error err = {0};
         hl_gpt *m = hl_gpt_load(from, &err);
         ck_assert_msg(m, "%s", err.message);
-        snprintf(to, sizeof to, "/tmp/hl_export_XXXXXX");
-        ck_assert(mkdtemp(to));
-        ck_assert_msg(hl_hf_export(m, to, &err) == HL_OK, "%s", err.message);
-        hl_gpt *back = hl_gpt_load(to, &err);
-        ck_assert_msg(back, "%s: %s", names[i], err.message);
-        ck_assert_uint_eq(hl_params_n_tensors(back->params), hl_params_n_tensors(m->params));
-        size_t n, n_back;
-        hl_real *a = logits_of(m, &n), *b = logits_of(back, &n_back);
-        ck_assert_uint_eq(n, n_back);
-        ck_assert_msg(!memcmp(a, b, n * sizeof *a), "%s: logits differ after export", names[i]);
-        char why[300];
-        ck_assert_int_eq(hl_hf_arch_for(&back->cfg, why, sizeof why),
-                         hl_hf_arch_for(&m->cfg, why, sizeof why));
-        free(a);
-        free(b);
-        hl_gpt_free(back);
+        check_round_trip(m, names[i]);
         hl_gpt_free(m);
-        remove_folder(to);
     }
+    const hl_gpt_config cfg = {.vocab_in = 11, .vocab_out = 11, .n_ctx = 16, .d_model = 88,
+                               .n_heads = 2, .n_layers = 1, .mlp = HL_GPT_MLP_GELU,
+                               .norm = HL_GPT_NORM_LAYER, .pos = HL_GPT_POS_ROPE,
+                               .rotary_dims = 30, .parallel_residual = true,
+                               .no_head_bias = true, .emb_std = 0.02};
+    hl_gpt *m = hl_gpt_new(&cfg, &err);
+    ck_assert_msg(m, "%s", err.message);
+    hl_rng rng;
+    hl_rng_seed(&rng, 5);
+    hl_gpt_init_weights(m, &rng);
+    char why[300];
+    ck_assert_int_eq(hl_hf_arch_for(&m->cfg, why, sizeof why), HL_HF_GPT_NEOX);
+    check_round_trip(m, "GPT-NeoX, 30 of 44 dims rotated");
+    hl_gpt_free(m);
+    const hl_gpt_config qwen2 = {.vocab_in = 11, .vocab_out = 11, .n_ctx = 16, .d_model = 16,
+                                 .n_heads = 4, .n_kv_heads = 2, .n_layers = 1,
+                                 .mlp = HL_GPT_MLP_SWIGLU, .norm = HL_GPT_NORM_RMS,
+                                 .pos = HL_GPT_POS_ROPE, .no_out_bias = true,
+                                 .no_mlp_bias = true, .no_head_bias = true, .emb_std = 0.02};
+    ck_assert_msg(m = hl_gpt_new(&qwen2, &err), "%s", err.message);
+    hl_gpt_init_weights(m, &rng);
+    ck_assert_int_eq(hl_hf_arch_for(&m->cfg, why, sizeof why), HL_HF_QWEN2);
+    check_round_trip(m, "Qwen2");
+    hl_gpt_free(m);
 }
 END_TEST
 
