@@ -35,7 +35,7 @@
 #          MPI=1 (data-parallel training over Open MPI, compiled by mpicc, in build/mpi).
 
 REAL   ?= float
-PKGS   := libpng libcjson libpcre2-8 check
+PKGS   := libpng libcjson libpcre2-8 libutf8proc check
 
 ifeq ($(MPI),1)
   CC        := mpicc
@@ -66,7 +66,7 @@ else
   OMPFLAG := -fopenmp
 endif
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   = $(shell pkg-config --libs libpng libcjson libpcre2-8 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs libpng libcjson libpcre2-8 libutf8proc 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 # -ffp-contract=off: a*b+c is two roundings on every compiler (Clang would
 # fuse it by default); the kernels ask for FMA where they mean it.
@@ -211,7 +211,7 @@ install: $(LIB) $(SHARED) $(EXAMPLES)
 	    'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
 	    'Name: headlab' \
 	    'Description: graph-based autodiff for training small transformers and studying attention heads' \
-	    'Version: $(VERSION)' 'Requires.private: libpng libcjson libpcre2-8' \
+	    'Version: $(VERSION)' 'Requires.private: libpng libcjson libpcre2-8 libutf8proc' \
 	    'Cflags: -I$${includedir}/headlab $(REALFLAG)' \
 	    'Libs: -L$${libdir} -lheadlab' 'Libs.private: $(OMPFLAG) -lm' \
 	    >$(DESTDIR)$(LIBDIR)/pkgconfig/headlab.pc
@@ -303,7 +303,7 @@ endif
 # program cannot start another, so the suites that run the programs are left
 # out; they run natively on x86-64.
 ARM_PKGS := gcc-aarch64-linux-gnu qemu-user libc6:arm64 libgomp1:arm64 libpng-dev:arm64 \
-            libcjson-dev:arm64 libpcre2-dev:arm64 check:arm64
+            libcjson-dev:arm64 libpcre2-dev:arm64 libutf8proc-dev:arm64 check:arm64
 arm:
 	@tools/deps.sh $(ARM_PKGS)
 	@PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig \

@@ -235,6 +235,69 @@ START_TEST(test_llama3_style)
 }
 END_TEST
 
+/* The tokens of text[0..n) under v. */
+static int32_t *encode(const hl_vocab *v, const char *text, size_t n, size_t *n_tokens)
+{
+    hl_error err = {0};
+    int32_t *tokens;
+    ck_assert_msg(hl_vocab_encode(v, (const unsigned char *)text, n, &tokens, n_tokens, &err) ==
+                  HL_OK, "%s", err.message);
+    return tokens;
+}
+
+/* A tokenizer.json with normalizer NFC (Qwen2's, GPT-NeoX's; refused before)
+ * encodes a text as it encodes the text's NFC form: a decomposed "é" as the
+ * composed one, which the same tokenizer without the normalizer does not. A
+ * byte that is not UTF-8 stays as it is. The stored form keeps the
+ * normalizer; one it does not know is refused. */
+START_TEST(test_nfc_normalizer)
+{
+    char dir[64], command[512], path[128];
+    temp_dir(dir);
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    snprintf(command, sizeof command,
+             "sed 's/\"normalizer\": null/\"normalizer\": {\"type\": \"NFC\"}/' " LLAMA3_STYLE
+             " > %s && grep -q NFC %s", path, path);
+    tu_run_ok(command);
+    hl_vocab *v = load_ok(path), *plain = load_ok(LLAMA3_STYLE);
+    static const char composed[] = "caf\xc3\xa9 \xff\xc3\xa9t\xc3\xa9",
+                      decomposed[] = "cafe\xcc\x81 \xff" "e\xcc\x81te\xcc\x81";
+    size_t n_a, n_b, n_c;
+    int32_t *a = encode(v, composed, strlen(composed), &n_a);
+    int32_t *b = encode(v, decomposed, strlen(decomposed), &n_b);
+    int32_t *c = encode(plain, decomposed, strlen(decomposed), &n_c);
+    ck_assert_msg(n_a == n_b && !memcmp(a, b, n_a * sizeof *a), "NFC: %zu and %zu tokens", n_a,
+                  n_b);
+    ck_assert_msg(n_c != n_a || memcmp(a, c, n_a * sizeof *a), "no normalizer, same tokens");
+    unsigned char *back;
+    size_t back_len;
+    hl_error err = {0};
+    ck_assert(hl_vocab_decode(v, b, n_b, &back, &back_len, &err) == HL_OK);
+    ck_assert_msg(back_len == strlen(composed) && !memcmp(back, composed, back_len),
+                  "decodes to %.*s", (int)back_len, back);
+    free(back);
+    char *s = hl_vocab_format(v);
+    ck_assert_ptr_nonnull(strstr(s, "\nignore_merges 1\nnormalizer NFC\ntokens "));
+    hl_vocab *stored = hl_vocab_parse(s, &err);
+    ck_assert_msg(stored, "%s", err.message);
+    free(c);
+    c = encode(stored, decomposed, strlen(decomposed), &n_c);
+    ck_assert(n_c == n_a && !memcmp(a, c, n_a * sizeof *a));
+    char *nfd = strstr(s, "normalizer NFC");
+    memcpy(nfd + strlen("normalizer NF"), "D", 1);
+    ck_assert_ptr_null(hl_vocab_parse(s, &err));
+    ck_assert_msg(strstr(err.message, "the normalizer is NFC"), "%s", err.message);
+    free(s);
+    free(a);
+    free(b);
+    free(c);
+    hl_vocab_free(stored);
+    hl_vocab_free(plain);
+    hl_vocab_free(v);
+    remove_dir(dir);
+}
+END_TEST
+
 /* format -> parse gives the same tokenizer (same tokens on every case) and
  * the same string again. */
 START_TEST(test_stored_form)
@@ -418,8 +481,10 @@ START_TEST(test_refusals)
                    "SentencePiece", NULL);
     expect_refused("tokenizer.json", "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true}}",
                    "model.byte_fallback", "SentencePiece", "--token-ids", NULL);
-    expect_refused("tokenizer.json", "{\"normalizer\": {\"type\": \"NFC\"}, " MODEL("{}", "[]") "}",
-                   "normalizer", "SentencePiece", NULL);
+    expect_refused("tokenizer.json", "{\"normalizer\": {\"type\": \"NFKC\"}, " MODEL("{}", "[]") "}",
+                   "normalizer", "only null or NFC", "SentencePiece", NULL);
+    expect_refused("tokenizer.json", "{\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": "
+                   "[]}, " MODEL("{}", "[]") "}", "normalizer", NULL);
     expect_refused("tokenizer.json", "{\"pre_tokenizer\": {\"type\": \"Metaspace\"}, "
                    MODEL("{}", "[]") "}", "pre_tokenizer.type", "Metaspace", "SentencePiece",
                    NULL);
@@ -643,6 +708,7 @@ Suite *pretrained_suite(void)
     tcase_add_test(tc, test_pieces_are_bytes);
     tcase_add_test(tc, test_invalid_utf8);
     tcase_add_test(tc, test_llama3_style);
+    tcase_add_test(tc, test_nfc_normalizer);
     tcase_add_test(tc, test_stored_form);
     tcase_add_test(tc, test_cut);
     tcase_add_test(tc, test_refusals);

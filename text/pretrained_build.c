@@ -339,6 +339,7 @@ hl_vocab *hl_pretrained_build(const hl_pretrained_spec *spec, hl_error *err)
     }
     v->size = spec->size;
     v->pretrained->ignore_merges = spec->ignore_merges;
+    v->pretrained->nfc = spec->nfc;
     if (build_pieces(v, spec, err) != HL_OK || build_merges(v, spec, err) != HL_OK ||
         compile_pattern(v->pretrained, spec->pattern ? spec->pattern : "", spec->pattern_at,
                         err) != HL_OK) {

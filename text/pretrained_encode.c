@@ -1,9 +1,10 @@
-/* Encoding with a pretrained vocabulary: added tokens first, then the
- * pre-tokenizer's regex on the text between them, then the merges by rank on
- * each pre-token (vocab.h). */
+/* Encoding with a pretrained vocabulary: the normalizer (NFC) if it has one,
+ * added tokens, then the pre-tokenizer's regex on the text between them, then
+ * the merges by rank on each pre-token (vocab.h). */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "text/pretrained_impl.h"
@@ -100,7 +101,8 @@ static size_t next_chunk(void *ctx, const unsigned char *text, size_t n, size_t 
     return end;
 }
 
-hl_status hl_pretrained_encode(const hl_vocab *v, const unsigned char *text, size_t n,
+/* The text as the normalizer leaves it, encoded. */
+static hl_status encode_normal(const hl_vocab *v, const unsigned char *text, size_t n,
                                int32_t **tokens, size_t *n_tokens, hl_error *err)
 {
     const struct hl_pretrained *p = v->pretrained;
@@ -124,6 +126,23 @@ hl_status hl_pretrained_encode(const hl_vocab *v, const unsigned char *text, siz
     pcre2_jit_stack_free(c.stack);
     pcre2_match_context_free(c.mc);
     pcre2_match_data_free(c.md);
+    return st;
+}
+
+hl_status hl_pretrained_encode(const hl_vocab *v, const unsigned char *text, size_t n,
+                               int32_t **tokens, size_t *n_tokens, hl_error *err)
+{
+    if (!v->pretrained->nfc)
+        return encode_normal(v, text, n, tokens, n_tokens, err);
+    unsigned char *normal;
+    size_t len;
+    if (!hl_pretrained_normalize(text, n, &normal, &len)) {
+        *tokens = NULL;
+        *n_tokens = 0;
+        return hl_error_set(err, HL_ERR_NOMEM, "vocab: out of memory normalizing %zu bytes", n);
+    }
+    const hl_status st = encode_normal(v, normal, len, tokens, n_tokens, err);
+    free(normal);
     return st;
 }
 

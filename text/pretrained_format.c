@@ -5,6 +5,8 @@
  *     headlab-pretrained-1
  *     pattern REGEX
  *     ignore_merges 0|1
+ *     normalizer NFC   only for a tokenizer that normalizes (absent before
+ *                      headlab read normalizers: readers without it refuse)
  *     tokens N
  *     t PIECE        N lines, token 0 first; "a PIECE" for an added token
  *     merges M
@@ -31,7 +33,8 @@ char *hl_pretrained_format(const hl_vocab *v)
         return NULL;
     at += sprintf(at, "%s\npattern ", HL_PRETRAINED_HEADER);
     at = hl_vocab_escape(at, (const unsigned char *)p->pattern, pattern_len);
-    at += sprintf(at, "\nignore_merges %d\ntokens %d", p->ignore_merges ? 1 : 0, v->size);
+    at += sprintf(at, "\nignore_merges %d%s\ntokens %d", p->ignore_merges ? 1 : 0,
+                  p->nfc ? "\nnormalizer NFC" : "", v->size);
     bool *added = calloc((size_t)v->size, sizeof *added);
     if (!added) {
         free(s);
@@ -201,6 +204,15 @@ hl_vocab *hl_pretrained_parse(const char *s, hl_error *err)
         goto done;
     }
     spec.ignore_merges = flag[0] == '1';
+    if (r.at && !strncmp(r.at, "normalizer ", 11)) {
+        if (!keyed_line(&r, "normalizer", &flag, &flag_len))
+            goto done;
+        if (flag_len != 3 || strncmp(flag, "NFC", 3)) {
+            hl_error_set(err, HL_ERR_FORMAT, "vocab line %d: the normalizer is NFC", r.line);
+            goto done;
+        }
+        spec.nfc = true;
+    }
     if (parse_body(&r, &spec, scratch))
         v = hl_pretrained_build(&spec, err);
 done:

@@ -36,6 +36,7 @@ typedef struct hl_pretrained_spec {
     int n_merges;
     char *pattern;              /* the pre-tokenizer's regex, PCRE2 syntax */
     bool ignore_merges;         /* a pre-token that is a piece whole is that token */
+    bool nfc;                   /* the text is put in Unicode NFC first (normalizer NFC) */
     /* where each part was read, for messages ("FILE: model.vocab") */
     const char *vocab_at, *merges_at, *pattern_at;
 } hl_pretrained_spec;
@@ -44,6 +45,7 @@ struct hl_pretrained {
     void *code;                 /* the compiled pattern (pcre2_code_8) */
     char *pattern;
     bool ignore_merges;
+    bool nfc;                   /* hl_pretrained_normalize before encoding */
     bool known_pattern;         /* GPT-2's, Llama 3's or Qwen2's: hl_vocab_cut may cut */
     int32_t byte_token[256];    /* the token of each single byte */
     int n_merges;
@@ -57,6 +59,12 @@ struct hl_pretrained {
     int32_t *added;             /* the added tokens, longest first */
     int n_added;
 };
+
+/* text[0..n) in Unicode NFC into *out (malloc'd, *out_len bytes): each
+ * run of valid UTF-8 composed as Hugging Face's NFC normalizer does, any
+ * other byte kept as it is. False when out of memory. */
+bool hl_pretrained_normalize(const unsigned char *text, size_t n, unsigned char **out,
+                             size_t *out_len);
 
 /* Grows spec to hold ids 0..id (id < HL_VOCAB_MAX); false when out of memory
  * or out of range. */

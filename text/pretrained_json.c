@@ -231,9 +231,14 @@ hl_vocab *hl_pretrained_load_json(const char *path, const char *text, size_t n, 
         hl_error_set(err, HL_ERR_FORMAT, "%s: not a JSON object", path);
         goto done;
     }
-    if (normalizer && !cJSON_IsNull(normalizer)) {
-        hl_error_set(err, HL_ERR_FORMAT, "%s: normalizer is set (only null is supported): "
-                     SENTENCEPIECE, path);
+    /* NFC (Qwen2's, GPT-NeoX's) composes the text first; any other
+     * normalizer (SentencePiece's replacements, lowercasing) is refused. */
+    const cJSON *kind = normalizer ? field(normalizer, "type") : NULL;
+    spec.nfc = cJSON_IsObject(normalizer) && cJSON_IsString(kind) &&
+               !strcmp(kind->valuestring, "NFC") && cJSON_GetArraySize(normalizer) == 1;
+    if (normalizer && !cJSON_IsNull(normalizer) && !spec.nfc) {
+        hl_error_set(err, HL_ERR_FORMAT, "%s: normalizer is set (only null or NFC is "
+                     "supported): " SENTENCEPIECE, path);
         goto done;
     }
     if (check_model(path, model, err) != HL_OK ||

@@ -4,7 +4,7 @@
 # Uses apt-get as root, sudo apt-get otherwise; downloads nothing from anywhere else.
 set -eu
 
-need="gcc make pkg-config libpng-dev check libcjson-dev libpcre2-dev $*"
+need="gcc make pkg-config libpng-dev check libcjson-dev libpcre2-dev libutf8proc-dev $*"
 missing=""
 for pkg in $need; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
