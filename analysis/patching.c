@@ -134,6 +134,17 @@ static hl_status run_metric(hl_graph *g, const hl_gpt *m, const hl_patch_task *t
     return HL_OK;
 }
 
+/* A graph in evaluation mode: no dropout in any pass, whatever the model
+ * was trained with (a graph starts in training mode). NULL when out of
+ * memory. */
+static hl_graph *eval_graph(void)
+{
+    hl_graph *g = hl_graph_new(0);
+    if (g)
+        hl_graph_set_training(g, false);
+    return g;
+}
+
 /* Whether two metrics differ enough to normalise by (HL_ERR_ARG if not). */
 static hl_status check_gap(double clean, double corrupt, hl_error *err)
 {
@@ -148,7 +159,7 @@ hl_status hl_patch_baselines(const hl_gpt *m, const hl_patch_task *t, double *cl
 {
     if (check_task(m, t, err) != HL_OK)
         return err->status;
-    hl_graph *g = hl_graph_new(0);
+    hl_graph *g = eval_graph();
     if (!g)
         return hl_error_set(err, HL_ERR_NOMEM, "patching: out of memory");
     hl_status s = run_metric(g, m, t, t->clean, 1, NULL, clean, err);
@@ -186,7 +197,7 @@ hl_status hl_patch_sequence_metrics(const hl_gpt *m, const hl_patch_task *t, dou
 {
     if (check_task(m, t, err) != HL_OK)
         return err->status;
-    hl_graph *g = hl_graph_new(0);
+    hl_graph *g = eval_graph();
     if (!g)
         return hl_error_set(err, HL_ERR_NOMEM, "patching: out of memory");
     hl_status s = sequence_metrics(g, m, t, t->clean, clean, err);
@@ -369,7 +380,7 @@ hl_status hl_patch_heads(const hl_gpt *m, const hl_patch_task *t, hl_act act, bo
     const hl_gpt_config *c = &m->cfg;
     const int per = per_position ? t->T : 1;
     fill_nan(out, (size_t)c->n_layers * c->n_heads * per);
-    hl_graph *g = hl_graph_new(0);
+    hl_graph *g = eval_graph();
     if (!g)
         return hl_error_set(err, HL_ERR_NOMEM, "patching: out of memory");
     captured cl;
@@ -394,7 +405,7 @@ hl_status hl_patch_resid(const hl_gpt *m, const hl_patch_task *t, double *out, h
     if (hl_patch_baselines(m, t, &clean, &corrupt, err) != HL_OK)
         return err->status;
     const int L = m->cfg.n_layers, T = t->T;
-    hl_graph *g = hl_graph_new(0);
+    hl_graph *g = eval_graph();
     if (!g)
         return hl_error_set(err, HL_ERR_NOMEM, "patching: out of memory");
     captured cl;
@@ -499,7 +510,7 @@ hl_status hl_patch_paths_from(const hl_gpt *m, const hl_patch_task *t, hl_act ac
     const hl_gpt_config *c = &m->cfg;
     const int N = hl_gpt_total_heads(c);
     fill_nan(out, (size_t)N * N);
-    hl_graph *g = hl_graph_new(0), *side = hl_graph_new(0);
+    hl_graph *g = eval_graph(), *side = eval_graph();
     captured cl = {0}, co = {0};
     hl_status s = g && side ? HL_OK : hl_error_set(err, HL_ERR_NOMEM, "patching: out of memory");
     if (s == HL_OK)
@@ -554,7 +565,7 @@ hl_status hl_patch_attrib_heads(const hl_gpt *m, const hl_patch_task *t, hl_act 
     const hl_gpt_config *c = &m->cfg;
     const int per = per_position ? t->T : 1;
     fill_nan(out, (size_t)c->n_layers * c->n_heads * per);
-    hl_graph *g = hl_graph_new(0);
+    hl_graph *g = eval_graph();
     if (!g)
         return hl_error_set(err, HL_ERR_NOMEM, "patching: out of memory");
     /* Two forward passes and one backward: the clean run's activations and
@@ -634,7 +645,7 @@ hl_status hl_patch_logit_attribution(const hl_gpt *m, const hl_patch_task *t, do
     const hl_gpt_config *c = &m->cfg;
     const int L = c->n_layers, E = c->d_model, T = t->T;
     fill_nan(out, (size_t)L * c->n_heads);
-    hl_graph *g = hl_graph_new(0);
+    hl_graph *g = eval_graph();
     double *dir = malloc(sizeof *dir * (size_t)E), *vec = malloc(sizeof *vec * (size_t)E);
     captured cl = {0};
     hl_status s = g && dir && vec ? capture(g, m, t->clean, t->B, T, &cl, NULL, NULL, err)
@@ -705,7 +716,7 @@ hl_status hl_patch_logit_lens(const hl_gpt *m, const hl_patch_task *t, int k, do
     const int L = c->n_layers, T = t->T, V = c->vocab_out;
     if (k < 0 || k > V)
         return hl_error_set(err, HL_ERR_ARG, "logit lens: k %d is not in 0..%d", k, V);
-    hl_graph *g = hl_graph_new(0);
+    hl_graph *g = eval_graph();
     if (!g)
         return hl_error_set(err, HL_ERR_NOMEM, "patching: out of memory");
     captured cl;

@@ -153,6 +153,48 @@ START_TEST(test_eval_softcap)
 }
 END_TEST
 
+/* A model trained with dropout evaluates without it: heads eval and
+ * logit-lens give what the same weights with dropout 0 give (before, they ran
+ * in training mode and dropped half the activations). */
+START_TEST(test_eval_without_dropout)
+{
+    make_folder();
+    char command[1024], out[2][4096], from[128], to[128];
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s/text.txt --dropout 0.5 --steps 4 --ctx 16 "
+             "--d-model 16 --heads 2 --layers 2 --batch 2 --eval-every 4 --sample 0 --no-report "
+             "--out %s/drop", temp_dir, temp_dir);
+    tu_run_ok(command);
+    snprintf(from, sizeof from, "%s/drop/model.safetensors", temp_dir);
+    snprintf(to, sizeof to, "%s/drop/none.safetensors", temp_dir);
+    hl_error err = {0};
+    hl_safetensors *f = NULL;
+    ck_assert_msg(hl_safetensors_read(from, &f, &err) == HL_OK, "%s", err.message);
+    char config[1024];
+    snprintf(config, sizeof config, "%s", hl_safetensors_metadata(f, "config"));
+    hl_safetensors_free(f);
+    char *at = strstr(config, "dropout=0.5 ");
+    ck_assert_msg(at, "%s", config);
+    memmove(at + strlen("dropout=0"), at + strlen("dropout=0.5"), strlen(at + 11) + 1);
+    const char *keys[] = {"format", "step", "pruned_heads", "task"};
+    tu_set_metadata(from, to, keys, 4, "config", config);
+    static const char *const commands[] = {
+        "eval --text 'hello world 3'", "logit-lens --clean abcdefgh --corrupt abcdxfgh"};
+    for (int c = 0; c < 2; c++) {
+        for (int k = 0; k < 2; k++) {
+            snprintf(command, sizeof command, HL_BUILD_DIR "/heads %s --model %s --out %s/o",
+                     commands[c], k ? to : from, temp_dir);
+            ck_assert_msg(tu_run(command, out[k], sizeof out[k]) == 0, "%s", out[k]);
+        }
+        /* all but a first line naming the model */
+        const char *a = c ? strchr(out[0], '\n') : out[0], *b = c ? strchr(out[1], '\n') : out[1];
+        ck_assert_msg(a && b && !strcmp(a, b), "%s: with dropout 0.5\n%s\nwith 0\n%s",
+                      commands[c], out[0], out[1]);
+    }
+    remove_folder();
+}
+END_TEST
+
 /* Text through the folder's tokenizer, generation, export, and a fine-tuning
  * run whose checkpoint carries the tokenizer and resumes. */
 START_TEST(test_text_generate_export_finetune)
@@ -335,6 +377,7 @@ Suite *heads_pretrained_suite(void)
     tcase_set_timeout(tc, 0);
     tcase_add_test(tc, test_eval_matches_transformers);
     tcase_add_test(tc, test_eval_softcap);
+    tcase_add_test(tc, test_eval_without_dropout);
     tcase_add_test(tc, test_text_generate_export_finetune);
     tcase_add_test(tc, test_bad_input);
     tcase_add_test(tc, test_bad_files);

@@ -171,6 +171,7 @@ int heads_run_eval(const options *o)
         targets[i] = (i + 1) % (size_t)T ? ids[i + 1] : -1;
     hl_graph *g = hl_graph_new(0);
     hl_graph_set_grad_enabled(g, false);
+    hl_graph_set_training(g, false); /* no dropout, whatever the model trained with */
     hl_tensor *logits = hl_gpt_forward(g, s.m, ids, B, T, NULL);
     hl_tensor *loss = hl_gpt_loss(g, s.m, logits, targets, -1);
     if (hl_graph_failed(g))
