@@ -363,11 +363,12 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
          * rotation.) */
         hl_tensor *qkv = hl_linear(g, query, m->in_proj_weight, m->in_proj_bias);
         const double base = m->cfg.rotary_base > 0 ? m->cfg.rotary_base : 0;
-        if (K == H && m->cfg.rotary_dims == D)
+        /* 0: all of D rotated, or none without a base (an odd D then too) */
+        const int rot = base > 0 && m->cfg.rotary_dims != D ? m->cfg.rotary_dims : 0;
+        if (K == H && rot == 0)
             qh = hl_qkv_heads(g, qkv, H, (hl_real)base, &kh, &vh);
         else
-            qh = hl_qkv_heads_grouped(g, qkv, H, K, (hl_real)base, m->cfg.rotary_dims, &kh,
-                                      &vh);
+            qh = hl_qkv_heads_grouped(g, qkv, H, K, (hl_real)base, rot, &kh, &vh);
         kh = ungroup(g, m, kh);
         vh = ungroup(g, m, vh);
     } else {

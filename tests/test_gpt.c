@@ -669,6 +669,36 @@ START_TEST(test_gpt_sinusoidal_positions)
 }
 END_TEST
 
+/* Grouped-query attention with an odd head width and no rotary positions
+ * computes what the same model ungrouped does (it failed at the first step:
+ * the split op was asked to rotate all 3 of each head's dims). */
+START_TEST(test_gpt_grouped_odd_head_width)
+{
+    hl_gpt_config cfg = {.vocab_in = 12, .vocab_out = 12, .n_ctx = 8, .d_model = 6,
+                         .n_heads = 2, .n_kv_heads = 1, .n_layers = 1,
+                         .mlp = HL_GPT_MLP_GELU, .norm = HL_GPT_NORM_LAYER, .emb_std = 1};
+    hl_error err = {0};
+    hl_gpt *m = hl_gpt_new(&cfg, &err);
+    ck_assert_msg(m, "%s", err.message);
+    hl_rng rng;
+    hl_rng_seed(&rng, 4);
+    hl_gpt_init_weights(m, &rng);
+    cfg.n_kv_heads = 0;
+    hl_gpt *twin = hl_gpt_new(&cfg, &err);
+    ck_assert_msg(twin, "%s", err.message);
+    hm_ungrouped_twin(m, twin);
+    const int32_t tokens[8] = {3, 1, 4, 1, 5, 9, 2, 6};
+    hl_graph *g = hl_graph_new(0);
+    hl_tensor *a = hl_gpt_forward(g, m, tokens, 1, 8, NULL);
+    hl_tensor *b = hl_gpt_forward(g, twin, tokens, 1, 8, NULL);
+    ck_assert_msg(!hl_graph_failed(g), "%s", hl_graph_message(g));
+    tu_assert_close("grouped against ungrouped logits", a->data, b->data, a->numel, 1e-6);
+    hl_graph_free(g);
+    hl_gpt_free(twin);
+    hl_gpt_free(m);
+}
+END_TEST
+
 Suite *gpt_suite(void)
 {
     Suite *s = suite_create("gpt");
@@ -684,6 +714,7 @@ Suite *gpt_suite(void)
     tcase_add_test(tc, test_gpt_errors);
     tcase_add_test(tc, test_gpt_recipe);
     tcase_add_test(tc, test_gpt_size_limits);
+    tcase_add_test(tc, test_gpt_grouped_odd_head_width);
     suite_add_tcase(s, tc);
     return s;
 }
