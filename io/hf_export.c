@@ -48,8 +48,16 @@ static bool common_ok(const hl_gpt_config *c, char *why, size_t size)
     return true;
 }
 
+/* Whether query heads share key/value heads (which GPT-2 and GPT-NeoX lack). */
+static bool grouped(const hl_gpt_config *c)
+{
+    return c->n_kv_heads && c->n_kv_heads != c->n_heads;
+}
+
 static bool gpt2_ok(const hl_gpt_config *c, char *why, size_t size)
 {
+    if (grouped(c))
+        return differs(why, size, "GPT-2 has no grouped-query attention");
     if (c->mlp != HL_GPT_MLP_GELU && c->mlp != HL_GPT_MLP_GELU_TANH)
         return differs(why, size, "GPT-2 has a GELU MLP, not %s", hl_gpt_mlp_name(c->mlp));
     if (c->parallel_residual)
@@ -63,7 +71,7 @@ static bool neox_ok(const hl_gpt_config *c, char *why, size_t size)
 {
     if (c->mlp != HL_GPT_MLP_GELU && c->mlp != HL_GPT_MLP_GELU_TANH)
         return differs(why, size, "GPT-NeoX has a GELU MLP, not %s", hl_gpt_mlp_name(c->mlp));
-    if (c->n_kv_heads)
+    if (grouped(c))
         return differs(why, size, "GPT-NeoX has no grouped-query attention");
     if (c->no_qkv_bias != c->no_out_bias || c->no_mlp_bias)
         return differs(why, size, "GPT-NeoX's attention linears all have biases or none, and "
@@ -110,7 +118,6 @@ static const char *gelu_name(const hl_gpt_config *c)
     return c->mlp == HL_GPT_MLP_GELU_TANH ? "gelu_new" : "gelu";
 }
 
-/* The rotary settings in transformers 5's form and the older one. */
 /* The fraction f of a head's D dims with int(D·f) = r, the rotated dims as
  * transformers (and set_rotary in hf_config.c) compute them: r/D itself can
  * land a dim short (D 44, r 30: int(44·(30/44)) is 29). */
@@ -122,6 +129,7 @@ static double rotary_fraction(int r, int D)
     return f;
 }
 
+/* The rotary settings in transformers 5's form and the older one. */
 static void add_rope(cJSON *root, const hl_gpt_config *c, double fraction)
 {
     const double base = c->rope_base > 0 ? c->rope_base : HL_GPT_ROPE_BASE;

@@ -622,6 +622,11 @@ START_TEST(test_export_refusals)
     ck_assert_msg(strstr(why, "head bias"), "%s", why);
     cfg.no_head_bias = true;
     ck_assert_int_eq(hl_hf_arch_for(&cfg, why, sizeof why), HL_HF_GPT2);
+    /* exported as GPT-2 before, a folder whose c_attn no loader could read */
+    cfg.n_kv_heads = 1;
+    ck_assert_int_eq(hl_hf_arch_for(&cfg, why, sizeof why), HL_HF_ARCHS);
+    ck_assert_msg(strstr(why, "GPT-2 has no grouped-query attention"), "%s", why);
+    cfg.n_kv_heads = 0;
     cfg.smear_keys = true;
     ck_assert_int_eq(hl_hf_arch_for(&cfg, why, sizeof why), HL_HF_ARCHS);
     ck_assert_msg(strstr(why, "smeared keys"), "%s", why);
