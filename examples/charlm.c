@@ -969,9 +969,9 @@ static void load_tokens(run *r)
      * string and its size). A new run takes the file's own. */
     if (r->vocab && (hl_token_vocab_hash(model_vocab, strlen(model_vocab)) != train->vocab_hash ||
                      (int64_t)train->vocab_size != hl_vocab_size(r->vocab))) {
+        const char *from = r->o.resume ? r->o.resume : r->o.init_from;
         fprintf(stderr, "charlm: %s/train.tok was made with another vocabulary than the "
-                "model's in %s (tokenize it with --vocab-from %s)\n", r->o.tokens, r->o.resume,
-                r->o.resume);
+                "model's in %s (tokenize it with --vocab-from %s)\n", r->o.tokens, from, from);
         hl_dist_abort(2);
     }
     if (!r->vocab && !(r->vocab = hl_vocab_parse(model_vocab, &err))) {
@@ -1097,7 +1097,9 @@ static hl_gpt *build_model(const options *o, hl_vocab **vocab, hl_error *err)
     if (from) {
         hl_gpt_meta meta;
         hl_gpt *m = hl_gpt_load_meta(from, &meta, err);
-        if (m && !meta.vocab) {
+        /* Fine-tuning a model without a tokenizer headlab reads takes the
+         * token files' vocabulary (load_tokens, checked in setup). */
+        if (m && !meta.vocab && (o->resume || !o->tokens)) {
             hl_error_set(err, HL_ERR_FORMAT, "%s %s", from,
                          o->resume ? "is not a text model's checkpoint"
                                    : "has no tokenizer headlab reads (tokenizer.json, vocab.json "
@@ -1303,6 +1305,15 @@ static void setup(run *r, const options *o)
     }
     if (o->resume || o->init_from)
         load(r);
+    /* The token files' vocabulary, when the pretrained model brought none:
+     * one token for each of the model's (a pretrained one may be fewer, as
+     * padded embeddings are), as a model file must store it. */
+    const int size = hl_vocab_size(r->vocab), in = r->m->cfg.vocab_in, out = r->m->cfg.vocab_out;
+    if (o->init_from && o->tokens &&
+        (!strcmp(hl_vocab_kind(r->vocab), "pretrained") ? size > in || size > out
+                                                         : size != in || size != out))
+        hl_cli_bad_input("charlm", "%s/train.tok has a vocabulary of %d tokens; the model of %s "
+                         "reads %d and predicts %d", o->tokens, size, o->init_from, in, out);
     check_model_size(o, &r->m->cfg);
     if (o->init_from && o->dropout_given)
         r->m->cfg.dropout = o->dropout;

@@ -195,6 +195,8 @@ START_TEST(test_eval_without_dropout)
 }
 END_TEST
 
+static void expect_exit(const char *command, int code, const char *fragment);
+
 /* Text through the folder's tokenizer, generation, export, and a fine-tuning
  * run whose checkpoint carries the tokenizer and resumes. */
 START_TEST(test_text_generate_export_finetune)
@@ -231,6 +233,23 @@ START_TEST(test_text_generate_export_finetune)
              temp_dir, temp_dir, temp_dir);
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "resume: %s", out);
     ck_assert_ptr_nonnull(strstr(out, "resumed from"));
+    /* A folder without a tokenizer fine-tunes on token files of its size
+     * (refused before, with a message that asked for them), and resumes. */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/tokenize /usr/share/common-licenses/GPL-3 --learn 512 --out "
+             "%s/words && " HL_BUILD_DIR
+             "/charlm --init-from " LLAMA " --tokens %s/words --ctx 16 --batch 2 --steps 2 "
+             "--eval-every 2 --val-windows 2 --sample 0 --no-report --out %s/ft_tokens && "
+             HL_BUILD_DIR "/charlm --resume %s/ft_tokens/checkpoint.safetensors --tokens %s/words "
+             "--steps 4 --eval-every 2 --val-windows 2 --sample 0 --no-report --out %s/ft_tokens",
+             temp_dir, temp_dir, temp_dir, temp_dir, temp_dir, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "--tokens: %s", out);
+    ck_assert_ptr_nonnull(strstr(out, "resumed from"));
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/tokenize %s/text.txt --out %s/bytes && " HL_BUILD_DIR "/charlm "
+             "--init-from " LLAMA " --tokens %s/bytes --steps 2 --sample 0 --no-report "
+             "--out %s/ft_bytes", temp_dir, temp_dir, temp_dir, temp_dir);
+    expect_exit(command, 2, "has a vocabulary of 256 tokens; the model of");
     remove_folder();
 }
 END_TEST
