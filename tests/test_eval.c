@@ -112,7 +112,9 @@ START_TEST(test_position_loss_and_icl_score)
     for (int t = 199; t < 250; t++)
         late += loss[t] / 51;
     ck_assert(fabs(hl_eval_icl_score(loss, NULL, 256) - (late - early)) < 1e-12);
-    ck_assert(isnan(hl_eval_icl_score(loss, NULL, 7)));
+    /* T 8: the early range [1, 1) is empty (it was 0/0); T 9 has one position */
+    ck_assert(isnan(hl_eval_icl_score(loss, NULL, 7)) && isnan(hl_eval_icl_score(loss, NULL, 8)));
+    ck_assert(!isnan(hl_eval_icl_score(loss, NULL, 9)));
     /* Per byte: each range's loss over its bytes. */
     double bytes[256], early_bytes = 0, late_bytes = 0;
     for (int t = 0; t < 256; t++)

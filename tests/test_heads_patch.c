@@ -230,6 +230,15 @@ START_TEST(test_heads_patch_bad_input)
              "> /dev/null 2>&1", work);
     tu_run_ok(command);
     snprintf(model, sizeof model, "%s/char/model.safetensors", work);
+    /* A context of 3 holds no repeated span (exit 1 before, blaming the text). */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data " GPL_TEXT " --steps 1 --ctx 3 --d-model 8 --heads 2 "
+             "--layers 1 --batch 1 --eval-every 1 --sample 0 --no-report --out %s/c3 > /dev/null "
+             "2>&1 && " HL_BUILD_DIR "/heads ablate --model %s/c3/model.safetensors --data "
+             GPL_TEXT " --repeat --out %s/c3/ab 2>&1", work, work, work);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 2 &&
+                      strstr(out, "--repeat: the model's 3 positions hold no span"),
+                  "%s", out);
     static const struct {
         const char *args, *message;
     } cases[] = {

@@ -256,10 +256,10 @@ void hl_eval_icl_ranges(int T, int *early0, int *early1, int *late0, int *late1)
 
 double hl_eval_icl_score(const double *position_loss, const double *position_weight, int T)
 {
-    if (T < 8)
-        return NAN;
     int e0, e1, l0, l1;
     hl_eval_icl_ranges(T, &e0, &e1, &l0, &l1);
+    if (e1 <= e0 || l1 <= l0) /* T < 9: a range holds no position */
+        return NAN;
     double early = 0, late = 0, early_weight = 0, late_weight = 0;
     for (int t = e0; t < e1; t++) {
         early += position_loss[t];

@@ -139,7 +139,7 @@ double hl_eval_mean_weight(const hl_eval_set *set, int group, const double *toke
  * position, as text windows do). The ranges, for a context of T positions,
  * early = [0.16 T, 0.24 T) and late = [0.78 T, 0.98 T), rounded down (T = 256:
  * positions 40..60 and 199..249, around Olsson et al.'s tokens 50 and 500 of
- * 512 scaled). NaN when T < 8. */
+ * 512 scaled). NaN when T < 9, where the early range holds no position. */
 void hl_eval_icl_ranges(int T, int *early0, int *early1, int *late0, int *late1);
 double hl_eval_icl_score(const double *position_loss, const double *position_weight, int T);
 

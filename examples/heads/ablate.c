@@ -120,7 +120,10 @@ static void print_text_numbers(const hl_eval_set *set, const text_measure *tm,
                    set->group_names[k], t->loss_per_byte[k], tm->bytes_per_target[k]);
         printf("\n");
     }
-    if (tm->icl) {
+    if (tm->icl && isnan(t->icl)) {
+        printf("ICL score: none (a context of %d positions has no early range; 9 at least)\n",
+               set->T);
+    } else if (tm->icl) {
         int e0, e1, l0, l1;
         hl_eval_icl_ranges(set->T, &e0, &e1, &l0, &l1);
         printf("ICL score (loss at positions %d..%d minus %d..%d): %.4f nats/token", l0,

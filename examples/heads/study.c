@@ -204,6 +204,9 @@ study heads_open_study(const options *o)
             heads_bad_input("%s has %zu tokens; windows of the model's %d+1 need at least %d",
                       o->data, s.text_tokens, c->n_ctx, c->n_ctx + 1);
         const int batch = o->batch ? o->batch : 16;
+        if (o->repeat && c->n_ctx / 2 < 2)
+            heads_bad_input("--repeat: the model's %d positions hold no span of 2 tokens and "
+                            "its repeat", c->n_ctx);
         if (o->repeat)
             s.set = hl_eval_repeat_windows(s.text, s.text_tokens, o->windows, c->n_ctx / 2, batch,
                                            &err);
