@@ -58,6 +58,7 @@ typedef struct {
     bool model_given, rope_base_given, mlp_given, norm_given; /* flags the user wrote */
     bool d_model_given, heads_given, layers_given, dropout_given;
     bool qk_norm, doc_windows; /* the training recipe's options */
+    bool no_qk_norm, no_zero_init; /* the preset's on/off flags turned off */
     double softcap;
 } options;
 
@@ -238,6 +239,7 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_FLAG("qk-norm", &o.qk_norm,
                        "RMSNorm of every head's q and k before rotation, with a learned gain "
                        "per layer (QK-norm)"),
+        HL_OPTION_FLAG("no-qk-norm", &o.no_qk_norm, "without QK-norm (over --preset's)"),
         HL_OPTION_REAL("softcap", &o.softcap, 0, 1e6, "C",
                        "the loss reads C*tanh(logits/C): logit soft-capping (0: off)"),
         HL_OPTION_FLAG("doc-windows", &o.doc_windows,
@@ -272,6 +274,8 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_FLAG("zero-init", &o.zero_init,
                        "start every block's attention out_proj and MLP proj weights and the head "
                        "weight (unless tied) at zero"),
+        HL_OPTION_FLAG("no-zero-init", &o.no_zero_init,
+                       "the usual initialisation of those weights (over --preset's)"),
         HL_OPTION_TEXT("optim", &o.optim, "NAME",
                        "adamw or muon: Muon on the hidden matrices (attention q, k, v, out_proj, "
                        "MLP fc, proj), AdamW on the rest"),
@@ -330,6 +334,13 @@ static options parse_options(int argc, char **argv)
         o.muon_lr_given = o.decay_frac_given = o.copy_span_given = false;
         hl_cli_parse_or_exit("charlm", &usage, opts, argc, argv);
     }
+    if ((o.qk_norm && o.no_qk_norm && !o.preset) || (o.zero_init && o.no_zero_init && !o.preset))
+        hl_cli_bad_input("charlm", "--%s and --no-%s: give one", o.no_qk_norm ? "qk-norm" :
+                         "zero-init", o.no_qk_norm ? "qk-norm" : "zero-init");
+    if (o.no_qk_norm)
+        o.qk_norm = false;
+    if (o.no_zero_init)
+        o.zero_init = false;
     if (o.preset && (o.resume || o.init_from))
         hl_cli_bad_input("charlm", "--preset with %s: the model and its training come from %s",
                          o.resume ? "--resume" : "--init-from",

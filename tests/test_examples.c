@@ -530,6 +530,19 @@ START_TEST(test_charlm_preset)
     ck_assert_msg(last > 0 && last < first - 0.5, "validation loss %g -> %g", first, last);
     expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --preset fastest", 2,
                    "unknown --preset fastest (speedrun)");
+    /* The preset's on/off parts turned off (they could not be before). */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s --ctx 16 --d-model 32 --heads 2 --layers 1 "
+             "--batch 2 --eval-every 2 --steps 2 --preset speedrun --no-qk-norm --no-zero-init "
+             "--out %s/off --sample 0 --no-report", path, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "--mlp relu2 --softcap 30"), "%s", out);
+    snprintf(file, sizeof file, "%s/off/model.safetensors", temp_dir);
+    ck_assert_msg(m = hl_gpt_load(file, &err), "%s", err.message);
+    ck_assert(!m->cfg.qk_norm && m->cfg.mlp == HL_GPT_MLP_RELU2);
+    hl_gpt_free(m);
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --qk-norm --no-qk-norm", 2,
+                   "--qk-norm and --no-qk-norm: give one");
     tu_remove_dir(temp_dir);
 }
 END_TEST

@@ -15,6 +15,7 @@ void hl_progress_begin(hl_progress *p, FILE *out, int64_t total, int64_t every)
     p->out = out;
     p->total = total > 0 ? total : 1;
     p->every = every > 0 ? every : 1;
+    p->first = 0;
     p->tty = isatty(fileno(out));
     p->start = p->last_draw = hl_seconds();
 }
@@ -27,7 +28,7 @@ void hl_progress_update(hl_progress *p, int64_t step, double loss, double accura
         return;
     p->last_draw = now;
     double elapsed = now - p->start;
-    double rate = elapsed > 0 ? (double)step / elapsed : 0;
+    double rate = elapsed > 0 ? (double)(step - p->first) / elapsed : 0;
     double eta = rate > 0 ? (double)(p->total - step) / rate : 0;
     char acc[32] = "";
     if (accuracy >= 0)

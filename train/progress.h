@@ -19,6 +19,7 @@
 typedef struct hl_progress {
     FILE *out;
     int64_t total, every;
+    int64_t first; /* the step the run began at (a resumed one's); 0 after begin */
     bool tty;
     double start, last_draw;
 } hl_progress;

@@ -21,8 +21,10 @@ hl_status hl_run_train(hl_graph *g, hl_params *params, hl_optim *opt, const hl_r
                             (long long)o->start, (long long)o->steps, (long long)o->eval_every);
     hl_progress progress;
     const bool show = o->lead && o->progress;
-    if (show)
+    if (show) {
         hl_progress_begin(&progress, o->progress, o->steps, o->eval_every);
+        progress.first = o->start; /* steps a second, ETA: of this run's steps */
+    }
     hl_step_result last = {.loss = NAN, .grad_norm = 0};
     hl_status s = HL_OK;
     for (int64_t step = o->start; s == HL_OK && step <= o->steps; step++) {
