@@ -1298,6 +1298,10 @@ static void print_training(const run *r)
     if (!strcmp(o->schedule, "wsd"))
         printf(" (linear decay to 0 over the last %g of the steps)", o->decay_frac);
     printf("%s\n", o->zero_init ? "; zero-initialised projections and head" : "");
+    if (o->warmup >= o->steps && o->steps > 0)
+        printf("  note: the %d steps end inside the %d-step warm-up: the rate reaches %.2g of "
+               "its peak at most (--warmup N sets a shorter one)\n", o->steps, o->warmup,
+               (double)o->steps / o->warmup);
 }
 
 static void setup(run *r, const options *o)
