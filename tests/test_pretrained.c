@@ -235,6 +235,24 @@ START_TEST(test_llama3_style)
 }
 END_TEST
 
+/* \s is Unicode's White_Space, as in Hugging Face's tokenizers and
+ * tiktoken: U+180E (a format character) is not one, so " \u180E" is one
+ * pre-token, whose space merges with the separator's first byte (GPT-2's
+ * 28053, "Ġá"); PCRE2's own \s split them (220, a lone space). */
+START_TEST(test_white_space_is_unicode)
+{
+    hl_vocab *v = load_ok(GPT2_DIR "/tokenizer.json");
+    size_t n;
+    int32_t *tokens = encode_round_trip(v, "x \xe1\xa0\x8ey", 6, &n);
+    const int32_t want[] = {87, 28053, 254, 236, 88};
+    ck_assert_uint_eq(n, 5);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(tokens[i] == want[i], "token %zu is %d, not %d", i, tokens[i], want[i]);
+    free(tokens);
+    hl_vocab_free(v);
+}
+END_TEST
+
 /* The tokens of text[0..n) under v. */
 static int32_t *encode(const hl_vocab *v, const char *text, size_t n, size_t *n_tokens)
 {
@@ -709,6 +727,7 @@ Suite *pretrained_suite(void)
     tcase_add_test(tc, test_invalid_utf8);
     tcase_add_test(tc, test_llama3_style);
     tcase_add_test(tc, test_nfc_normalizer);
+    tcase_add_test(tc, test_white_space_is_unicode);
     tcase_add_test(tc, test_stored_form);
     tcase_add_test(tc, test_cut);
     tcase_add_test(tc, test_refusals);

@@ -2,6 +2,7 @@
  * lookups (pretrained_impl.h). */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -182,16 +183,70 @@ static int longer_first(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
+/* Unicode's White_Space, what \s means to the regex engines of Hugging Face's
+ * tokenizers (Oniguruma) and tiktoken (Rust's regex). PCRE2 10.42's \s with
+ * Unicode properties also takes U+180E (MONGOLIAN VOWEL SEPARATOR, a format
+ * character since Unicode 6.3), which split " \u180E" where they keep it. */
+#define WHITE_SPACE "\\t\\n\\x{0B}\\f\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}" \
+                    "\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
+
+/* pattern with \s spelt as WHITE_SPACE (in a class, its members) and \S
+ * outside a class as its complement (malloc'd; NULL when out of memory). A
+ * \S inside a class is left to PCRE2: no tokenizer's regex has one. */
+static char *spell_white_space(const char *pattern)
+{
+    const size_t n = strlen(pattern), ws = strlen(WHITE_SPACE);
+    char *out = malloc(n / 2 * (ws + 3) + n + 1), *at = out; /* each \s at worst */
+    if (!out)
+        return NULL;
+    bool in_class = false;
+    for (size_t i = 0; i < n; i++) {
+        const char c = pattern[i];
+        if (c == '\\' && i + 1 < n) {
+            const char e = pattern[++i];
+            if (e == 's' || (e == 'S' && !in_class))
+                at += sprintf(at, in_class ? "%s" : e == 's' ? "[%s]" : "[^%s]", WHITE_SPACE);
+            else
+                at += sprintf(at, "\\%c", e);
+            continue;
+        }
+        if (c == '[' && !in_class) {
+            in_class = true;
+            *at++ = c;
+            if (pattern[i + 1] == '^') /* a ] first in a class is a member */
+                *at++ = pattern[++i];
+            if (pattern[i + 1] == ']')
+                *at++ = pattern[++i];
+            continue;
+        }
+        if (c == ']' && in_class)
+            in_class = false;
+        *at++ = c;
+    }
+    *at = 0;
+    return out;
+}
+
 static hl_status compile_pattern(struct hl_pretrained *p, const char *pattern, const char *at,
                                  hl_error *err)
 {
     int code;
     PCRE2_SIZE offset;
     /* PCRE2_MATCH_INVALID_UTF: bytes that are not UTF-8 match nothing, so they
-     * fall between the matches, into pre-tokens of their own (vocab.h). */
-    p->code = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
-                            PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &code, &offset,
+     * fall between the matches, into pre-tokens of their own (vocab.h). The
+     * pattern as given is compiled first, for the offset of an error in it. */
+    const uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF;
+    p->code = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, options, &code, &offset,
                             NULL);
+    if (p->code) {
+        pcre2_code_free(p->code);
+        char *spelt = spell_white_space(pattern);
+        if (!spelt)
+            return hl_error_set(err, HL_ERR_NOMEM, "%s: out of memory", at);
+        p->code = pcre2_compile((PCRE2_SPTR)spelt, PCRE2_ZERO_TERMINATED, options, &code,
+                                &offset, NULL);
+        free(spelt);
+    }
     if (!p->code) {
         PCRE2_UCHAR why[160];
         pcre2_get_error_message(code, why, sizeof why);
