@@ -499,7 +499,8 @@ START_TEST(test_refusals)
                    "SentencePiece", NULL);
     expect_refused("tokenizer.json", "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true}}",
                    "model.byte_fallback", "SentencePiece", "--token-ids", NULL);
-    expect_refused("tokenizer.json", "{\"normalizer\": {\"type\": \"NFKC\"}, " MODEL("{}", "[]") "}",
+    expect_refused("tokenizer.json",
+                   "{\"normalizer\": {\"type\": \"NFKC\"}, " MODEL("{}", "[]") "}",
                    "normalizer", "only null or NFC", "SentencePiece", NULL);
     expect_refused("tokenizer.json", "{\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": "
                    "[]}, " MODEL("{}", "[]") "}", "normalizer", NULL);

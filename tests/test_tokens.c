@@ -154,12 +154,13 @@ START_TEST(test_charlm_tokens_bitwise_and_resume)
              dir, dir, dir, dir, dir);
     tu_run_ok(command);
     /* --vocab-from reads the header only: a NaN in the weights (which every
-     * loader of the model refuses) does not matter, a file cut short does */
+     * loader of the model refuses) does not matter, a file cut short does.
+     * The last 8 bytes hold NaN as two floats or one double. */
     snprintf(command, sizeof command,
-             "cp %s/tokens1/model.safetensors %s/nan.safetensors && printf '\\000\\000\\300\\177' "
-             "| dd of=%s/nan.safetensors bs=1 seek=$(($(stat -c %%s %s/nan.safetensors) - 4)) "
-             "conv=notrunc status=none && " HL_BUILD_DIR "/tokenize %s/short.txt --vocab-from "
-             "%s/nan.safetensors --out %s/nan",
+             "cp %s/tokens1/model.safetensors %s/nan.safetensors && "
+             "printf '\\000\\000\\300\\177\\000\\000\\370\\177' | dd of=%s/nan.safetensors "
+             "bs=1 seek=$(($(stat -c %%s %s/nan.safetensors) - 8)) conv=notrunc status=none && "
+             HL_BUILD_DIR "/tokenize %s/short.txt --vocab-from %s/nan.safetensors --out %s/nan",
              dir, dir, dir, dir, dir, dir, dir);
     tu_run_ok(command);
     char want[128], got[128];
@@ -167,7 +168,8 @@ START_TEST(test_charlm_tokens_bitwise_and_resume)
     snprintf(got, sizeof got, "%s/nan/train.tok", dir);
     ck_assert_msg(tu_same_file(want, got), "--vocab-from a file with a NaN weight");
     snprintf(command, sizeof command,
-             HL_BUILD_DIR "/heads eval --model %s/nan.safetensors --text abc", dir);
+             HL_BUILD_DIR "/heads eval --model %s/nan.safetensors --text abc --out %s/e", dir,
+             dir);
     expect_failure(command, 2, "holds NaN");
     snprintf(command, sizeof command,
              "head -c -1 %s/nan.safetensors > %s/cut.safetensors && " HL_BUILD_DIR "/tokenize "

@@ -73,7 +73,8 @@ hl_status hl_json_parse(const char *text, size_t n, cJSON **out, char why[HL_JSO
             stop++;
     free(copy);
     if (!root) {
-        snprintf(why, HL_JSON_WHY_MAX, "error near byte %zu, line %zu", stop, hl_lines_number(text, stop));
+        snprintf(why, HL_JSON_WHY_MAX, "error near byte %zu, line %zu", stop,
+                 hl_lines_number(text, stop));
         return HL_ERR_FORMAT;
     }
     size_t len = 0;

@@ -51,10 +51,10 @@ char *hl_pretrained_read_file(const char *path, size_t *n, hl_error *err)
 hl_status hl_pretrained_check_nul(const char *path, const char *text, size_t n, hl_error *err)
 {
     const char *nul = memchr(text, 0, n);
+    const size_t at = nul ? (size_t)(nul - text) : 0;
     if (nul)
         return hl_error_set(err, HL_ERR_FORMAT, "%s line %zu: a NUL byte (at byte %zu); a "
-                            "tokenizer file is text", path, hl_lines_number(text, (size_t)(nul - text)),
-                            (size_t)(nul - text));
+                            "tokenizer file is text", path, hl_lines_number(text, at), at);
     return HL_OK;
 }
 
