@@ -58,7 +58,7 @@ typedef struct {
     bool model_given, rope_base_given, mlp_given, norm_given; /* flags the user wrote */
     bool d_model_given, heads_given, layers_given, dropout_given;
     bool qk_norm, doc_windows; /* the training recipe's options */
-    bool no_qk_norm, no_zero_init; /* the preset's on/off flags turned off */
+    bool no_qk_norm, no_zero_init, no_doc_windows; /* the preset's or a checkpoint's, off */
     double softcap;
 } options;
 
@@ -139,7 +139,7 @@ static int training_flag(const char *arg)
     return 0;
 }
 
-/* --resume: the checkpoint's optimizer and schedule flags, parsed into o by
+/* --resume: the checkpoint's optimizer, schedule and data flags, parsed into o by
  * opts, charlm's own table, as defaults that the flags given then override.
  * A checkpoint that cannot be read is left to the model's loading to report,
  * after the flags are checked among themselves; one without the flags (an
@@ -246,6 +246,8 @@ static options parse_options(int argc, char **argv)
                        "training windows start where a document does, and attention never "
                        "crosses a document boundary inside one (documents: the token files' "
                        "index, or for --data the lines holding only a form feed)"),
+        HL_OPTION_FLAG("no-doc-windows", &o.no_doc_windows,
+                       "windows anywhere (over a resumed checkpoint's --doc-windows)"),
         HL_OPTION_INT("kv-heads", &o.kv_heads, 0, 256, "N",
                       "key/value heads, dividing --heads: grouped-query attention (0: one per "
                       "head)"),
@@ -334,13 +336,24 @@ static options parse_options(int argc, char **argv)
         o.muon_lr_given = o.decay_frac_given = o.copy_span_given = false;
         hl_cli_parse_or_exit("charlm", &usage, opts, argc, argv);
     }
-    if ((o.qk_norm && o.no_qk_norm && !o.preset) || (o.zero_init && o.no_zero_init && !o.preset))
-        hl_cli_bad_input("charlm", "--%s and --no-%s: give one", o.no_qk_norm ? "qk-norm" :
-                         "zero-init", o.no_qk_norm ? "qk-norm" : "zero-init");
+    /* The off flags win over the preset's on; against a flag given, refused. */
+    const char *both = o.preset ? NULL
+                       : o.qk_norm && o.no_qk_norm ? "qk-norm"
+                       : o.zero_init && o.no_zero_init ? "zero-init"
+                       : o.doc_windows && o.no_doc_windows && !o.resume ? "doc-windows"
+                                                                        : NULL;
+    if (both)
+        hl_cli_bad_input("charlm", "--%s and --no-%s: give one", both, both);
+    if ((o.resume || o.init_from) && (o.no_qk_norm || o.no_zero_init))
+        hl_cli_bad_input("charlm", "--no-qk-norm or --no-zero-init with %s: the model comes "
+                         "from %s", o.resume ? "--resume" : "--init-from",
+                         o.resume ? "the checkpoint" : "the pretrained model");
     if (o.no_qk_norm)
         o.qk_norm = false;
     if (o.no_zero_init)
         o.zero_init = false;
+    if (o.no_doc_windows) /* over a checkpoint's --doc-windows too */
+        o.doc_windows = false;
     if (o.preset && (o.resume || o.init_from))
         hl_cli_bad_input("charlm", "--preset with %s: the model and its training come from %s",
                          o.resume ? "--resume" : "--init-from",
@@ -513,7 +526,7 @@ typedef struct {
     hl_thread_tuner tuner;  /* each step's thread count, unless the user fixed it */
     FILE *log;
     char config[512];
-    char training[512]; /* the optimizer and schedule flags (format_training) */
+    char training[512]; /* the optimizer, schedule and data flags (format_training) */
     hl_probe probe;         /* random letters or words repeated once: the detectors */
     FILE *heads_log;        /* heads.csv */
     hl_eval_set *text_set;  /* validation windows: the detectors on the text itself */
@@ -1298,7 +1311,7 @@ static void print_training(const run *r)
     if (!strcmp(o->schedule, "wsd"))
         printf(" (linear decay to 0 over the last %g of the steps)", o->decay_frac);
     printf("%s\n", o->zero_init ? "; zero-initialised projections and head" : "");
-    if (o->warmup >= o->steps && o->steps > 0)
+    if (o->warmup > o->steps && o->steps > 0)
         printf("  note: the %d steps end inside the %d-step warm-up: the rate reaches %.2g of "
                "its peak at most (--warmup N sets a shorter one)\n", o->steps, o->warmup,
                (double)o->steps / o->warmup);

@@ -263,7 +263,8 @@ static options parse_options(int argc, char **argv, int first)
         HL_OPTION_TEXT("out", &o.out, "DIR", "where train.tok and val.tok go",
                        .dflt = "required"),
         HL_OPTION_TEXT("vocab-from", &o.vocab_from, "MODEL",
-                       "the vocabulary of a charlm model or checkpoint"),
+                       "the vocabulary of a charlm model or checkpoint, or of a Hugging Face "
+                       "model folder (its header or config.json and tokenizer only)"),
         HL_OPTION_TEXT("pretrained", &o.pretrained, "DIR",
                        "a released model's tokenizer: DIR/tokenizer.json, or vocab.json + "
                        "merges.txt, or encoder.json + vocab.bpe (GPT-2, Pythia, Llama 3, Qwen2; "

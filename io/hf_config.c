@@ -161,14 +161,12 @@ static bool get_rope(const config_src *c, double default_fraction, double *base,
 {
     const cJSON *params = item(c->root, "rope_parameters");
     const cJSON *scaling = item(c->root, "rope_scaling");
-    if (params && !cJSON_IsObject(params))
-        return fail(c, "\"rope_parameters\" must be an object");
     /* Both are read: with the two present, transformers 4 reads rope_scaling
-     * alone and 5 prefers it to rope_parameters. */
+     * alone and 5 prefers it to rope_parameters. (item: null is absent.) */
     const cJSON *sources[] = {params, scaling};
     for (int i = 0; i < 2; i++) {
         const cJSON *p = sources[i];
-        if (!p || cJSON_IsNull(p))
+        if (!p)
             continue;
         if (!cJSON_IsObject(p))
             return fail(c, "\"%s\" must be an object or null",

@@ -540,6 +540,7 @@ START_TEST(test_charlm_preset)
     snprintf(file, sizeof file, "%s/off/model.safetensors", temp_dir);
     ck_assert_msg(m = hl_gpt_load(file, &err), "%s", err.message);
     ck_assert(!m->cfg.qk_norm && m->cfg.mlp == HL_GPT_MLP_RELU2);
+    ck_assert_msg(!strstr(out, "zero-initialised"), "%s", out);
     hl_gpt_free(m);
     expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --qk-norm --no-qk-norm", 2,
                    "--qk-norm and --no-qk-norm: give one");
@@ -632,6 +633,15 @@ START_TEST(test_charlm_resume_keeps_data_flags)
         snprintf(b, sizeof b, "%s/two/model.safetensors", temp_dir);
         ck_assert_msg(tu_same_file(a, b), "%s: resumed without the flags, another model",
                       runs[i][1]);
+        if (!i) { /* a flag given overrides the checkpoint's, --no-doc-windows too */
+            char out[8192];
+            snprintf(command, sizeof command,
+                     HL_BUILD_DIR "/charlm --data %s/docs.txt --steps 22 --batch 2 "
+                     "--no-doc-windows %s --out %s/two --resume %s/two/checkpoint.safetensors",
+                     temp_dir, common, temp_dir, temp_dir);
+            ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+            ck_assert_msg(!strstr(out, "documents:") && strstr(out, "batch 2"), "%s", out);
+        }
         snprintf(command, sizeof command, "rm -r %s/straight %s/two", temp_dir, temp_dir);
         tu_run_ok(command);
     }

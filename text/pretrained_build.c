@@ -192,7 +192,8 @@ static int longer_first(const void *a, const void *b)
 
 /* pattern with \s spelt as WHITE_SPACE (in a class, its members) and \S
  * outside a class as its complement (malloc'd; NULL when out of memory). A
- * \S inside a class is left to PCRE2: no tokenizer's regex has one. */
+ * \S inside a class is left to PCRE2: no tokenizer's regex has one. POSIX
+ * classes ([:alpha:]) in a class and \Q...\E quoting are stepped over. */
 static char *spell_white_space(const char *pattern)
 {
     const size_t n = strlen(pattern), ws = strlen(WHITE_SPACE);
@@ -202,6 +203,22 @@ static char *spell_white_space(const char *pattern)
     bool in_class = false;
     for (size_t i = 0; i < n; i++) {
         const char c = pattern[i];
+        if (c == '\\' && pattern[i + 1] == 'Q') { /* quoted to \E (or the end) as it is */
+            const char *end = strstr(pattern + i + 2, "\\E");
+            const size_t len = end ? (size_t)(end - pattern) + 2 - i : n - i;
+            memcpy(at, pattern + i, len);
+            at += len;
+            i += len - 1;
+            continue;
+        }
+        if (c == '[' && in_class && pattern[i + 1] == ':') { /* a POSIX class, whole */
+            const char *end = strstr(pattern + i + 2, ":]");
+            const size_t len = end ? (size_t)(end - pattern) + 2 - i : 1;
+            memcpy(at, pattern + i, len);
+            at += len;
+            i += len - 1;
+            continue;
+        }
         if (c == '\\' && i + 1 < n) {
             const char e = pattern[++i];
             if (e == 's' || (e == 'S' && !in_class))
@@ -236,16 +253,25 @@ static hl_status compile_pattern(struct hl_pretrained *p, const char *pattern, c
      * fall between the matches, into pre-tokens of their own (vocab.h). The
      * pattern as given is compiled first, for the offset of an error in it. */
     const uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF;
-    p->code = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, options, &code, &offset,
-                            NULL);
-    if (p->code) {
-        pcre2_code_free(p->code);
+    pcre2_code *given = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, options, &code,
+                                      &offset, NULL);
+    p->code = NULL;
+    if (given) {
+        /* A spelling that does not compile (a construct spell_white_space
+         * does not follow) leaves PCRE2's own \s. */
         char *spelt = spell_white_space(pattern);
-        if (!spelt)
+        if (!spelt) {
+            pcre2_code_free(given);
             return hl_error_set(err, HL_ERR_NOMEM, "%s: out of memory", at);
-        p->code = pcre2_compile((PCRE2_SPTR)spelt, PCRE2_ZERO_TERMINATED, options, &code,
+        }
+        int spelt_code;
+        p->code = pcre2_compile((PCRE2_SPTR)spelt, PCRE2_ZERO_TERMINATED, options, &spelt_code,
                                 &offset, NULL);
         free(spelt);
+        if (p->code)
+            pcre2_code_free(given);
+        else
+            p->code = given;
     }
     if (!p->code) {
         PCRE2_UCHAR why[160];

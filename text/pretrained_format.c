@@ -5,8 +5,8 @@
  *     headlab-pretrained-1
  *     pattern REGEX
  *     ignore_merges 0|1
- *     normalizer NFC   only for a tokenizer that normalizes (absent before
- *                      headlab read normalizers: readers without it refuse)
+ *     normalizer NFC   only for a tokenizer that normalizes (a reader that
+ *                      does not know the line refuses it)
  *     tokens N
  *     t PIECE        N lines, token 0 first; "a PIECE" for an added token
  *     merges M

@@ -25,6 +25,7 @@ typedef struct {
     bool text;                               /* a text model */
     bool per_byte;                           /* tokens longer than a byte: also per byte */
     bool icl;                                /* on text windows: the ICL score */
+    bool icl_short;                          /* text windows too short to have one */
     double bytes_per_target[HL_EVAL_MAX_GROUPS];
     double *position_bytes;                  /* (T) */
     double *position_loss;                   /* (T) scratch */
@@ -52,7 +53,9 @@ static text_measure text_measure_open(const study *s)
 {
     text_measure tm = {.text = s->meta.vocab && s->text};
     tm.per_byte = tm.text && hl_vocab_size(s->meta.vocab) > HL_VOCAB_BYTES;
-    tm.icl = tm.text && s->set->n_groups == 1; /* text windows, not repeated text */
+    /* text windows, not repeated text, long enough for both of its ranges */
+    tm.icl = tm.text && s->set->n_groups == 1 && s->set->T >= 9;
+    tm.icl_short = tm.text && s->set->n_groups == 1 && !tm.icl;
     if (!tm.text)
         return tm;
     const int V = hl_vocab_size(s->meta.vocab), T = s->set->T;
@@ -120,7 +123,7 @@ static void print_text_numbers(const hl_eval_set *set, const text_measure *tm,
                    set->group_names[k], t->loss_per_byte[k], tm->bytes_per_target[k]);
         printf("\n");
     }
-    if (tm->icl && isnan(t->icl)) {
+    if (tm->icl_short) {
         printf("ICL score: none (a context of %d positions has no early range; 9 at least)\n",
                set->T);
     } else if (tm->icl) {
