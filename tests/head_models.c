@@ -72,3 +72,22 @@ void hm_ungrouped_twin(const hl_gpt *m, hl_gpt *twin)
             }
     }
 }
+
+hl_gpt *hm_grouped_model(const hl_gpt_config *cfg, uint64_t seed, bool random_gains,
+                         hl_gpt **twin)
+{
+    hl_error err = {0};
+    hl_gpt *m = hl_gpt_new(cfg, &err);
+    ck_assert_msg(m, "%s", err.message);
+    hl_rng rng;
+    hl_rng_seed(&rng, seed);
+    hl_gpt_init_weights(m, &rng);
+    for (int l = 0; random_gains && l < cfg->n_layers; l++)
+        hl_init_uniform(m->blocks[l].ln1_w, &rng, 0.5, 1.5);
+    hl_gpt_config ungrouped = *cfg;
+    ungrouped.n_kv_heads = 0;
+    *twin = hl_gpt_new(&ungrouped, &err);
+    ck_assert_msg(*twin, "%s", err.message);
+    hm_ungrouped_twin(m, *twin);
+    return m;
+}

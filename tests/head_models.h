@@ -3,6 +3,9 @@
 #ifndef HL_TEST_HEAD_MODELS_H
 #define HL_TEST_HEAD_MODELS_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "models/gpt.h"
 
 enum { HM_VOCAB = 8, HM_CTX = 8, HM_D = 16 };
@@ -22,5 +25,11 @@ hl_gpt *hm_random_model(int layers, int heads, int d_model, uint64_t seed);
  * attention: the same function, each query head's k and v rows of the
  * in-projection copied from its group's key/value head. */
 void hm_ungrouped_twin(const hl_gpt *m, hl_gpt *twin);
+
+/* A grouped-query model of cfg (cfg->n_kv_heads set) with seeded weights, its
+ * LayerNorm gains in [0.5, 1.5) when random_gains, and in *twin the same
+ * model ungrouped (hm_ungrouped_twin). */
+hl_gpt *hm_grouped_model(const hl_gpt_config *cfg, uint64_t seed, bool random_gains,
+                         hl_gpt **twin);
 
 #endif

@@ -9,7 +9,6 @@
 #include "analysis/composition.h"
 #include "analysis/copying.h"
 #include "analysis/heads.h"
-#include "core/rng.h"
 #include "tests/head_models.h"
 #include "tests/testutil.h"
 
@@ -161,17 +160,7 @@ START_TEST(test_grouped_query_matches_ungrouped)
                          .n_heads = 4, .n_kv_heads = 2, .n_layers = 3, .mlp = HL_GPT_MLP_GELU,
                          .norm = HL_GPT_NORM_LAYER, .emb_std = 1};
     hl_error err = {0};
-    hl_gpt *m = hl_gpt_new(&cfg, &err);
-    ck_assert_msg(m, "%s", err.message);
-    hl_rng rng;
-    hl_rng_seed(&rng, 3);
-    hl_gpt_init_weights(m, &rng);
-    for (int l = 0; l < cfg.n_layers; l++)
-        hl_init_uniform(m->blocks[l].ln1_w, &rng, 0.5, 1.5);
-    cfg.n_kv_heads = 0;
-    hl_gpt *twin = hl_gpt_new(&cfg, &err);
-    ck_assert_msg(twin, "%s", err.message);
-    hm_ungrouped_twin(m, twin);
+    hl_gpt *twin, *m = hm_grouped_model(&cfg, 3, true, &twin);
     enum { N = 12 };
     double got[N * N], want[N * N];
     for (int kind = 0; kind < HL_COMPOSE_KINDS; kind++) {

@@ -674,19 +674,10 @@ END_TEST
  * the split op was asked to rotate all 3 of each head's dims). */
 START_TEST(test_gpt_grouped_odd_head_width)
 {
-    hl_gpt_config cfg = {.vocab_in = 12, .vocab_out = 12, .n_ctx = 8, .d_model = 6,
-                         .n_heads = 2, .n_kv_heads = 1, .n_layers = 1,
-                         .mlp = HL_GPT_MLP_GELU, .norm = HL_GPT_NORM_LAYER, .emb_std = 1};
-    hl_error err = {0};
-    hl_gpt *m = hl_gpt_new(&cfg, &err);
-    ck_assert_msg(m, "%s", err.message);
-    hl_rng rng;
-    hl_rng_seed(&rng, 4);
-    hl_gpt_init_weights(m, &rng);
-    cfg.n_kv_heads = 0;
-    hl_gpt *twin = hl_gpt_new(&cfg, &err);
-    ck_assert_msg(twin, "%s", err.message);
-    hm_ungrouped_twin(m, twin);
+    const hl_gpt_config cfg = {.vocab_in = 12, .vocab_out = 12, .n_ctx = 8, .d_model = 6,
+                               .n_heads = 2, .n_kv_heads = 1, .n_layers = 1,
+                               .mlp = HL_GPT_MLP_GELU, .norm = HL_GPT_NORM_LAYER, .emb_std = 1};
+    hl_gpt *twin, *m = hm_grouped_model(&cfg, 4, false, &twin);
     const int32_t tokens[8] = {3, 1, 4, 1, 5, 9, 2, 6};
     hl_graph *g = hl_graph_new(0);
     hl_tensor *a = hl_gpt_forward(g, m, tokens, 1, 8, NULL);

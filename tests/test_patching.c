@@ -244,15 +244,7 @@ START_TEST(test_paths_grouped_query)
                          .mlp = HL_GPT_MLP_SWIGLU, .norm = HL_GPT_NORM_RMS,
                          .pos = HL_GPT_POS_ROPE, .emb_std = 1};
     hl_error err = {0};
-    hl_gpt *m = hl_gpt_new(&cfg, &err);
-    ck_assert_msg(m, "%s", err.message);
-    hl_rng rng;
-    hl_rng_seed(&rng, 7);
-    hl_gpt_init_weights(m, &rng);
-    cfg.n_kv_heads = 0;
-    hl_gpt *twin = hl_gpt_new(&cfg, &err);
-    ck_assert_msg(twin, "%s", err.message);
-    hm_ungrouped_twin(m, twin);
+    hl_gpt *twin, *m = hm_grouped_model(&cfg, 7, false, &twin);
     hl_patch_task t;
     int32_t *buf;
     ck_assert_msg(hl_patch_induction_task(m, 3, -1, 0, 24, 11, &t, &buf, &err) == HL_OK, "%s",
