@@ -308,6 +308,22 @@ START_TEST(test_nfc_normalizer)
     free(s);
     free(a);
     free(b);
+    /* A text longer than the pieces NFC is composed in: "e" + U+0301 falls
+     * across the 65,536th byte, where a cut would leave it decomposed. */
+    enum { REPEATS = 20000 };
+    char *long_composed = malloc(5 * REPEATS + 1), *long_decomposed = malloc(5 * REPEATS + 1);
+    for (int i = 0; i < REPEATS; i++) {
+        memcpy(long_composed + 4 * i, "\xc3\xa9x ", 4);
+        memcpy(long_decomposed + 5 * i, "e\xcc\x81x ", 5);
+    }
+    a = encode(v, long_composed, 4 * REPEATS, &n_a);
+    b = encode(v, long_decomposed, 5 * REPEATS, &n_b);
+    ck_assert_msg(n_a == n_b && !memcmp(a, b, n_a * sizeof *a), "long NFC: %zu and %zu tokens",
+                  n_a, n_b);
+    free(long_composed);
+    free(long_decomposed);
+    free(a);
+    free(b);
     free(c);
     hl_vocab_free(stored);
     hl_vocab_free(plain);

@@ -28,10 +28,19 @@ static bool append(buffer *b, const unsigned char *bytes, size_t n)
     return true;
 }
 
-/* The end of the run of valid UTF-8 that starts at text[i]. */
-static size_t valid_run_end(const unsigned char *text, size_t n, size_t i)
+/* Bytes of valid UTF-8 composed in one utf8proc_map call at most, give or
+ * take a character: it holds 4 bytes a code point, so a whole text at once
+ * would take 4 times the text. */
+enum { PIECE_BYTES = 1 << 16 };
+
+/* Where the piece that starts at text[i] ends: at a byte that is not UTF-8,
+ * or at an ASCII byte once the piece holds PIECE_BYTES. NFC neither reorders
+ * nor composes across an ASCII character (a starter that is never the second
+ * of a composition pair), so the pieces composed apart make the text's NFC. */
+static size_t piece_end(const unsigned char *text, size_t n, size_t i)
 {
-    while (i < n) {
+    const size_t start = i;
+    while (i < n && !(text[i] < 0x80 && i - start >= PIECE_BYTES)) {
         utf8proc_int32_t cp;
         const utf8proc_ssize_t k = utf8proc_iterate(text + i, (utf8proc_ssize_t)(n - i), &cp);
         if (k <= 0)
@@ -49,7 +58,7 @@ bool hl_pretrained_normalize(const unsigned char *text, size_t n, unsigned char 
     buffer b = {.data = malloc(n + 1), .cap = n + 1}; /* NFC seldom grows a text */
     bool ok = b.data != NULL;
     for (size_t i = 0; ok && i < n;) {
-        const size_t end = valid_run_end(text, n, i);
+        const size_t end = piece_end(text, n, i);
         if (end == i) { /* an invalid byte */
             ok = append(&b, text + i, 1);
             i++;
