@@ -428,22 +428,6 @@ hl_status hl_patch_resid(const hl_gpt *m, const hl_patch_task *t, double *out, h
 
 /* ---- path patching -------------------------------------------------------------- */
 
-/* k or v (B,K,T,D) of K key/value heads handed to every query head (B,H,T,D),
- * as the attention module does before its patches apply (models/mha.c): with
- * grouped-query attention, query head h reads hl_mha_kv_head(a, h). */
-static hl_tensor *ungroup_heads(hl_graph *g, const hl_mha *a, hl_tensor *x)
-{
-    const int H = a->cfg.num_heads, K = a->cfg.kv_heads;
-    if (K == H && !a->cfg.kv_of)
-        return x;
-    int *src = hl_graph_alloc(g, (size_t)H * sizeof *src);
-    if (!src)
-        return &g->poison;
-    for (int h = 0; h < H; h++)
-        src[h] = hl_mha_kv_head(a, h);
-    return hl_gather_heads(g, x, src, H);
-}
-
 /* The (B,H,T,D) act (q, k or v) that layer lr computes from its corrupted
  * input plus sender (ls, hs)'s clean-minus-corrupted output through W_O. With
  * grouped-query attention k and v are projected per key/value head and then
@@ -489,7 +473,8 @@ static hl_tensor *receiver_input(hl_graph *g, const hl_gpt *m, const captured *c
     hl_tensor *p = hl_linear(g, a, w, bias);
     p = hl_reshape(g, p, 4, (int[]){B, T, heads, Dr});
     p = hl_permute(g, p, (int[]){0, 2, 1, 3});
-    return act == HL_ACT_Q ? p : ungroup_heads(g, recv, p);
+    /* as the module does before its patches apply */
+    return act == HL_ACT_Q ? p : hl_mha_ungroup(g, recv, p);
 }
 
 hl_status hl_patch_paths(const hl_gpt *m, const hl_patch_task *t, hl_act act, double *out,

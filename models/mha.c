@@ -125,8 +125,7 @@ static bool grouped(const hl_mha *m)
     return m->cfg.kv_heads != m->cfg.num_heads || m->cfg.kv_of;
 }
 
-/* k or v (B,K,S,D) handed to every query head (B,H,S,D). */
-static hl_tensor *ungroup(hl_graph *g, const hl_mha *m, hl_tensor *x)
+hl_tensor *hl_mha_ungroup(hl_graph *g, const hl_mha *m, hl_tensor *x)
 {
     if (!grouped(m))
         return x;
@@ -369,14 +368,14 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
             qh = hl_qkv_heads(g, qkv, H, (hl_real)base, &kh, &vh);
         else
             qh = hl_qkv_heads_grouped(g, qkv, H, K, (hl_real)base, rot, &kh, &vh);
-        kh = ungroup(g, m, kh);
-        vh = ungroup(g, m, vh);
+        kh = hl_mha_ungroup(g, m, kh);
+        vh = hl_mha_ungroup(g, m, vh);
     } else {
         hl_tensor *q, *k, *v;
         project(g, m, query, key, value, &q, &k, &v);
         qh = split_heads(g, q, H, D);
-        kh = ungroup(g, m, split_heads(g, k, K, D));
-        vh = ungroup(g, m, split_heads(g, v, K, D));
+        kh = hl_mha_ungroup(g, m, split_heads(g, k, K, D));
+        vh = hl_mha_ungroup(g, m, split_heads(g, v, K, D));
         if (run && run->n_patches) {
             qh = hl_act_patch_apply(g, qh, HL_ACT_Q, run->patches, run->n_patches);
             kh = hl_act_patch_apply(g, kh, HL_ACT_K, run->patches, run->n_patches);

@@ -214,6 +214,9 @@ void hl_mha_init_weights(hl_mha *m, hl_rng *rng);
 int hl_mha_inner_dim(const hl_mha *m);
 /* The key/value head query head h reads (h itself without grouping). */
 int hl_mha_kv_head(const hl_mha *m, int h);
+/* k or v (B,K,S,D) of the key/value heads handed to every query head
+ * (B,H,S,D), head h its hl_mha_kv_head; x itself without grouping. */
+hl_tensor *hl_mha_ungroup(hl_graph *g, const hl_mha *m, hl_tensor *x);
 
 /* query (B,T,E), key (B,S,kdim), value (B,S,vdim) -> (B,T,E). masks and
  * run may be NULL. Pass the same tensor as query, key and value for
