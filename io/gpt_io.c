@@ -90,6 +90,21 @@ static hl_status load_vocab(const hl_safetensors *f, const hl_gpt_config *c, hl_
     return HL_OK;
 }
 
+/* The tokenizer of a Hugging Face folder, checked against the model's config. */
+static hl_status folder_vocab(const char *path, const hl_gpt_config *c, hl_vocab **out,
+                              hl_error *err)
+{
+    if (!(*out = hl_vocab_load_pretrained(path, err)))
+        return err->status;
+    if (vocab_fits(*out, c))
+        return HL_OK;
+    hl_error_set(err, HL_ERR_FORMAT, "%s: the tokenizer has %d tokens, more than the model's %d",
+                 path, hl_vocab_size(*out), c->vocab_in);
+    hl_vocab_free(*out);
+    *out = NULL;
+    return HL_ERR_FORMAT;
+}
+
 /* A Hugging Face folder (io/hf.h): the model, and its tokenizer when the
  * folder has one that headlab reads. */
 static hl_gpt *load_folder(const char *path, hl_gpt_meta *meta, hl_error *err)
@@ -99,14 +114,7 @@ static hl_gpt *load_folder(const char *path, hl_gpt_meta *meta, hl_error *err)
         return NULL;
     snprintf(meta->task, sizeof meta->task, "pretrained");
     hl_error local = {0};
-    meta->vocab = hl_vocab_load_pretrained(path, &local);
-    if (meta->vocab && !vocab_fits(meta->vocab, &m->cfg)) {
-        hl_error_set(&local, HL_ERR_FORMAT, "%s: the tokenizer has %d tokens, more than the "
-                     "model's %d", path, hl_vocab_size(meta->vocab), m->cfg.vocab_in);
-        hl_vocab_free(meta->vocab);
-        meta->vocab = NULL;
-    }
-    if (!meta->vocab)
+    if (folder_vocab(path, &m->cfg, &meta->vocab, &local) != HL_OK)
         snprintf(meta->vocab_note, sizeof meta->vocab_note, "%s", local.message);
     return m;
 }
@@ -148,15 +156,7 @@ hl_status hl_gpt_load_vocab(const char *path, hl_vocab **out, hl_error *err)
         hl_hf_arch arch;
         if (hl_hf_read_config(path, &cfg, &arch, err) != HL_OK)
             return err->status;
-        if (!(*out = hl_vocab_load_pretrained(path, err)))
-            return err->status;
-        if (vocab_fits(*out, &cfg))
-            return HL_OK;
-        hl_error_set(err, HL_ERR_FORMAT, "%s: the tokenizer has %d tokens, more than the "
-                     "model's %d", path, hl_vocab_size(*out), cfg.vocab_in);
-        hl_vocab_free(*out);
-        *out = NULL;
-        return HL_ERR_FORMAT;
+        return folder_vocab(path, &cfg, out, err);
     }
     hl_safetensors *f = NULL;
     if (hl_safetensors_read_header(path, &f, err) != HL_OK)
