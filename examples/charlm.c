@@ -532,7 +532,7 @@ typedef struct {
     hl_eval_set *text_set;  /* validation windows: the detectors on the text itself */
     double *position_loss;  /* the last evaluation's validation loss per position */
     double *position_bytes; /* (T) bytes of the validation targets at each position */
-    int n_points;           /* evaluations this run, for heads.png */
+    int n_points;           /* evaluations for heads.png (a resumed run's earlier ones too) */
     double *at_step, *curve[CURVES];
 } run;
 
@@ -1246,6 +1246,89 @@ static bool measure_position_bytes(run *r)
     return true;
 }
 
+/* DIR/name, a log open_log kept, parsed. */
+static hl_status read_log(const run *r, const char *name, hl_csv_table *t, hl_error *err)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", r->o.out, name);
+    size_t size;
+    char *text = (char *)hl_fs_read_file(path, &size);
+    if (!text)
+        return hl_error_set(err, HL_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+    const hl_status s = hl_csv_parse(text, size, path, t, err);
+    free(text);
+    return s;
+}
+
+/* track_heads' three best scores of one step from heads.csv's rows, the
+ * rows from *at on, *at moved past them; NaN when the step has no rows (a
+ * kill between the two logs' rows). */
+static void best_heads_of_step(const hl_csv_table *h, size_t *at, double step, double best[3])
+{
+    const int c_step = hl_csv_column(h, "step"), c_layer = hl_csv_column(h, "layer"),
+              c_ind = hl_csv_column(h, hl_detector_name(HL_DETECT_INDUCTION)),
+              c_prev = hl_csv_column(h, hl_detector_name(HL_DETECT_PREVIOUS)),
+              c_text = hl_csv_column(h, "induction_text");
+    while (*at < h->n_rows && hl_csv_value(h, *at, c_step) < step)
+        ++*at;
+    const size_t first = *at;
+    best[0] = best[1] = best[2] = 0;
+    for (; *at < h->n_rows && hl_csv_value(h, *at, c_step) == step; ++*at) {
+        if (hl_csv_value(h, *at, c_layer) > 0) {
+            best[0] = fmax(best[0], hl_csv_value(h, *at, c_ind));
+            best[1] = fmax(best[1], hl_csv_value(h, *at, c_text));
+        } else {
+            best[2] = fmax(best[2], hl_csv_value(h, *at, c_prev));
+        }
+    }
+    if (*at == first)
+        best[0] = best[1] = best[2] = NAN;
+}
+
+/* A resumed run's earlier points of heads.png, from the rows of train.csv
+ * and heads.csv up to the checkpoint's step, so that the picture shows the
+ * whole run; *prior of them. Fails only on a log that does not parse. */
+static hl_status read_earlier_points(run *r, size_t room, int *prior, hl_error *err)
+{
+    *prior = 0;
+    hl_csv_table t, h;
+    if (read_log(r, "train.csv", &t, err) != HL_OK)
+        return err->status;
+    if (read_log(r, "heads.csv", &h, err) != HL_OK) {
+        hl_csv_table_free(&t);
+        return err->status;
+    }
+    bool ok = true;
+    for (int k = 0; k < CURVES; k++)
+        ok &= (r->curve[k] = malloc(sizeof(double) * (t.n_rows + room))) != NULL;
+    if (!ok || !(r->at_step = malloc(sizeof(double) * (t.n_rows + room)))) {
+        hl_csv_table_free(&t);
+        hl_csv_table_free(&h);
+        return hl_error_set(err, HL_ERR_NOMEM, "out of memory");
+    }
+    static const char *const columns[] = {[CURVE_TRAIN] = "train_loss",
+                                          [CURVE_VAL] = "val_loss",
+                                          [CURVE_ICL] = "icl_score",
+                                          [CURVE_ICL_BYTE] = "icl_score_per_byte"};
+    const int c_step = hl_csv_column(&t, "step");
+    size_t at = 0;
+    for (size_t i = 0; i < t.n_rows; i++) {
+        const double step = hl_csv_value(&t, i, c_step);
+        r->at_step[i] = step;
+        for (int k = 0; k <= CURVE_ICL_BYTE; k++)
+            r->curve[k][i] = hl_csv_value(&t, i, hl_csv_column(&t, columns[k]));
+        double best[3];
+        best_heads_of_step(&h, &at, step, best);
+        r->curve[CURVE_INDUCTION][i] = best[0];
+        r->curve[CURVE_INDUCTION_TEXT][i] = best[1];
+        r->curve[CURVE_PREVIOUS][i] = best[2];
+    }
+    *prior = (int)t.n_rows;
+    hl_csv_table_free(&t);
+    hl_csv_table_free(&h);
+    return HL_OK;
+}
+
 /* The probe, heads.csv and room for one point per evaluation (rank 0). */
 static void setup_heads(run *r)
 {
@@ -1261,9 +1344,17 @@ static void setup_heads(run *r)
     snprintf(header + strlen(header), sizeof header - strlen(header), ",induction_text");
     r->heads_log = open_log(r->o.out, "heads.csv", r->start > 0 ? r->start : -1, header);
     const size_t n = (size_t)((r->o.steps - r->start) / r->o.eval_every + 2);
-    bool ok = (r->at_step = malloc(sizeof(double) * n)) != NULL;
+    if (r->start > 0 && read_earlier_points(r, n, &r->n_points, &err) != HL_OK) {
+        if (err.status == HL_ERR_NOMEM) {
+            fprintf(stderr, "charlm: out of memory\n");
+            hl_dist_abort(1);
+        }
+        printf("note: heads.png shows this run's points alone: %s\n", err.message);
+        err = (hl_error){0};
+    }
+    bool ok = r->at_step || (r->at_step = malloc(sizeof(double) * n)) != NULL;
     for (int k = 0; k < CURVES; k++)
-        ok &= (r->curve[k] = malloc(sizeof(double) * n)) != NULL;
+        ok &= r->curve[k] || (r->curve[k] = malloc(sizeof(double) * n)) != NULL;
     ok &= (r->position_loss = malloc(sizeof(double) * (size_t)r->T)) != NULL;
     ok &= (r->position_bytes = malloc(sizeof(double) * (size_t)r->T)) != NULL &&
           measure_position_bytes(r);

@@ -600,7 +600,9 @@ END_TEST
  * --copy-span, --doc-windows, and the window of a fine-tuning run's --ctx):
  * stopped at 10 steps and resumed to 20 without them, it writes the model of
  * 20 steps straight (before, they fell back to their defaults without a
- * word). A --ctx longer than the model's positions is refused. */
+ * word), and the same heads.png (read back from the logs, the first run's
+ * points are drawn too). A --ctx longer than the model's positions is
+ * refused. */
 START_TEST(test_charlm_resume_keeps_data_flags)
 {
     tu_make_dir(temp_dir, "examples");
@@ -633,6 +635,10 @@ START_TEST(test_charlm_resume_keeps_data_flags)
         snprintf(b, sizeof b, "%s/two/model.safetensors", temp_dir);
         ck_assert_msg(tu_same_file(a, b), "%s: resumed without the flags, another model",
                       runs[i][1]);
+        /* heads.png draws the earlier run's points too */
+        snprintf(a, sizeof a, "%s/straight/heads.png", temp_dir);
+        snprintf(b, sizeof b, "%s/two/heads.png", temp_dir);
+        ck_assert_msg(tu_same_file(a, b), "%s: the resumed run's heads.png", runs[i][1]);
         if (!i) { /* a flag given overrides the checkpoint's, --no-doc-windows too */
             char out[8192];
             snprintf(command, sizeof command,
