@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #ifdef _OPENMP
@@ -80,6 +81,15 @@ typedef struct {
     const char *name, *args; /* printf format with the program folder and output dir */
 } busy_program;
 
+/* The run folder out and what the runs wrote there. */
+static void remove_dir(const char *out)
+{
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf %s", out);
+    if (system(command) != 0)
+        fprintf(stderr, "bench: could not remove %s\n", out);
+}
+
 void bench_busy_section(bench_report *report, int threads, bool quick)
 {
     char dir[PATH_MAX];
@@ -95,14 +105,23 @@ void bench_busy_section(bench_report *report, int threads, bool quick)
         fprintf(stderr, "bench: busy: no temporary folder: %s\n", strerror(errno));
         return;
     }
+    fflush(stdout);
+    const pid_t parent = getpid(), spinner = fork();
+    if (spinner < 0) {
+        fprintf(stderr, "bench: busy: cannot start the busy loop: %s\n", strerror(errno));
+        remove_dir(out);
+        return;
+    }
+    if (spinner == 0) { /* the other process, gone with bench however bench ends */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(0);
+        for (;;)
+            ;
+    }
     printf("\nBusy machine: a busy loop holds one core; a run at 1 thread, at %d, and by "
            "default (each step's team chosen by train/threads.c)  seconds per run\n",
            threads);
     printf("%-27s %-22s %8s %8s\n", "run", "threads", "seconds", "vs 1");
-    const pid_t spinner = fork();
-    if (spinner == 0)
-        for (;;) /* the other process */
-            ;
     const int reps = quick ? 1 : 3;
     for (size_t p = 0; p < sizeof programs / sizeof programs[0]; p++) {
         double one = NAN;
@@ -136,9 +155,6 @@ void bench_busy_section(bench_report *report, int threads, bool quick)
     }
     kill(spinner, SIGKILL);
     waitpid(spinner, NULL, 0);
-    char command[128];
-    snprintf(command, sizeof command, "rm -rf %s", out);
-    if (system(command) != 0)
-        fprintf(stderr, "bench: could not remove %s\n", out);
+    remove_dir(out);
     fflush(stdout);
 }

@@ -2,7 +2,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,45 +60,68 @@ static int append_csv(FILE *out, const char *path, bool with_header)
     return 0;
 }
 
+/* One child run of the benchmark on kernel set name, its rows into part:
+ * its exit status, or -1 when it could not run or was killed. */
+static int run_child(int argc, char **argv, const char *name, const char *part)
+{
+    char **args = child_argv(argc, argv, name, part);
+    if (!args)
+        return -1;
+    fflush(stdout);
+    const pid_t parent = getpid(), pid = fork();
+    if (pid == 0) {
+        /* gone with this process however it ends (a kill leaves no run behind) */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(2);
+        setenv("HL_ISA", name, 1);
+        execv("/proc/self/exe", args);
+        fprintf(stderr, "bench: cannot run itself: %s\n", strerror(errno));
+        _exit(2);
+    }
+    free(args);
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
+        return -1;
+    return WEXITSTATUS(status);
+}
+
 int bench_isa_runs(int argc, char **argv, const hl_isa *isas, int n_isas, const char *csv)
 {
-    char parts[HL_ISA_COUNT][1024];
-    for (int i = 0; i < n_isas; i++) {
-        const char *name = hl_isa_name(isas[i]);
-        snprintf(parts[i], sizeof parts[i], "%s.%s", csv, name);
-        char **args = child_argv(argc, argv, name, parts[i]);
-        if (!args)
-            return 2;
-        fflush(stdout);
-        pid_t pid = fork();
-        if (pid == 0) {
-            setenv("HL_ISA", name, 1);
-            execv("/proc/self/exe", args);
-            fprintf(stderr, "bench: cannot run itself: %s\n", strerror(errno));
-            _exit(2);
-        }
-        free(args);
-        int status = 0;
-        if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
-            WEXITSTATUS(status) != 0) {
-            fprintf(stderr, "bench: the %s run failed\n", name);
-            return 1;
-        }
-    }
+    /* The CSV first, so that one that cannot be written stops the run before
+     * it starts; each set's rows go to a private folder until then. */
     bench_report merged;
     if (bench_report_open_raw(&merged, csv))
         return 2;
-    int rc = 0;
-    for (int i = 0; i < n_isas && !rc; i++)
-        rc = append_csv(merged.csv, parts[i], i == 0);
-    if (rc) {
+    char dir[] = "/tmp/headlab-bench-XXXXXX", parts[HL_ISA_COUNT][64];
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "bench: no temporary folder: %s\n", strerror(errno));
         bench_report_abandon(&merged);
         return 2;
     }
+    int rc = 0, ran = 0;
+    for (int i = 0; i < n_isas && rc != 2; i++) {
+        const char *name = hl_isa_name(isas[i]);
+        snprintf(parts[i], sizeof parts[i], "%s/%s.csv", dir, name);
+        int status = run_child(argc, argv, name, parts[i]);
+        if (status == 0 || status == 1) { /* 1: some rows failed, the others written */
+            if (append_csv(merged.csv, parts[i], ran == 0) == 0)
+                ran++;
+            else
+                status = 1;
+            rc |= status;
+            remove(parts[i]);
+        } else {
+            fprintf(stderr, "bench: the %s run failed\n", name);
+            rc = status == 2 ? 2 : 1;
+        }
+    }
+    rmdir(dir);
+    if (rc == 2 || !ran) {
+        bench_report_abandon(&merged);
+        return rc ? rc : 1;
+    }
     if (bench_report_close(&merged))
         return 2;
-    for (int i = 0; i < n_isas; i++)
-        remove(parts[i]);
     printf("\nwrote %s (the rows of every kernel set)\n", csv);
-    return 0;
+    return rc;
 }
