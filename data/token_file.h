@@ -123,7 +123,11 @@ hl_status hl_token_writer_put(hl_token_writer *w, const int32_t *tokens, size_t 
 hl_status hl_token_writer_end_document(hl_token_writer *w, hl_error *err);
 /* Tokens written so far. */
 uint64_t hl_token_writer_count(const hl_token_writer *w);
-/* Writes the counts into the header and renames the file into place; frees w
+/* Writes the index and the counts and flushes the file to disk, not yet in
+ * place: two files that belong together (train.tok, val.tok) are both
+ * finished before either is committed. On failure w is left to abort. */
+hl_status hl_token_writer_finish(hl_token_writer *w, hl_error *err);
+/* Finishes w (unless finished) and renames the file into place; frees w
  * either way. */
 hl_status hl_token_writer_commit(hl_token_writer *w, hl_error *err);
 /* Removes the temporary file and frees w. */

@@ -1,6 +1,7 @@
 /* Writing token files as a stream: see token_file.h. */
 #include "data/token_file.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@ struct hl_token_writer {
     hl_token_header h;
     uint64_t *docs;       /* the document starts so far */
     size_t n_docs, cap_docs;
+    bool finished;        /* index and header written, nothing more to put */
     unsigned char buf[BUFFER_TOKENS * 4];
 };
 
@@ -126,8 +128,10 @@ hl_status hl_token_writer_put(hl_token_writer *w, const int32_t *tokens, size_t 
 
 uint64_t hl_token_writer_count(const hl_token_writer *w) { return w->h.n_tokens; }
 
-hl_status hl_token_writer_commit(hl_token_writer *w, hl_error *err)
+hl_status hl_token_writer_finish(hl_token_writer *w, hl_error *err)
 {
+    if (w->finished)
+        return HL_OK;
     /* The index after the tokens: a start at the very end began no document. */
     if (w->n_docs && w->docs[w->n_docs - 1] == w->h.n_tokens)
         w->n_docs--;
@@ -139,16 +143,26 @@ hl_status hl_token_writer_commit(hl_token_writer *w, hl_error *err)
     w->h.n_docs = w->n_docs;
     unsigned char header[HL_TOKEN_HEADER];
     header_bytes(&w->h, header);
-    if (fseek(w->out.f, 0, SEEK_SET) != 0) {
-        hl_status st = hl_error_set(err, HL_ERR_IO, "cannot write %s: seek failed",
-                                    w->out.path);
-        hl_token_writer_abort(w);
-        return st;
-    }
-    /* A failed write shows in the stream's error flag, which the commit
+    /* fseek writes out what is buffered: its failure is often the disk's. */
+    if (fseek(w->out.f, 0, SEEK_SET) != 0)
+        return hl_error_set(err, HL_ERR_IO, "cannot write %s: %s", w->out.path,
+                            strerror(errno));
+    /* A failed write shows in the stream's error flag, which the flush
      * checks. */
     fwrite(header, 1, sizeof header, w->out.f);
-    hl_status st = hl_atomic_commit(&w->out, err);
+    if (hl_atomic_flush(&w->out, err) != HL_OK)
+        return err->status;
+    w->finished = true;
+    return HL_OK;
+}
+
+hl_status hl_token_writer_commit(hl_token_writer *w, hl_error *err)
+{
+    if (hl_token_writer_finish(w, err) != HL_OK) {
+        hl_token_writer_abort(w);
+        return err->status;
+    }
+    const hl_status st = hl_atomic_commit(&w->out, err);
     free(w->docs);
     free(w);
     return st;

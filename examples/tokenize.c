@@ -142,30 +142,44 @@ static void progress_show(progress *p, uint64_t done, bool final)
 
 /* ---- encoding ---- */
 
-/* The next bytes of the text, a part of `bytes` bytes, into DIR/name. */
-static uint64_t write_part(stream *s, uint64_t bytes, const hl_vocab *v, const char *dir,
-                           const char *name, progress *p, uint64_t *done)
+/* A failed part: the reason printed, its writer gone; the exit status. */
+static int part_failed(hl_token_writer *w, const char *message, int status)
 {
-    char path[4200];
+    hl_token_writer_abort(w);
+    fprintf(stderr, "%s: %s\n", program, message);
+    return status;
+}
+
+/* The next bytes of the text, a part of `bytes` bytes, into DIR/name,
+ * finished but not yet in place (*out); else the exit status, with nothing
+ * left of the part. */
+static int write_part(stream *s, uint64_t bytes, const hl_vocab *v, const char *dir,
+                      const char *name, progress *p, uint64_t *done, hl_token_writer **out)
+{
+    char path[4200], message[4400];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     hl_error err = {0};
     hl_token_writer *w = hl_token_writer_begin(path, v, &err);
     size_t cap = BLOCK, have = 0;
     unsigned char *buf = malloc(cap);
     if (!w || !buf) {
-        fprintf(stderr, "%s: %s\n", program, err.message[0] ? err.message : "out of memory");
-        exit(err.status == HL_ERR_IO ? 2 : 1);
+        free(buf);
+        return part_failed(w, err.message[0] ? err.message : "out of memory",
+                           err.status == HL_ERR_IO ? 2 : 1);
     }
     uint64_t left = bytes;
     /* file_end: buf[0..have) ends where a file does; line_start: buf[0]
      * starts a line. */
     bool file_end = false, line_start = true;
-    while (left > 0 || have > 0) {
+    int status = 0;
+    while (!status && (left > 0 || have > 0)) {
         if (!file_end && left > 0 && have < cap) {
             const size_t want = cap - have < left ? cap - have : (size_t)left;
             const size_t got = stream_read_file(s, buf + have, want, &file_end);
-            if (got < want && !file_end)
-                hl_cli_bad_input(program, "the input files shrank while being read");
+            if (got < want && !file_end) {
+                status = part_failed(w, "the input files shrank while being read", 2);
+                break;
+            }
             have += got;
             left -= got;
         }
@@ -181,16 +195,11 @@ static uint64_t write_part(stream *s, uint64_t bytes, const hl_vocab *v, const c
             doc = have, safe = have;
         const size_t n = doc ? doc : safe;
         size_t used = 0;
-        if (n && hl_tokenize_block(v, buf, n, HL_TOKENIZE_CHUNK, doc != 0, w, &used, &err) !=
-                     HL_OK) {
-            hl_token_writer_abort(w);
-            fprintf(stderr, "%s: %s\n", program, err.message);
-            exit(err.status == HL_ERR_NOMEM ? 1 : 2);
-        }
-        if (doc && hl_token_writer_end_document(w, &err) != HL_OK) {
-            hl_token_writer_abort(w);
-            fprintf(stderr, "%s: %s\n", program, err.message);
-            exit(1);
+        if ((n && hl_tokenize_block(v, buf, n, HL_TOKENIZE_CHUNK, doc != 0, w, &used, &err) !=
+                      HL_OK) ||
+            (doc && hl_token_writer_end_document(w, &err) != HL_OK)) {
+            status = part_failed(w, err.message, err.status == HL_ERR_NOMEM ? 1 : 2);
+            break;
         }
         *done += used;
         progress_show(p, *done, false);
@@ -202,22 +211,23 @@ static uint64_t write_part(stream *s, uint64_t bytes, const hl_vocab *v, const c
              * spaces before words): a longer block. */
             unsigned char *grown = cap < BLOCK_MAX ? realloc(buf, cap * 2) : NULL;
             if (!grown) {
-                hl_token_writer_abort(w);
-                hl_cli_bad_input(program, "%s: no place to cut the text in %zu MiB (no line "
-                                 "break between two non-spaces, no space before a word)",
-                                 path, cap >> 20);
+                snprintf(message, sizeof message, "%s: no place to cut the text in %zu MiB (no "
+                         "line break between two non-spaces, no space before a word)", path,
+                         cap >> 20);
+                status = part_failed(w, message, 2);
+                break;
             }
             buf = grown;
             cap *= 2;
         }
     }
     free(buf);
-    const uint64_t n = hl_token_writer_count(w);
-    if (hl_token_writer_commit(w, &err) != HL_OK) {
-        fprintf(stderr, "%s: %s\n", program, err.message);
-        exit(2);
-    }
-    return n;
+    if (status)
+        return status;
+    if (hl_token_writer_finish(w, &err) != HL_OK)
+        return part_failed(w, err.message, 2);
+    *out = w;
+    return 0;
 }
 
 /* The vocabulary: a model's, learnt from the start of the training part, or
@@ -373,8 +383,27 @@ int main(int argc, char **argv)
     progress p = {.tty = isatty(STDERR_FILENO), .total = s.size, .start = learnt,
                   .last = learnt};
     uint64_t done = 0;
-    const uint64_t train = write_part(&s, n_train, v, o.out, "train.tok", &p, &done);
-    const uint64_t val = write_part(&s, n_val, v, o.out, "val.tok", &p, &done);
+    /* Both files complete on disk before either replaces an older one: a
+     * failure leaves the old pair as it was. */
+    hl_token_writer *train_w = NULL, *val_w = NULL;
+    int status = write_part(&s, n_train, v, o.out, "train.tok", &p, &done, &train_w);
+    if (!status && (status = write_part(&s, n_val, v, o.out, "val.tok", &p, &done, &val_w)))
+        hl_token_writer_abort(train_w);
+    if (status) {
+        hl_vocab_free(v);
+        return status;
+    }
+    const uint64_t train = hl_token_writer_count(train_w), val = hl_token_writer_count(val_w);
+    hl_error err = {0};
+    if (hl_token_writer_commit(train_w, &err) != HL_OK) {
+        hl_token_writer_abort(val_w);
+        fprintf(stderr, "%s: %s\n", program, err.message);
+        return 2;
+    }
+    if (hl_token_writer_commit(val_w, &err) != HL_OK) { /* a rename beside a done one */
+        fprintf(stderr, "%s: %s\n", program, err.message);
+        return 2;
+    }
     progress_show(&p, done, true);
     const double seconds = hl_seconds() - learnt;
     printf("tokenize: %llu bytes in %d file(s) -> %s/train.tok (%llu tokens) and %s/val.tok "

@@ -158,19 +158,38 @@ static void sync_dir(const char *path)
     }
 }
 
+/* The first failing step of writing a->f out, its errno in *saved; NULL when
+ * every byte is on disk. */
+static const char *flush_step(hl_atomic_file *a, int *saved)
+{
+    if (ferror(a->f))
+        return *saved = EIO, "write";
+    if (fflush(a->f) != 0)
+        return *saved = errno, "write";
+    if (fsync(fileno(a->f)) != 0)
+        return *saved = errno, "fsync";
+    return NULL;
+}
+
+hl_status hl_atomic_flush(hl_atomic_file *a, hl_error *err)
+{
+    if (!a->f)
+        return hl_error_set(err, HL_ERR_STATE, "atomic write: no file begun");
+    int saved = 0;
+    const char *step = flush_step(a, &saved);
+    if (step)
+        return hl_error_set(err, HL_ERR_IO, "cannot write %s: %s of %s failed: %s", a->path,
+                            step, a->tmp, strerror(saved));
+    return HL_OK;
+}
+
 hl_status hl_atomic_commit(hl_atomic_file *a, hl_error *err)
 {
     if (!a->f)
         return hl_error_set(err, HL_ERR_STATE, "atomic write: no file begun");
-    const char *step = "write";
     int saved = 0;
-    bool ok = !ferror(a->f);
-    if (!ok)
-        saved = EIO;
-    if (ok && fflush(a->f) != 0)
-        ok = false, saved = errno;
-    if (ok && fsync(fileno(a->f)) != 0)
-        ok = false, step = "fsync", saved = errno;
+    const char *step = flush_step(a, &saved);
+    bool ok = step == NULL;
     /* Renamed while still open: the lock guards the temporary name until it
      * is gone. */
     if (ok && rename(a->tmp, a->path) != 0)

@@ -32,6 +32,10 @@ typedef struct hl_atomic_file {
 } hl_atomic_file;
 
 hl_status hl_atomic_begin(hl_atomic_file *a, const char *path, hl_error *err);
+/* Flushes and syncs the temporary file without renaming it, so that several
+ * files can all be complete on disk before any replaces its target; a write
+ * error seen on a->f fails it (then abort). Optional before the commit. */
+hl_status hl_atomic_flush(hl_atomic_file *a, hl_error *err);
 /* Flushes, syncs, closes and renames over the target; a write error seen on
  * a->f at any point fails the commit. Frees a's memory either way. */
 hl_status hl_atomic_commit(hl_atomic_file *a, hl_error *err);

@@ -286,6 +286,23 @@ START_TEST(test_bad_token_files)
                    2, "/nonexist");
     expect_failure(HL_BUILD_DIR "/tokenize tests/main.c --out /tmp/x --val-fraction 1", 2,
                    "--val-fraction");
+    /* A disk that fills while val.tok is written (a file-size limit between
+     * the two files' sizes): exit 2 naming the file and its reason, and both
+     * token files of the run before as they were (train.tok was replaced
+     * before val.tok was begun). */
+    snprintf(command, sizeof command,
+             "mkdir %s/before && cp %s/good/*.tok %s/before/ && "
+             "for i in $(seq 40); do cat %s/text.txt; done > %s/long.txt && trap '' XFSZ && "
+             "ulimit -f 1000 && " HL_BUILD_DIR "/tokenize %s/long.txt --out %s/good "
+             "--val-fraction 0.9", dir, dir, dir, dir, dir, dir, dir);
+    expect_failure(command, 2, "val.tok: File too large");
+    for (int i = 0; i < 2; i++) {
+        snprintf(src, sizeof src, "%s/before/%s.tok", dir, i ? "val" : "train");
+        snprintf(dst, sizeof dst, "%s/good/%s.tok", dir, i ? "val" : "train");
+        ck_assert_msg(tu_same_file(src, dst), "%s changed", dst);
+    }
+    snprintf(command, sizeof command, "test $(ls %s/good | wc -l) = 2", dir);
+    tu_run_ok(command);
     remove_dir();
 }
 END_TEST
