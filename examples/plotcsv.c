@@ -6,7 +6,8 @@
  *                   --x position --y val_loss --out position_loss.png
  *
  * Each file gives a series per --y column, labelled with the file's folder
- * (and the column, when there are several). --where COL=VALUE keeps the rows
+ * (its path where it has none or shares it with another file; and the
+ * column, when there are several). --where COL=VALUE keeps the rows
  * whose COL equals VALUE (e.g. one head of heads.csv). Run with --help.
  */
 #include <errno.h>
@@ -31,9 +32,9 @@ static const hl_usage usage = {
     "Draws columns of CSV files (train.csv, position_loss.csv, heads.csv, ...) as lines\n"
     "on one picture, a series per file and --y column (at most "
     STRING_OF(HL_PLOT_MAX_SERIES) ").\n",
-    "Series are labelled with each file's folder, and the column when there are\n"
-    "several. Exit status: 0 written, 2 bad input or a file that cannot be read or\n"
-    "written.\n",
+    "Series are labelled with each file's folder (its path where it has none or\n"
+    "shares it with another file), and the column when there are several.\n"
+    "Exit status: 0 written, 2 bad input or a file that cannot be read or written.\n",
 };
 
 /* Whether row r passes every --where COL=VALUE (checked to exist beforehand). */
@@ -47,10 +48,19 @@ static bool row_kept(const hl_csv_table *t, size_t r, const int *col, const doub
 }
 
 /* The folder part of a path ("runs/rope/train.csv" -> "runs/rope"), or the path. */
-static void folder_of(const char *path, char *out, size_t size)
+/* A series' name for files[f]: its folder, or its path where it has no
+ * folder or shares it with another file. */
+static void series_name(const hl_opt_list *files, int f, char *out, size_t size)
 {
-    const char *slash = strrchr(path, '/');
-    snprintf(out, size, "%.*s", slash ? (int)(slash - path) : (int)strlen(path), path);
+    const char *path = files->item[f], *slash = strrchr(path, '/');
+    const int len = slash ? (int)(slash - path) : 0;
+    bool shared = !slash;
+    for (int g = 0; g < files->n && !shared; g++) {
+        const char *other = files->item[g], *other_slash = strrchr(other, '/');
+        shared = g != f && other_slash && other_slash - other == len && !strncmp(other, path,
+                                                                                (size_t)len);
+    }
+    snprintf(out, size, "%.*s", shared ? (int)strlen(path) : len, path);
 }
 
 int main(int argc, char **argv)
@@ -134,7 +144,7 @@ int main(int argc, char **argv)
                         "is empty\n", path, o.ys.item[y], o.x,
                         o.where.n ? " in the rows --where keeps" : "");
             char folder[200];
-            folder_of(path, folder, sizeof folder);
+            series_name(&o.files, f, folder, sizeof folder);
             if (o.ys.n > 1)
                 snprintf(labels[n], sizeof labels[n], "%s %s", folder, o.ys.item[y]);
             else

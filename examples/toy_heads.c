@@ -597,9 +597,13 @@ static void head_report(run *r)
                               .probe = {.bos = HL_TOY_BOS, .seed = 12345},
                               .map_tokens = set->tokens + (size_t)r->heldout.example * set->T,
                               .map_T = set->T, .eval = &first};
-    if (hl_fs_make_dirs(dir) || hl_head_report_write(r->m, &ro, dir, &err) != HL_OK) {
-        fprintf(stderr, "toy_heads: report: %s\n", err.message[0] ? err.message : strerror(errno));
-        hl_dist_abort(1);
+    if (hl_fs_make_dirs(dir)) {
+        fprintf(stderr, "toy_heads: report: cannot create %s: %s\n", dir, strerror(errno));
+        hl_dist_abort(2);
+    }
+    if (hl_head_report_write(r->m, &ro, dir, &err) != HL_OK) {
+        fprintf(stderr, "toy_heads: report: %s\n", err.message);
+        hl_dist_abort(err.status == HL_ERR_IO ? 2 : 1);
     }
 }
 

@@ -12,6 +12,10 @@ int hl_fs_make_dirs(const char *path)
         errno = ENAMETOOLONG;
         return -1;
     }
+    if (!buf[0]) { /* as mkdir("") */
+        errno = ENOENT;
+        return -1;
+    }
     for (char *p = buf + 1; *p; p++)
         if (*p == '/') {
             *p = '\0';

@@ -201,6 +201,10 @@ hl_status hl_checkpoint_load(const char *path, hl_params *params, hl_optim *opt,
     if (s == HL_OK && opt && optim_text && strcmp(kinds, saved_kinds))
         s = hl_error_set(err, HL_ERR_ARG, "checkpoint %s: its optimizer state is %s's, the "
                          "optimizer is %s", path, saved_kinds, kinds);
+    /* Before the tensors: a model file given as a checkpoint has none of the
+     * optimizer's, and this says why. */
+    if (s == HL_OK && opt && !optim_text)
+        s = hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: no optimizer state", path);
     if (s == HL_OK)
         s = check_all(f, path, params, opt, err);
     if (s == HL_OK && !step_text)
@@ -208,8 +212,6 @@ hl_status hl_checkpoint_load(const char *path, hl_params *params, hl_optim *opt,
     else if (s == HL_OK && !count_parse(step_text, &saved_step))
         s = hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: metadata \"step\" is \"%.60s\", "
                          "not a whole number >= 0", path, step_text);
-    if (s == HL_OK && opt && !optim_text)
-        s = hl_error_set(err, HL_ERR_FORMAT, "checkpoint %s: no optimizer state", path);
     hl_rng parsed[8];
     bool there[8] = {false};
     for (int i = 0; i < n_rngs && s == HL_OK; i++) {

@@ -75,7 +75,7 @@ static hl_status parse_header(const char *line, size_t len, const char *name, hl
 static hl_status parse_row(const char *line, size_t len, size_t at, const char *name,
                            int n_cols, double *out, hl_error *err)
 {
-    char field[64];
+    char field[400]; /* the longest %f of a finite double is 317 bytes with 6 decimals */
     size_t start = 0;
     for (int c = 0; c < n_cols; c++) {
         const char *comma = memchr(line + start, ',', len - start);

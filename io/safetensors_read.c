@@ -237,7 +237,7 @@ static hl_status parse_entry(const cJSON *obj, const unsigned char *data, uint64
         if (is_unsupported_dtype(dtype->valuestring))
             return fail(err, HL_ERR_FORMAT, what,
                         "tensor \"%s\": dtype %s is not supported (headlab reads F32, F64, "
-                        "I64, I32, U8, BOOL)", name, dtype->valuestring);
+                        "F16, BF16, I64, I32, U8, BOOL)", name, dtype->valuestring);
         return fail(err, HL_ERR_FORMAT, what, "tensor \"%s\": unknown dtype \"%s\"", name,
                     dtype->valuestring);
     }

@@ -169,10 +169,14 @@ void hl_html_image(hl_html *h, const char *path, const char *alt)
         hl_error_set(&h->err, HL_ERR_IO, "report: cannot read %s: %s", path, strerror(errno));
         return;
     }
-    char *b64 = n >= 8 && !memcmp(png, "\x89PNG\r\n\x1a\n", 8) ? malloc(4 * (n / 3 + 1) + 1) : NULL;
+    if (n < 8 || memcmp(png, "\x89PNG\r\n\x1a\n", 8) != 0) {
+        hl_error_set(&h->err, HL_ERR_FORMAT, "report: %s is not a PNG picture", path);
+        free(png);
+        return;
+    }
+    char *b64 = malloc(4 * (n / 3 + 1) + 1);
     if (!b64) {
-        hl_error_set(&h->err, n >= 8 ? HL_ERR_NOMEM : HL_ERR_FORMAT,
-                     "report: %s is not a PNG picture (or out of memory)", path);
+        hl_error_set(&h->err, HL_ERR_NOMEM, "report: out of memory for %s", path);
         free(png);
         return;
     }

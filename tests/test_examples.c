@@ -211,6 +211,12 @@ START_TEST(test_toy_heads_short_run)
     ck_assert_int_eq(stat(path, &after), 0);
     ck_assert(before.st_mtim.tv_sec == after.st_mtim.tv_sec &&
               before.st_mtim.tv_nsec == after.st_mtim.tv_nsec);
+    /* A model file given as the checkpoint says what it lacks. */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/toy_heads --steps 40 --no-report --out %s/toy --resume %s",
+             temp_dir, path);
+    ck_assert_int_eq(tu_run(command, out, sizeof out), 2);
+    ck_assert_msg(strstr(out, "model.safetensors: no optimizer state"), "%s", out);
     /* Resuming into a new directory writes a train.csv with its header. */
     snprintf(command, sizeof command,
              HL_BUILD_DIR "/toy_heads --steps 40 --eval-every 10 --heldout 100 --no-report "
