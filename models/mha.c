@@ -383,8 +383,8 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
         }
         q_seen = qh; /* what a trace shows: hook_q, hook_k */
         k_seen = kh;
-        if (m->smear)
-            kh = hl_smear(g, kh, m->smear);
+        if (m->smear) /* within each document: its first key mixes in none before it */
+            kh = hl_smear_docs(g, kh, m->smear, masks ? masks->doc_ids : NULL);
         if (m->q_norm) { /* before rotation, as modded-nanogpt: the gain scales unrotated dims */
             const hl_real eps = (hl_real)m->cfg.qk_norm_eps;
             qh = hl_rmsnorm(g, qh, m->q_norm, eps);

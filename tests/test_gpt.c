@@ -483,7 +483,8 @@ END_TEST
 
 /* The training recipe on a GPT with rotary positions: packed documents give
  * each document's logits as if it were alone (attention is relative under
- * rope and never crosses a boundary), on both attention paths; QK-norm
+ * rope and never crosses a boundary, nor do smeared keys), on both attention
+ * paths; QK-norm
  * makes the logits blind to the scale of q and k; the loss is the
  * soft-capped cross-entropy. */
 START_TEST(test_gpt_recipe)
@@ -491,7 +492,7 @@ START_TEST(test_gpt_recipe)
     hl_gpt_config cfg = {.vocab_in = 11, .vocab_out = 7, .n_ctx = 12, .d_model = 16,
                          .n_heads = 2, .n_layers = 2, .mlp = HL_GPT_MLP_RELU2,
                          .norm = HL_GPT_NORM_RMS, .pos = HL_GPT_POS_ROPE, .emb_std = 0.5,
-                         .qk_norm = true, .softcap = 4};
+                         .qk_norm = true, .softcap = 4, .smear_keys = true};
     hl_error err = {0};
     hl_gpt *m = hl_gpt_new(&cfg, &err);
     ck_assert_msg(m, "%s", err.message);

@@ -147,10 +147,11 @@ static int case_op(const char *name)
 START_TEST(test_cases_names)
 {
     /* The cases that are not named after an op: other forms of one (matmul's
-     * transpose flags; partial rotary and grouped heads, recorded as rope and
-     * qkv_heads) and the modules built of ops. */
+     * transpose flags; partial rotary, grouped heads and smeared keys within
+     * documents, recorded as rope, qkv_heads and smear) and the modules built
+     * of ops. */
     static const char *const more[] = {"matmul_ta",         "matmul_tb",       "matmul_tab",
-                                       "rope_partial",      "qkv_heads_grouped",
+                                       "rope_partial",      "qkv_heads_grouped", "smear_docs",
                                        "mha_self_causal",   "mha_cross_padding", "gpt",
                                        "gpt_recipe"};
     const int n_more = (int)(sizeof more / sizeof more[0]);
