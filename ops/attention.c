@@ -689,10 +689,10 @@ static hl_real *dq_part_of(const attn_ctx *c, const attn_grads *gr, int bh, int 
  * (head, group) pair a task, the parts kept in gr->dq_parts, then added in
  * group order by (head, query tile) tasks. Both add the same parts in the
  * same order. */
-static void attention_backward(const attn_ctx *c, const attn_grads *gr, hl_real *scratch)
+static void attention_backward(const attn_ctx *c, const attn_grads *gr, bool by_groups,
+                               hl_real *scratch)
 {
     const int heads = c->B * c->H, groups = key_groups(c);
-    const bool by_groups = backward_by_groups(c);
     const int q_tiles = (c->T + TILE_Q - 1) / TILE_Q;
 #pragma omp parallel if ((double)heads * c->T * c->S * c->D >= HL_PARALLEL_MIN_WORK)
     {
@@ -742,7 +742,11 @@ void hl_attention_backward(hl_graph *g, hl_node *n)
                      .dv = hl_op_grad(g, n->inputs[2])};
     if (!gr.dq && !gr.dk && !gr.dv)
         return;
-    const bool by_groups = backward_by_groups(c);
+    /* q the same tensor as k or v (hl_attention(x, x, x)): group 0 adds into
+     * dq's rows while the other groups add into the same rows as dk or dv,
+     * so only one thread a head may touch them. */
+    const bool dq_shared = gr.dq && (gr.dq == gr.dk || gr.dq == gr.dv);
+    const bool by_groups = backward_by_groups(c) && !dq_shared;
     const size_t heads = (size_t)c->B * c->H;
     gr.delta = hl_graph_alloc(g, heads * c->T * sizeof *gr.delta);
     if (by_groups && gr.dq)
@@ -751,5 +755,5 @@ void hl_attention_backward(hl_graph *g, hl_node *n)
     hl_real *scratch = gr.delta ? scratch_alloc(g, c, false, !by_groups && gr.dq) : NULL;
     if (!scratch || (by_groups && gr.dq && !gr.dq_parts))
         return; /* out of memory, recorded on the graph */
-    attention_backward(c, &gr, scratch);
+    attention_backward(c, &gr, by_groups, scratch);
 }

@@ -373,6 +373,46 @@ START_TEST(test_attention_one_head_by_groups)
 }
 END_TEST
 
+/* ctx: an attn_case; in[0] is q, k and v at once. */
+static hl_tensor *build_self(hl_graph *g, hl_tensor *const *in, void *ctx)
+{
+    const attn_case *c = ctx;
+    return hl_attention(g, in[0], in[0], in[0], c->scale, &c->masks);
+}
+
+/* q, k and v one tensor (hl_attention(x, x, x)): the gradients of the three
+ * add into one buffer, which key groups on several threads raced on (lost
+ * updates, another result each run). Backward then takes one thread a head:
+ * the bits of 1 thread at 8, run after run, and the composed ops' result. */
+START_TEST(test_attention_same_tensor_thrice)
+{
+    attn_case c = {1, 1, 700, 700, 16, 0.25f, {0}};
+    hl_tensor *x = tu_random("x", 4, (int[]){1, 1, 700, 16}, true, 70, -1, 1);
+    size_t n, m;
+    hl_real *composed = tu_forward_backward(
+        build_composed, &c, (hl_tensor *const[]){x, x, x}, 3, &n);
+#ifdef _OPENMP
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+#endif
+    hl_real *one = tu_forward_backward(build_self, &c, &x, 1, &n);
+    tu_assert_close("x, x, x against the composed ops", one, composed, n, 1e-4);
+#ifdef _OPENMP
+    omp_set_num_threads(8);
+    for (int run = 0; run < 4; run++) {
+        hl_real *eight = tu_forward_backward(build_self, &c, &x, 1, &m);
+        ck_assert_msg(m == n && !memcmp(one, eight, n * sizeof *one),
+                      "x, x, x: 8 threads, run %d, differ from 1", run);
+        free(eight);
+    }
+    omp_set_num_threads(saved);
+#endif
+    free(one);
+    free(composed);
+    hl_tensor_free(x);
+}
+END_TEST
+
 /* Forward and backward keep O(T) per head in the arena, never the (T,S)
  * scores, past 256×256 scores a head; without grad mode nothing is recorded
  * and the output is the same. */
@@ -616,6 +656,7 @@ Suite *attention_suite(void)
     tcase_add_test(tc, test_attention_gradients);
     tcase_add_test(tc, test_attention_threads);
     tcase_add_test(tc, test_attention_one_head_by_groups);
+    tcase_add_test(tc, test_attention_same_tensor_thrice);
     tcase_add_test(tc, test_attention_memory);
     tcase_add_test(tc, test_attention_whole_rows_eval_same);
     tcase_add_test(tc, test_attention_nan_reaches_output);
