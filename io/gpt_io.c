@@ -21,9 +21,8 @@ static hl_gpt *gpt_from_file(const hl_safetensors *f, hl_error *err)
         hl_pruned_heads_parse(hl_safetensors_metadata(f, "pruned_heads"), &cfg, &pruned, err) ==
             HL_OK)
         m = hl_gpt_new(&cfg, err);
-    if (m)
-        hl_gpt_set_pruned(m, &pruned);
-    if (m && hl_io_check_no_extra(f, NULL, m->params, err) != HL_OK) {
+    if (m && (hl_gpt_set_pruned(m, &pruned, err) != HL_OK ||
+              hl_io_check_no_extra(f, NULL, m->params, err) != HL_OK)) {
         hl_gpt_free(m);
         m = NULL;
     }

@@ -260,6 +260,13 @@ static hl_tensor *block(hl_gpt_cache *c, int l, hl_tensor *h, int n)
     return hl_add(g, h, mlp(c, l, hl_gpt_normalize(g, m, h, b->ln2_w, b->ln2_b)));
 }
 
+/* The bytes of layer l's last raw keys, a row of D for each of its heads. */
+static size_t last_key_bytes(const hl_gpt *m, int l)
+{
+    return (size_t)hl_gpt_layer_heads(&m->cfg, l) * m->blocks[l].attn.cfg.head_dim *
+           sizeof(hl_real);
+}
+
 hl_status hl_gpt_cache_feed(hl_gpt_cache *c, const int32_t *tokens, int n,
                             const hl_real **logits, hl_error *err)
 {
@@ -283,12 +290,23 @@ hl_status hl_gpt_cache_feed(hl_gpt_cache *c, const int32_t *tokens, int n,
     hl_tensor *pos = m->pos_emb ? m->pos_emb : m->pos_table;
     if (pos)
         h = hl_add(g, h, hl_embedding(g, pos, positions, 2, (int[]){1, n}));
+    /* The raw keys smearing reads next, as they were: a feed that fails
+     * leaves the cache as it found it. */
+    const size_t key_row = (size_t)m->cfg.n_heads * m->blocks[0].attn.cfg.head_dim;
+    hl_real *last_keys = hl_graph_alloc(g, (size_t)m->cfg.n_layers * key_row * sizeof *last_keys);
+    if (!last_keys)
+        return hl_error_set(err, HL_ERR_NOMEM, "gpt cache: out of memory");
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        memcpy(last_keys + l * key_row, c->last_key[l], last_key_bytes(m, l));
     for (int l = 0; l < m->cfg.n_layers && !hl_graph_failed(g); l++)
         h = block(c, l, h, n);
     hl_tensor *last = hl_narrow(g, h, 1, n - 1, 1);
     hl_tensor *out = linear(g, hl_gpt_normalize(g, m, last, m->lnf_w, m->lnf_b), &c->head);
-    if (hl_graph_failed(g))
+    if (hl_graph_failed(g)) {
+        for (int l = 0; l < m->cfg.n_layers; l++)
+            memcpy(c->last_key[l], last_keys + l * key_row, last_key_bytes(m, l));
         return hl_error_set(err, g->error.status, "%s", g->error.message);
+    }
     c->len += n;
     if (m->cfg.softcap > 0) /* the logits the model was trained on */
         for (int v = 0; v < m->cfg.vocab_out; v++)

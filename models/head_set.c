@@ -42,10 +42,19 @@ int hl_head_current(const hl_head_set *pruned, int n_heads, int l, int original)
     return current;
 }
 
-void hl_gpt_set_pruned(hl_gpt *m, const hl_head_set *pruned)
+hl_status hl_gpt_set_pruned(hl_gpt *m, const hl_head_set *pruned, hl_error *err)
 {
     const hl_gpt_config *c = &m->cfg;
     const int group = c->n_kv_heads ? c->n_heads / c->n_kv_heads : 1;
+    for (int l = 0; l < c->n_layers; l++) {
+        int kept = 0;
+        for (int h = 0; h < c->n_heads && h < HL_HEADS_MAX; h++)
+            kept += !was_pruned(pruned, l, h);
+        if (kept != hl_gpt_layer_heads(c, l))
+            return hl_error_set(err, HL_ERR_ARG, "pruned heads: layer %d keeps %d of its %d "
+                                "heads, but the model has %d there", l, kept, c->n_heads,
+                                hl_gpt_layer_heads(c, l));
+    }
     for (int l = 0; l < c->n_layers; l++) {
         /* The key/value heads of the kept query heads, renumbered in order. */
         int renumbered[HL_HEADS_MAX];
@@ -61,6 +70,7 @@ void hl_gpt_set_pruned(hl_gpt *m, const hl_head_set *pruned)
         for (int h = 0; group > 1 && h < hl_gpt_layer_heads(c, l); h++)
             m->kv_of[l][h] = (int16_t)renumbered[m->head_original[l][h] / group];
     }
+    return HL_OK;
 }
 
 void hl_gpt_pruned_heads(const hl_gpt *m, hl_head_set *pruned)

@@ -41,8 +41,9 @@ int hl_head_current(const hl_head_set *pruned, int n_heads, int l, int original)
 
 /* Sets m->head_original (and, with grouped-query attention, m->kv_of: a
  * key/value head stays while a query head of its group does) from the record
- * of the original heads removed, and back: the record of m. */
-void hl_gpt_set_pruned(hl_gpt *m, const hl_head_set *pruned);
+ * of the original heads removed, and back: the record of m. HL_ERR_ARG, m
+ * unchanged, when a layer keeps another number of heads than m has there. */
+hl_status hl_gpt_set_pruned(hl_gpt *m, const hl_head_set *pruned, hl_error *err);
 void hl_gpt_pruned_heads(const hl_gpt *m, hl_head_set *pruned);
 /* The current index in m of the head trained as `original` in layer l; -1
  * when it was pruned or is out of range. */

@@ -289,11 +289,14 @@ static bool work_alloc(gemm_work *w, const gemm_shape *s, int mb, int nb)
     const size_t bytes_a = round_up(w->mc * w->kc * (int)sizeof(hl_real), ALIGN);
     const size_t bytes_b = round_up(w->nc * w->kc * (int)sizeof(hl_real), ALIGN);
     if (bytes_a + bytes_b > thread_buf_bytes) {
-        free(thread_buf);
-        thread_buf = aligned_alloc(ALIGN, bytes_a + bytes_b);
-        thread_buf_bytes = thread_buf ? bytes_a + bytes_b : 0;
-        if (!thread_buf)
+        /* The new buffer first: on failure the old one stays this thread's
+         * (and its key's, freed once at the thread's exit). */
+        hl_real *grown = aligned_alloc(ALIGN, bytes_a + bytes_b);
+        if (!grown)
             return false;
+        free(thread_buf);
+        thread_buf = grown;
+        thread_buf_bytes = bytes_a + bytes_b;
         pthread_once(&thread_buf_once, thread_buf_make_key);
         if (thread_buf_keyed)
             pthread_setspecific(thread_buf_key, thread_buf);
