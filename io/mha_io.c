@@ -1,5 +1,6 @@
 /* Loading an MHA module from PyTorch-named safetensors weights: see model_io.h. */
 #include <stdio.h>
+#include <string.h>
 
 #include "io/internal.h"
 #include "io/model_io.h"
@@ -18,10 +19,14 @@ static hl_status matrix_dims(const hl_safetensors_entry_info *e, const char *wha
 {
     if (!e)
         return hl_error_set(err, HL_ERR_FORMAT, "mha: the weights have no %s", what);
-    if (e->rank != 2 || e->shape[0] < 1 || e->shape[1] < 1 || e->shape[0] > 1 << 20 ||
-        e->shape[1] > 1 << 20)
+    if (e->rank != 2)
         return hl_error_set(err, HL_ERR_SHAPE, "mha: %s must be a matrix, it has rank %d", what,
                             e->rank);
+    if (e->shape[0] < 1 || e->shape[1] < 1 || e->shape[0] > 1 << 20 || e->shape[1] > 1 << 20) {
+        char shape[HL_SHAPE_STR_MAX];
+        return hl_error_set(err, HL_ERR_SHAPE, "mha: %s is %s, not 1 to 2^20 rows and columns",
+                            what, hl_safetensors_shape_str(e, shape));
+    }
     *rows = (int)e->shape[0];
     *cols = (int)e->shape[1];
     return HL_OK;
@@ -58,12 +63,28 @@ hl_status hl_mha_load(hl_mha *m, hl_params *p, const hl_safetensors *f, const ch
     hl_tensor *tensors[] = {m->in_proj_weight, m->q_proj_weight, m->k_proj_weight,
                             m->v_proj_weight, m->in_proj_bias,   m->out_proj_weight,
                             m->out_proj_bias};
-    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
+    const size_t n = sizeof tensors / sizeof tensors[0];
+    for (size_t i = 0; i < n; i++) {
         hl_tensor *t = tensors[i];
         if (t && (hl_io_check_tensor(f, hl_safetensors_what(f), t->name, t, HL_IO_FINITE,
                                      err) != HL_OK ||
                   hl_safetensors_copy_to(f, t->name, t, err) != HL_OK))
             return err->status;
+    }
+    /* A tensor under prefix with no place in the module (an out_proj.bias
+     * without in_proj_bias, q, k and v weights beside a packed one) is
+     * refused, not ignored. */
+    const size_t plen = strlen(prefix);
+    for (size_t i = 0; i < hl_safetensors_count(f); i++) {
+        const char *name = hl_safetensors_entry(f, i)->name;
+        bool known = strncmp(name, prefix, plen) != 0;
+        for (size_t j = 0; j < n && !known; j++)
+            known = tensors[j] && !strcmp(tensors[j]->name, name);
+        if (!known)
+            return hl_error_set(err, HL_ERR_FORMAT, "%s: tensor \"%s\" has no place in the "
+                                "module (%s)", hl_safetensors_what(f), name,
+                                cfg.bias ? "a file of another module?"
+                                         : "its in_proj_bias is missing, or another module's?");
     }
     return HL_OK;
 }

@@ -581,6 +581,45 @@ START_TEST(test_mha_load_errors)
     ck_assert_ptr_nonnull(strstr(err.message, "out_proj.weight"));
     hl_params_free(p);
     hl_safetensors_free(weights);
+    /* A tensor the module has no place for is refused, not ignored: one
+     * more beside the self-attention fixture's, and an out_proj.bias in a
+     * file without in_proj_bias (the output bias was dropped before). */
+    static const struct {
+        const char *fixture, *extra, *says;
+    } leftovers[] = {{"self", "extra", "tensor \"extra\" has no place"},
+                     {"self_nobias", "out_proj.bias", "its in_proj_bias is missing"}};
+    char dir[TU_DIR_MAX], path[TU_DIR_MAX + 32];
+    tu_make_dir(dir, "mha");
+    snprintf(path, sizeof path, "%s/w.safetensors", dir);
+    for (size_t i = 0; i < sizeof leftovers / sizeof leftovers[0]; i++) {
+        err = (hl_error){0};
+        hl_safetensors *f = read_fixture(leftovers[i].fixture, "weights");
+        hl_safetensors_writer *w = hl_safetensors_writer_new();
+        hl_tensor *held[8];
+        size_t n = hl_safetensors_count(f);
+        for (size_t j = 0; j < n; j++) {
+            held[j] = load(f, hl_safetensors_entry(f, j)->name, false);
+            ck_assert_int_eq(hl_safetensors_writer_add(w, held[j]->name, held[j], HL_DTYPE_F32, &err),
+                             HL_OK);
+        }
+        hl_tensor *bias = hl_tensor_new(leftovers[i].extra, 1, (int[]){6}, false);
+        ck_assert_int_eq(hl_safetensors_writer_add(w, leftovers[i].extra, bias, HL_DTYPE_F32, &err),
+                         HL_OK);
+        ck_assert_int_eq(hl_safetensors_writer_save(w, path, &err), HL_OK);
+        hl_safetensors *bad = NULL;
+        ck_assert_int_eq(hl_safetensors_read(path, &bad, &err), HL_OK);
+        p = hl_params_new();
+        ck_assert_int_eq(hl_mha_load(&m, p, bad, "", 2, &err), HL_ERR_FORMAT);
+        ck_assert_msg(strstr(err.message, leftovers[i].says), "%s", err.message);
+        hl_params_free(p);
+        hl_safetensors_free(bad);
+        hl_safetensors_writer_free(w);
+        hl_tensor_free(bias);
+        for (size_t j = 0; j < n; j++)
+            hl_tensor_free(held[j]);
+        hl_safetensors_free(f);
+    }
+    tu_remove_dir(dir);
 }
 END_TEST
 
