@@ -1,6 +1,7 @@
 /* Tests for viz/plot.c: plots are written to a fresh temporary directory and
  * read back with libpng's simplified API; points must land on the pixels the
  * layout promises, in their series' colour. */
+#include <float.h>
 #include <math.h>
 #include <png.h>
 #include <stdio.h>
@@ -134,7 +135,9 @@ START_TEST(test_plot_bad_input)
 {
     tu_make_dir(dir, "plot");
     const double x[] = {0, 1};
-    hl_plot_series s = {"s", x, x, 2}, bad = {"s", NULL, x, 2}, neg = {"s", x, x, -1};
+    const double huge[] = {-1e308, 1e308}, most[] = {DBL_MAX, DBL_MAX};
+    hl_plot_series s = {"s", x, x, 2}, bad = {"s", NULL, x, 2}, neg = {"s", x, x, -1},
+                   wide_x = {"s", huge, x, 2}, wide_y = {"s", x, most, 2};
     hl_plot_panel ok = {.series = &s, .n_series = 1};
     hl_plot_panel five[5] = {ok, ok, ok, ok, ok};
     hl_plot_layout l;
@@ -153,6 +156,10 @@ START_TEST(test_plot_bad_input)
         {&(hl_plot_panel){.series = &neg, .n_series = 1}, 1, {0}, "negative"},
         {&ok, 1, {.width = 50}, "no room"},
         {&ok, 1, {.panel_height = 10}, "panel height 10"},
+        /* a span past DBL_MAX, or a pad above it: no axis to draw (it drew an
+         * empty picture) */
+        {&(hl_plot_panel){.series = &wide_x, .n_series = 1}, 1, {0}, "the x values, -1e+308"},
+        {&(hl_plot_panel){.series = &wide_y, .n_series = 1}, 1, {0}, "the y values of panel 0"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         hl_error err = {0};

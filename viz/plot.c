@@ -93,7 +93,21 @@ static void tick_text(const axis *a, double k, char *buf, size_t size)
 {
     int decimals = (int)fmax(0, -floor(log10(a->step) + 1e-9));
     double v = k * a->step;
+    if (fabs(v) >= 1e15) { /* in fixed notation, more digits than a label holds */
+        const double places = floor(log10(fabs(v))) - floor(log10(a->step) + 1e-9) + 1;
+        const int digits = (int)fmin(17, fmax(1, places));
+        snprintf(buf, size, "%.*g", digits, v);
+        return;
+    }
     snprintf(buf, size, "%.*f", decimals, v == 0 ? 0.0 : v); /* no "-0" */
+}
+
+/* Whether the axis can be drawn: finite limits a whole number of finite
+ * steps apart (data from -1e308 to 1e308 span more than a double holds). */
+static bool axis_ok(const axis *a)
+{
+    return isfinite(a->lo) && isfinite(a->hi) && isfinite(a->step) && a->step > 0 &&
+           a->lo < a->hi;
 }
 
 static int widest_tick(const axis *a)
@@ -178,11 +192,17 @@ static hl_status make_plan(const hl_plot_panel *panels, int n_panels, const hl_p
         x_hi = fmax(x_hi, hi);
     }
     p->x = make_axis(o->x_min, o->x_max, x_lo, x_hi);
+    if (!axis_ok(&p->x))
+        return hl_error_set(err, HL_ERR_ARG, "plot: the x values, %g to %g, span more than an "
+                            "axis can show", x_lo, x_hi);
     int tick_w = 0;
     for (int k = 0; k < n_panels; k++) {
         double lo, hi;
         data_range(&panels[k], 1, &lo, &hi);
         p->y[k] = make_axis(panels[k].y_min, panels[k].y_max, lo, hi);
+        if (!axis_ok(&p->y[k]))
+            return hl_error_set(err, HL_ERR_ARG, "plot: the y values of panel %d, %g to %g, "
+                                "span more than an axis can show", k, lo, hi);
         int w = widest_tick(&p->y[k]);
         tick_w = w > tick_w ? w : tick_w;
     }
