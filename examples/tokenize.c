@@ -168,12 +168,19 @@ static int write_part(stream *s, uint64_t bytes, const hl_vocab *v, const char *
                            err.status == HL_ERR_IO ? 2 : 1);
     }
     uint64_t left = bytes;
-    /* file_end: buf[0..have) ends where a file does; line_start: buf[0]
-     * starts a line. */
-    bool file_end = false, line_start = true;
+    /* buf[start..have) is read and not yet encoded. file_end: it ends where a
+     * file does; line_start: buf[start] starts a line; more: it holds no
+     * whole document, so read on. The documents a read brings are encoded
+     * one after another where they lie, and what is left of the last moved
+     * to the front once, before the next read. */
+    size_t start = 0;
+    bool file_end = false, line_start = true, more = true;
     int status = 0;
-    while (!status && (left > 0 || have > 0)) {
-        if (!file_end && left > 0 && have < cap) {
+    while (!status && (left > 0 || have > start)) {
+        if (more && !file_end && left > 0) {
+            memmove(buf, buf + start, have - start);
+            have -= start;
+            start = 0;
             const size_t want = cap - have < left ? cap - have : (size_t)left;
             const size_t got = stream_read_file(s, buf + have, want, &file_end);
             if (got < want && !file_end) {
@@ -182,20 +189,24 @@ static int write_part(stream *s, uint64_t bytes, const hl_vocab *v, const char *
             }
             have += got;
             left -= got;
+            more = false;
         }
-        if (file_end && have == 0) { /* an empty file, or one whose text is all written */
+        const size_t avail = have - start;
+        if (file_end && avail == 0) { /* an empty file, or one whose text is all written */
             file_end = false;
+            more = true;
             continue;
         }
         /* A document ends at a form-feed line, at a file's end and at the
          * part's: it is encoded to its end, alone. */
+        const unsigned char *text = buf + start;
         size_t safe;
-        size_t doc = hl_docs_form_feed_end(buf, have, line_start, &safe);
+        size_t doc = hl_docs_form_feed_end(text, avail, line_start, &safe);
         if (!doc && (file_end || left == 0))
-            doc = have, safe = have;
+            doc = avail, safe = avail;
         const size_t n = doc ? doc : safe;
         size_t used = 0;
-        if ((n && hl_tokenize_block(v, buf, n, HL_TOKENIZE_CHUNK, doc != 0, w, &used, &err) !=
+        if ((n && hl_tokenize_block(v, text, n, HL_TOKENIZE_CHUNK, doc != 0, w, &used, &err) !=
                       HL_OK) ||
             (doc && hl_token_writer_end_document(w, &err) != HL_OK)) {
             status = part_failed(w, err.message, err.status == HL_ERR_NOMEM ? 1 : 2);
@@ -203,10 +214,10 @@ static int write_part(stream *s, uint64_t bytes, const hl_vocab *v, const char *
         }
         *done += used;
         progress_show(p, *done, false);
-        line_start = doc ? true : used ? buf[used - 1] == '\n' : line_start;
-        memmove(buf, buf + used, have - used);
-        have -= used;
-        if (used == 0 && !doc && have == cap) {
+        line_start = doc ? true : used ? text[used - 1] == '\n' : line_start;
+        start += used;
+        more = !doc;
+        if (used == 0 && !doc && avail == cap) {
             /* No place to cut in a whole block (a text without line breaks or
              * spaces before words): a longer block. */
             unsigned char *grown = cap < BLOCK_MAX ? realloc(buf, cap * 2) : NULL;
