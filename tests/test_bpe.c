@@ -213,6 +213,19 @@ START_TEST(test_format_round_trip)
     hl_vocab *words = hl_vocab_from_pieces(pieces, (size_t[]){4}, 1, &err);
     ck_assert_str_eq(hl_vocab_kind(words), "words");
     ck_assert(!hl_vocab_merge(words, 256, &left, &right));
+    /* BPE learnt from a text without a repeated pair has no merge: it is
+     * stored as the bytes are, as a model of 256 tokens keeps them (stored
+     * as BPE, its token files did not match the model's on --resume). */
+    const char *no_pair = "a.b,c;d:e!f?g";
+    hl_vocab *none = hl_vocab_learn_bpe((const unsigned char *)no_pair, strlen(no_pair), 300,
+                                        &err);
+    ck_assert_msg(none, "%s", err.message);
+    ck_assert_int_eq(hl_vocab_size(none), HL_VOCAB_BYTES);
+    char *a = hl_vocab_format(none), *b = hl_vocab_format(bytes);
+    ck_assert_str_eq(a, b);
+    free(a);
+    free(b);
+    hl_vocab_free(none);
     hl_vocab_free(words);
     hl_vocab_free(bytes);
 }

@@ -13,7 +13,9 @@ char *hl_vocab_format(const hl_vocab *v)
 {
     if (v->pretrained)
         return hl_pretrained_format(v);
-    if (v->merge)
+    /* Without a merge BPE is the bytes, and is stored as they are (a model
+     * stores no vocabulary of 256 tokens, and a token file's must match). */
+    if (v->merge && hl_vocab_size(v) > HL_VOCAB_BYTES)
         return hl_bpe_format(v);
     const int size = hl_vocab_size(v);
     size_t room = sizeof HEADER, len;
