@@ -98,6 +98,29 @@ hl_status hl_composition_write_csv(const char *path, const hl_gpt *m,
     return hl_atomic_commit(&t, err);
 }
 
+hl_status hl_importance_write_csv(const char *path, const hl_gpt *m, const double *raw,
+                                  const double *norm, hl_error *err)
+{
+    hl_atomic_file t;
+    if (hl_atomic_begin(&t, path, err) != HL_OK)
+        return err->status;
+    fputs("layer,head,importance,raw,rank\n", t.f);
+    const hl_gpt_config *c = &m->cfg;
+    for (int l = 0; l < c->n_layers; l++)
+        for (int h = 0; h < hl_gpt_layer_heads(c, l); h++) {
+            const double own = norm[l * c->n_heads + h];
+            int rank = 1; /* one more than the heads ahead of it */
+            for (int k = 0; k < c->n_layers; k++)
+                for (int j = 0; j < hl_gpt_layer_heads(c, k); j++) {
+                    const double other = norm[k * c->n_heads + j];
+                    rank += other > own || (other == own && (k < l || (k == l && j < h)));
+                }
+            fprintf(t.f, "%d,%d,%.6f,%.8f,%d\n", l, m->head_original[l][h], own,
+                    raw[l * c->n_heads + h], rank);
+        }
+    return hl_atomic_commit(&t, err);
+}
+
 /* Every head's name, in flat order; *names and *labels are malloc'ed. */
 static hl_status head_names(const hl_gpt *m, char (**names)[HL_HEAD_NAME_MAX], const char ***labels,
                             hl_error *err)

@@ -43,6 +43,12 @@ hl_status hl_composition_write_csv(const char *path, const hl_gpt *m,
 hl_status hl_composition_write_png(const char *path, const hl_gpt *m, hl_compose_kind kind,
                                    const double *scores, double baseline, hl_error *err);
 
+/* layer,head,importance,raw,rank for every head, head its original index
+ * and rank 1 the most important (ties in layer and head order), from raw and
+ * norm as hl_heads_importance fills them: heads importance's CSV. */
+hl_status hl_importance_write_csv(const char *path, const hl_gpt *m, const double *raw,
+                                  const double *norm, hl_error *err);
+
 /* src,dst,detector,before,after. */
 hl_status hl_ablation_effects_write_csv(const char *path, const hl_gpt *m,
                                         const hl_ablation_effect *rows, int n, hl_error *err);

@@ -220,6 +220,9 @@ static hl_status section_importance(study *s, hl_error *err)
     hl_status st = raw && norm ? HL_OK : hl_error_set(err, HL_ERR_NOMEM, "report: out of memory");
     if (st == HL_OK)
         st = hl_heads_importance(s->m, eval_set(s), raw, norm, err);
+    char path[4200];
+    if (st == HL_OK)
+        st = hl_importance_write_csv(path_in(s, "importance.csv", path), s->m, raw, norm, err);
     if (st == HL_OK)
         st = table_new(&t, 3, hl_gpt_total_heads(c), err);
     for (int l = 0, row = 0; st == HL_OK && l < c->n_layers; l++)
@@ -231,7 +234,7 @@ static hl_status section_importance(study *s, hl_error *err)
     if (st == HL_OK) {
         hl_html_section(s->html, "importance", "Importance");
         hl_html_text(s->html, "Mean |dL/dgate| per head (Michel et al. 2019), normalised by "
-                     "its layer's L2 norm, on the same set as the ablation.");
+                     "its layer's L2 norm, on the same set as the ablation (importance.csv).");
         table_emit(s->html, &t, (const char *[]){"head", "importance", "raw |dL/dg|"});
     }
     free(raw);

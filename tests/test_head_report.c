@@ -330,11 +330,28 @@ START_TEST(test_report_holds_every_section)
     ck_assert_ptr_nonnull(strstr(html, "<th>path patching (k)</th>"));
     const char *files[] = {"scores.csv", "scores.png", "maps_grid.png", "attn_L1H0.png",
                            "composition.csv", "composition_k.png", "circuit.png",
-                           "ablation_effects.csv"};
+                           "ablation_effects.csv", "importance.csv"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
         ck_assert_msg(access(path, R_OK) == 0, "no %s", files[i]);
     }
+    /* importance.csv: heads importance's columns, a row a head, ranks 1..rows */
+    snprintf(path, sizeof path, "%s/importance.csv", dir);
+    FILE *f = fopen(path, "r");
+    char line[256];
+    ck_assert(f && fgets(line, sizeof line, f));
+    ck_assert_str_eq(line, "layer,head,importance,raw,rank\n");
+    int rows = 0, rank_sum = 0, layer, head, rank;
+    double importance, raw;
+    while (fgets(line, sizeof line, f)) {
+        ck_assert_int_eq(sscanf(line, "%d,%d,%lf,%lf,%d", &layer, &head, &importance, &raw,
+                                &rank), 5);
+        rows++;
+        rank_sum += rank;
+    }
+    fclose(f);
+    ck_assert_int_ge(rows, 2);
+    ck_assert_int_eq(rank_sum, rows * (rows + 1) / 2);
     free(html);
     remove_dir(dir);
 }

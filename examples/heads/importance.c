@@ -86,31 +86,20 @@ int heads_run_importance(const options *o, study *s)
            "losses), L2-normalised per layer\n",
            (s->set->n + s->set->batch - 1) / s->set->batch, s->set->n_groups);
     printf("rank  head    importance   raw |dL/dg|\n");
-    text_out csv;
-    FILE *f = heads_text_begin(&csv);
-    fprintf(f, "layer,head,importance,raw,rank\n");
     for (int i = 0; i < n; i++) {
         char name[HL_HEAD_NAME_MAX];
         printf("%4d  %-6s  %10.4f   %11.5f\n", i + 1,
                hl_head_name(s->m, ranked[i].layer, ranked[i].head, name), ranked[i].norm,
                ranked[i].raw);
     }
-    for (int l = 0; l < c->n_layers; l++)
-        for (int h = 0; h < hl_gpt_layer_heads(c, l); h++) {
-            int rank = 0;
-            while (ranked[rank].layer != l || ranked[rank].head != h)
-                rank++;
-            fprintf(f, "%d,%d,%.6f,%.8f,%d\n", l,
-                    hl_head_original(&s->meta.pruned, c->n_heads, l, h),
-                    norm[l * c->n_heads + h], raw[l * c->n_heads + h], rank + 1);
-        }
-    int rc = heads_text_save(&csv, o->out, "importance.csv");
-    if (!rc && write_heatmap(s, norm, o->out, &err) != HL_OK)
+    char path[4200];
+    snprintf(path, sizeof path, "%s/importance.csv", o->out);
+    if (hl_importance_write_csv(path, s->m, raw, norm, &err) != HL_OK ||
+        write_heatmap(s, norm, o->out, &err) != HL_OK)
         heads_fail(&err);
-    if (!rc)
-        printf("wrote %s/importance.csv, %s/importance.png\n", o->out, o->out);
+    printf("wrote %s/importance.csv, %s/importance.png\n", o->out, o->out);
     free(raw);
     free(norm);
     free(ranked);
-    return rc;
+    return 0;
 }
