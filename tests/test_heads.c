@@ -765,8 +765,11 @@ START_TEST(test_program_names_heads_as_trained)
     tu_run_ok(command);
     char model[256];
     snprintf(model, sizeof model, "%s/n/pruned.safetensors", work);
-    snprintf(command, sizeof command, HEADS "scores --model %s --out %s/n", model, work);
-    tu_run_ok(command);
+    /* --sequences sizes a toy model's probe too (it was ignored) */
+    snprintf(command, sizeof command, HEADS "scores --model %s --sequences 12 --out %s/n", model,
+             work);
+    ck_assert_int_eq(tu_run(command, out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "induction probe: 12 sequences"), "%s", out);
     snprintf(path, sizeof path, "%s/n/scores.csv", work);
     size_t size;
     char *csv = slurp(path, &size);

@@ -43,7 +43,9 @@ static model_in open_model(const options *o)
      * letters or words. */
     in.probe = in.meta.vocab ? hl_probe_text_opts(in.meta.vocab)
                              : (hl_probe_opts){.bos = toy ? HL_TOY_BOS : -1, .seed = 12345};
-    if (in.meta.vocab && o->sequences_given)
+    /* --sequences: the probe's size, but report's evaluation set on a toy
+     * model (scores and circuits have no evaluation set). */
+    if (o->sequences_given && (in.meta.vocab || o->cmd != CMD_REPORT))
         in.probe.sequences = o->sequences;
     return in;
 }

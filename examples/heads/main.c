@@ -303,8 +303,9 @@ static options parse_options(int argc, char **argv)
                       "toy models: seed of the evaluation sequences (toy_heads' held-out set); "
                       "generate: the sampling's; the induction task: its sequences'"),
         HL_OPTION_INT("sequences", &o.sequences, 1, 1000000, "N",
-                      "toy models: evaluation sequences (1000); scores, circuits, report on a "
-                      "text model: the probe's sequences (100, fewer past 256 positions); the "
+                      "toy models: evaluation sequences (1000); scores and circuits, and "
+                      "report on a text model: the probe's sequences (100, fewer past 256 "
+                      "positions); the "
                       "induction task of patch, paths, attrib and logit-lens: its sequences (20)",
                       .dflt = ""),
         HL_OPTION_INT("batch", &o.batch, 1, 100000, "N",
