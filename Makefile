@@ -125,7 +125,7 @@ TEST_SUITE_NAMES := $(patsubst tests/test_%.c,%,$(wildcard tests/test_*.c))
 .PHONY: FORCE all lib examples demo test test-one test-other-sets arm asan fuzz bench deps test-deps clean kjv pystd induction listings install uninstall shared
 all: lib examples
 lib: $(LIB)
-examples: $(EXAMPLES)
+examples: $(EXAMPLES) $(BUILD)/bench
 
 $(OP_HEADER_LIST): FORCE
 	@mkdir -p $(dir $@)
