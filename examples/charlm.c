@@ -56,6 +56,7 @@ typedef struct {
     bool no_mlp, no_layernorm, no_report, tie, smear, parallel, no_bias, no_head_bias, zero_init;
     bool ctx_given, muon_lr_given, decay_frac_given, copy_span_given;
     bool model_given, rope_base_given, mlp_given, norm_given; /* flags the user wrote */
+    bool emb_std_given, pos_init_given;
     bool d_model_given, heads_given, layers_given, dropout_given;
     bool qk_norm, doc_windows; /* the training recipe's options */
     bool no_qk_norm, no_zero_init, no_doc_windows; /* the preset's or a checkpoint's, off */
@@ -269,10 +270,11 @@ static options parse_options(int argc, char **argv)
                        "learned weight (Olsson et al. 2022)"),
         HL_OPTION_FLAG("no-report", &o.no_report, "skip the head report at the end (DIR/report/)"),
         HL_OPTION_REAL("emb-std", &o.emb_std, 1e-6, 100, "X",
-                       "token and position embeddings start as N(0, X)"),
+                       "token and position embeddings start as N(0, X)",
+                       .given = &o.emb_std_given),
         HL_OPTION_TEXT("pos-init", &o.pos_init, "NAME",
                        "learned positions at the start: normal or sinusoidal (Vaswani et al.'s, "
-                       "of RMS --emb-std)"),
+                       "of RMS --emb-std)", .given = &o.pos_init_given),
         HL_OPTION_FLAG("zero-init", &o.zero_init,
                        "start every block's attention out_proj and MLP proj weights and the head "
                        "weight (unless tied) at zero"),
@@ -372,8 +374,9 @@ static options parse_options(int argc, char **argv)
         hl_cli_bad_input("charlm", "unknown --optim %s (adamw or muon)", o.optim);
     if (o.muon_lr_given && strcmp(o.optim, "muon"))
         hl_cli_bad_input("charlm", "--muon-lr belongs to --optim muon (--optim is %s)", o.optim);
-    if (o.zero_init && (o.resume || o.init_from))
-        hl_cli_bad_input("charlm", "--zero-init starts new weights; %s brings its own",
+    if ((o.zero_init || o.emb_std_given || o.pos_init_given) && (o.resume || o.init_from))
+        hl_cli_bad_input("charlm", "--%s starts new weights; %s brings its own",
+                         o.zero_init ? "zero-init" : o.emb_std_given ? "emb-std" : "pos-init",
                          o.resume ? "--resume" : "--init-from");
     if (strcmp(o.pos_init, "normal") && strcmp(o.pos_init, "sinusoidal"))
         hl_cli_bad_input("charlm", "unknown --pos-init %s (normal or sinusoidal)", o.pos_init);

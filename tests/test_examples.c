@@ -817,6 +817,11 @@ START_TEST(test_charlm_bad_input)
                    "--no-mlp with --mlp swiglu");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --resume x --smear", 2,
                    "the model comes from the checkpoint");
+    /* initialisation flags: the weights come from the file (they were ignored) */
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --resume x --emb-std 0.1", 2,
+                   "--emb-std starts new weights; --resume brings its own");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --init-from x --pos-init "
+                   "sinusoidal", 2, "--pos-init starts new weights; --init-from brings its own");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --val-windows -3", 2,
                    "--val-windows");
 }
