@@ -335,7 +335,7 @@ asan: test-deps
 # per harness of tests/fuzz/, each run FUZZ_SECONDS (default 60) from the seed
 # corpus; crashes land in build/fuzz/crashes/<harness>/ (tools/fuzz.sh).
 FUZZ_SECONDS ?= 60
-FUZZ_HARNESSES := safetensors checkpoint gpt cli patch_pairs vocab csv token_file \
+FUZZ_HARNESSES := safetensors checkpoint gpt cli patch_pairs vocab csv token_file token_ids \
                   tokenizer_json vocab_merges hf_config hf_index
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_PROGS := $(FUZZ_HARNESSES:%=build/fuzz/fuzz_%)

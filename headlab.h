@@ -53,6 +53,7 @@
 #include "text/vocab.h"
 #include "data/documents.h"
 #include "data/token_file.h"
+#include "data/token_ids.h"
 #include "data/tokenize.h"
 #include "data/window_copy.h"
 #include "ops/isa.h"

@@ -21,6 +21,7 @@ static const struct {
     {"vocab", hl_fuzz_vocab},
     {"csv", hl_fuzz_csv},
     {"token_file", hl_fuzz_token_file},
+    {"token_ids", hl_fuzz_token_ids},
     {"tokenizer_json", hl_fuzz_tokenizer_json},
     {"vocab_merges", hl_fuzz_vocab_merges},
     {"hf_config", hl_fuzz_hf_config},

@@ -8,84 +8,24 @@
 
 #include "examples/heads/heads.h"
 
-static bool is_blank(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r';
-}
-
-/* The ids of --token-ids FILE: one sequence a line, decimal ids separated by
- * spaces, every line of one length; exits 2 on anything else. Parsed within
- * each line's bytes, so a last line without a newline or a NUL byte in the
- * file is read like any other. */
+/* The ids of --token-ids FILE (data/token_ids.h); exits 2 on a bad file. */
 static int32_t *read_id_lines(const char *path, int vocab, int *B, int *T)
 {
     size_t size;
     char *text = (char *)hl_fs_read_file(path, &size);
     if (!text)
         heads_bad_input("cannot read %s: %s", path, strerror(errno));
-    int32_t *ids = NULL;
-    size_t n = 0, cap = 0;
-    int rows = 0, cols = -1, line = 0;
-    /* A refusal frees what was read first (a leak checker counts it). */
-    char why[1024];
-    for (char *p = text; p < text + size; line++) {
-        char *end = memchr(p, '\n', (size_t)(text + size - p));
-        if (!end)
-            end = text + size;
-        int count = 0;
-        for (char *q = p; q < end;) {
-            while (q < end && is_blank(*q))
-                q++;
-            if (q == end)
-                break;
-            char *stop = q;
-            while (stop < end && !is_blank(*stop))
-                stop++;
-            /* Digits only, stopping at the first value past the vocabulary, so
-             * a long token cannot overflow. */
-            long id = 0;
-            const char *d = q;
-            for (; d < stop && *d >= '0' && *d <= '9' && id < vocab; d++)
-                id = 10 * id + (*d - '0');
-            if (d < stop || id >= vocab) {
-                snprintf(why, sizeof why, "%s line %d: \"%.*s%s\" is not a token id of 0..%d",
-                         path, line + 1, stop - q > 40 ? 40 : (int)(stop - q), q,
-                         stop - q > 40 ? "..." : "", vocab - 1);
-                goto refused;
-            }
-            if (n == cap) {
-                int32_t *grown = realloc(ids, (cap = cap ? 2 * cap : 1024) * sizeof *ids);
-                if (!grown) {
-                    snprintf(why, sizeof why, "out of memory reading %s", path);
-                    goto refused;
-                }
-                ids = grown;
-            }
-            ids[n++] = (int32_t)id;
-            count++;
-            q = stop;
-        }
-        if (count && cols >= 0 && count != cols) {
-            snprintf(why, sizeof why, "%s line %d has %d ids; the lines before have %d (one "
-                     "length for every sequence)", path, line + 1, count, cols);
-            goto refused;
-        }
-        if (count) {
-            cols = count;
-            rows++;
-        }
-        p = end + 1;
+    int32_t *ids;
+    hl_error err = {0};
+    const hl_status s = hl_token_ids_parse(text, size, path, vocab, &ids, B, T, &err);
+    free(text); /* before a refusal, which a leak checker would count */
+    if (s == HL_ERR_NOMEM) {
+        fprintf(stderr, "heads: %s\n", err.message);
+        exit(1);
     }
-    free(text);
-    if (!rows)
-        heads_bad_input("%s holds no token ids", path);
-    *B = rows;
-    *T = cols;
+    if (s != HL_OK)
+        heads_bad_input("%s", err.message);
     return ids;
-refused:
-    free(text);
-    free(ids);
-    heads_bad_input("%s", why);
 }
 
 /* --text STR in the model's tokenizer, one sequence. */

@@ -10,6 +10,7 @@
 #include "analysis/patch_pairs.h"
 #include "cli/cli.h"
 #include "data/token_file.h"
+#include "data/token_ids.h"
 #include "io/checkpoint.h"
 #include "io/csv_read.h"
 #include "io/hf.h"
@@ -392,6 +393,28 @@ int hl_fuzz_csv(const uint8_t *data, size_t size)
             sum += hl_csv_value(&t, r, c) != 0;
     hl_csv_table_free(&t);
     return sum < 0;
+}
+
+int hl_fuzz_token_ids(const uint8_t *data, size_t size)
+{
+    /* A vocabulary of 1000: ids of up to 3 digits, longer words refused. */
+    int32_t *ids;
+    int rows, cols;
+    hl_error err = {0};
+    if (hl_token_ids_parse((const char *)data, size, "fuzz.txt", 1000, &ids, &rows, &cols,
+                           &err) != HL_OK) {
+        if (ids || !err.message[0])
+            abort();
+        return 0;
+    }
+    /* rows × cols ids, each in the vocabulary, at most one a two bytes read */
+    if (rows < 1 || cols < 1 || (size_t)rows * (size_t)cols > size / 2 + 1)
+        abort();
+    for (size_t i = 0; i < (size_t)rows * (size_t)cols; i++)
+        if (ids[i] < 0 || ids[i] >= 1000)
+            abort();
+    free(ids);
+    return 0;
 }
 
 int hl_fuzz_token_file(const uint8_t *data, size_t size)

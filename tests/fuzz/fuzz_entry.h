@@ -50,6 +50,11 @@ int hl_fuzz_patch_pairs(const uint8_t *data, size_t size);
  * against what the parser promises (aborting when it breaks it). */
 int hl_fuzz_csv(const uint8_t *data, size_t size);
 
+/* The bytes as sequences of token ids (data/token_ids.h, heads eval
+ * --token-ids) for a vocabulary of 1000; accepted ids are checked to be as
+ * many as promised and inside the vocabulary, a refusal to say why. */
+int hl_fuzz_token_ids(const uint8_t *data, size_t size);
+
 /* The bytes as a token file (data/token_file.h): the header and vocabulary
  * parser on them in memory, then the file opened (memory-mapped) and every
  * token read; an accepted header must describe exactly the bytes, and every
