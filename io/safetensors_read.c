@@ -203,10 +203,7 @@ static hl_status entry_fields(const cJSON *obj, const char *what, const cJSON *f
             return fail(err, HL_ERR_FORMAT, what,
                         "tensor \"%s\": unknown field \"%s\" (allowed: dtype, shape, "
                         "data_offsets)", name, c->string);
-        if (fields[k])
-            return fail(err, HL_ERR_FORMAT, what, "tensor \"%s\": field \"%s\" appears twice",
-                        name, c->string);
-        fields[k] = c;
+        fields[k] = c; /* once: hl_json_parse refused a key given twice */
     }
     for (int k = 0; k < 3; k++)
         if (!fields[k])
@@ -320,11 +317,8 @@ static hl_status parse_metadata(hl_safetensors *f, const cJSON *obj, hl_error *e
                         json_kind(c));
         f->metadata[f->n_metadata++] = c;
     }
+    /* sorted for lookups; hl_json_parse refused a key given twice */
     qsort(f->metadata, n, sizeof *f->metadata, by_key);
-    for (size_t i = 1; i < n; i++)
-        if (strcmp(f->metadata[i - 1]->string, f->metadata[i]->string) == 0)
-            return fail(err, HL_ERR_FORMAT, f->what, "__metadata__ has the key \"%s\" twice",
-                        f->metadata[i]->string);
     return HL_OK;
 }
 
@@ -431,12 +425,8 @@ static hl_status parse(hl_safetensors *f, uint64_t len, hl_error *err)
     f->entries = calloc(count ? count : 1, sizeof *f->entries);
     if (!f->entries)
         return fail(err, HL_ERR_NOMEM, f->what, "out of memory");
-    bool have_metadata = false;
     for (const cJSON *c = f->header->child; c; c = c->next) {
         if (strcmp(c->string, "__metadata__") == 0) {
-            if (have_metadata)
-                return fail(err, HL_ERR_FORMAT, f->what, "__metadata__ appears twice");
-            have_metadata = true;
             if (parse_metadata(f, c, err) != HL_OK)
                 return err->status;
         } else if (parse_entry(c, data, data_len, f->what, &f->entries[f->n_entries++], err) !=
@@ -444,12 +434,8 @@ static hl_status parse(hl_safetensors *f, uint64_t len, hl_error *err)
             return err->status;
         }
     }
-    /* cJSON keeps every copy of a repeated key; sorted, copies are neighbours. */
+    /* sorted for lookups (hl_json_parse refused a name given twice) */
     qsort(f->entries, f->n_entries, sizeof *f->entries, by_name);
-    for (size_t i = 1; i < f->n_entries; i++)
-        if (strcmp(f->entries[i - 1].name, f->entries[i].name) == 0)
-            return fail(err, HL_ERR_FORMAT, f->what, "duplicate tensor name \"%s\"",
-                        f->entries[i].name);
     return check_tiling(f, data_len, err);
 }
 

@@ -259,15 +259,15 @@ START_TEST(test_config_styles_and_refusals)
                         ",\"rope_scaling\":null}", &cfg, &err) == HL_OK, "%s", err.message);
     expect_refused("{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE
                    ",\"hidden_act\":\"gelu\"}", "\"hidden_act\"");
-    /* A base beyond hl_real's range would be inf in the rotary tables. */
+    /* A base beyond hl_real's range would be inf in the rotary tables (in the
+     * double build, past a double's: refused by the JSON reader). */
 #ifdef HL_REAL_DOUBLE
-#define TOO_BIG "1e400"
-#else
-#define TOO_BIG "1e300"
-#endif
     expect_refused("{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE
-                   ",\"rope_theta\":" TOO_BIG "}", "\"rope_theta\" must be a number in (1, ");
-#undef TOO_BIG
+                   ",\"rope_theta\":1e400}", "a number past a double's range (rope_theta)");
+#else
+    expect_refused("{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE
+                   ",\"rope_theta\":1e300}", "\"rope_theta\" must be a number in (1, ");
+#endif
     expect_refused("{\"architectures\":[\"LlamaForCausalLM\"],\"hidden_size\":64}",
                    "\"num_attention_heads\" is missing");
     expect_refused("{\"architectures\":[\"GPT2LMHeadModel\"],\"n_embd\":-3}", "\"n_embd\"");
@@ -417,6 +417,17 @@ START_TEST(test_json_files_end_after_the_value)
                    "text after the value at byte");
     expect_refused("{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE "} \n\x01",
                    "control byte 0x01");
+    /* What cJSON takes without a word (each read before): a key given twice
+     * (Python keeps the last, cJSON the first), a raw tab in a string, a
+     * number past a double's range. */
+    expect_refused("{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE
+                   ",\"hidden_size\":32}", "the key \"hidden_size\" is given twice");
+    expect_refused("{\"architectures\":[\"Llama\tForCausalLM\"]," LLAMA_BASE "}",
+                   "control byte 0x09 at byte 24, line 1, in a string");
+    expect_refused("{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE
+                   ",\"rope_theta\":1e999}", "a number past a double's range (rope_theta)");
+    /* an escaped quote or backslash does not end the string */
+    expect_refused("{\"architectures\":[\"a\\\"b\\\\\",\"\n\"]}", "in a string");
 
     char dir[64];
     copy_folder(HF "llama_tiny", dir, sizeof dir);

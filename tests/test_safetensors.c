@@ -857,10 +857,11 @@ START_TEST(test_reject_duplicate_name)
     EXPECT_BAD("{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
                "\"b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1,2]},"
                "\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[2,3]}}",
-               3, "duplicate tensor name \"a\"");
-    EXPECT_BAD("{\"__metadata__\":{},\"__metadata__\":{}}", 0, "__metadata__ appears twice");
+               3, "the key \"a\" is given twice");
+    EXPECT_BAD("{\"__metadata__\":{},\"__metadata__\":{}}", 0,
+               "the key \"__metadata__\" is given twice");
     EXPECT_BAD("{\"__metadata__\":{\"k\":\"1\",\"j\":\"2\",\"k\":\"3\"}}", 0,
-               "__metadata__ has the key \"k\" twice");
+               "the key \"k\" is given twice");
 }
 END_TEST
 
@@ -890,7 +891,7 @@ START_TEST(test_reject_unknown_field)
     EXPECT_BAD("{\"w\":{\"DTYPE\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
                "unknown field \"DTYPE\"");
     EXPECT_BAD("{\"w\":{\"dtype\":\"U8\",\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}",
-               1, "field \"dtype\" appears twice");
+               1, "the key \"dtype\" is given twice");
 }
 END_TEST
 

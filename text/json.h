@@ -4,8 +4,11 @@
  *
  * cJSON alone is lax in ways that lose data without a word: it stops after
  * the first value (two files run together read as the first), skips control
- * bytes, and keeps a NUL (a raw byte or "\u0000") inside a string, where the
- * C string then ends ("a\u0000b" reads as "a"). hl_json_parse refuses each.
+ * bytes, keeps them raw in strings, keeps a NUL (a raw byte or "\u0000")
+ * inside a string, where the C string then ends ("a\u0000b" reads as "a"),
+ * keeps a key given twice in one object (its lookups find the first, where
+ * Python's json and Hugging Face keep the last), and reads 1e999 as inf.
+ * hl_json_parse refuses each.
  *
  *     char why[HL_JSON_WHY_MAX];
  *     cJSON *root;
@@ -28,7 +31,8 @@
  * and the reason in why, which says where: "error near byte 7, line 1", "text
  * after the value at byte 40, line 3", "control byte 0x01 at byte 3, line 1",
  * "NUL byte at byte 9, line 1", "string "a\u0000b" holds \u0000 (byte 1, line
- * 1)". */
+ * 1)", "the key "a" is given twice in one object", "a number past a double's
+ * range (rope_theta)". */
 hl_status hl_json_parse(const char *text, size_t n, cJSON **out, char why[HL_JSON_WHY_MAX]);
 
 #endif
