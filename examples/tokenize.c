@@ -223,7 +223,8 @@ static int write_part(stream *s, uint64_t bytes, const hl_vocab *v, const char *
             unsigned char *grown = cap < BLOCK_MAX ? realloc(buf, cap * 2) : NULL;
             if (!grown) {
                 snprintf(message, sizeof message, "%s: no place to cut the text in %zu MiB (no "
-                         "line break between two non-spaces, no space before a word)", path,
+                         "whitespace after a non-space; with a pretrained tokenizer, no line "
+                         "break between two non-spaces, no space before a word)", path,
                          cap >> 20);
                 status = part_failed(w, message, 2);
                 break;

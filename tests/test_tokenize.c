@@ -68,6 +68,22 @@ START_TEST(test_cuts_keep_the_tokens)
         hl_vocab_free(v[k]);
     }
     free(t);
+    /* CRLF lines and Chinese without spaces: places at every line end for
+     * the learnt vocabularies (there were none). */
+    static const char crlf[] = "\xe4\xb8\xad\xe6\x96\x87\xe3\x80\x82\r\n";
+    const size_t m = 60 * (sizeof crlf - 1);
+    unsigned char *lines = malloc(m);
+    for (size_t i = 0; i < m; i += sizeof crlf - 1)
+        memcpy(lines + i, crlf, sizeof crlf - 1);
+    hl_vocab *learnt[2] = {hl_vocab_learn(lines, m, 300, &err),
+                           hl_vocab_learn_bpe(lines, m, 300, &err)};
+    for (int k = 0; k < 2; k++) {
+        ck_assert_msg(learnt[k], "%s", err.message);
+        ck_assert_uint_eq(hl_vocab_cut(learnt[k], lines, m, 0), sizeof crlf - 3);
+        check_cuts(learnt[k], lines, m);
+        hl_vocab_free(learnt[k]);
+    }
+    free(lines);
 }
 END_TEST
 

@@ -134,12 +134,12 @@ size_t hl_bpe_next_chunk(const unsigned char *text, size_t n, size_t i);
 
 /* The first place p in from..n-1 where text may be cut so that encoding
  * text[0..p) and text[p..n) gives the tokens of the whole (for the bytes any
- * place; for words and BPE, a lone newline between two non-spaces or a
- * non-space before " " and an ASCII letter; vocab_cut.c), or n when there is
- * none. Lets a text larger than memory be encoded in pieces, in parallel. A
- * pretrained vocabulary has the same places, but only where no added token
- * spans them, and only with GPT-2's, Llama 3's or Qwen2's regex: with any
- * other, n (encode such a text whole). */
+ * place; for words and BPE, a whitespace byte after a non-space; vocab_cut.c),
+ * or n when there is none. Lets a text larger than memory be encoded in
+ * pieces, in parallel. A pretrained vocabulary has fewer places, a lone
+ * newline between two non-spaces or a non-space before " " and an ASCII
+ * letter, and only where no added token spans them, and only with GPT-2's,
+ * Llama 3's or Qwen2's regex: with any other, n (encode such a text whole). */
 size_t hl_vocab_cut(const hl_vocab *v, const unsigned char *text, size_t n, size_t from);
 
 /* The tokens of text into a malloc'd array (*tokens, *n_tokens; free it).
