@@ -117,6 +117,19 @@ static void check_pairs_file(const char *dir)
                       "attribution over the file %.6f, from the pairs alone %.6f", k / 4, k % 4,
                       got_dla, sum / (n[0] + n[1] + n[2]));
     }
+    /* A position scored before the texts first differ is named: it adds
+     * nothing (the first pair is scored at 4 and 5, after they differ). */
+    f = fopen(file, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%s\t%s\t%s\n16 3 7 1 3 7 1\t16 3 7 1 3 7 5\t2,5\n", pairs[0][0], pairs[0][1],
+            pairs[0][2]);
+    fclose(f);
+    char out[4096];
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads patch --model %s/toy/model.safetensors --pairs %s --out %s/b",
+             dir, file, dir);
+    ck_assert_int_eq(tu_run(command, out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "note: 2 scored positions (the first on line 2 of"), "%s", out);
 }
 
 /* The toy model of docs/toy-task.md after 1,500 steps (seed 0) has a previous-token

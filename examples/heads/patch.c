@@ -176,11 +176,25 @@ static void pairs_task(const options *o, patch_in *in)
     if (s != HL_OK)
         heads_bad_input("%s", err.message);
     const hl_patch_pairs *p = &in->pairs;
-    int shortest = p->task.T, scored = 0;
+    int shortest = p->task.T, scored = 0, blind = 0, first_line = 0;
     for (int i = 0; i < p->n; i++) {
         shortest = p->length[i] < shortest ? p->length[i] : shortest;
         scored += p->scored[i];
+        /* A position before the texts first differ reads one prefix twice:
+         * both runs give it the same metric, and patching cannot move it. */
+        const size_t row = (size_t)i * p->task.T;
+        int same = 0;
+        while (same < p->length[i] && p->task.clean[row + same] == p->task.corrupt[row + same])
+            same++;
+        for (int t = 0; t < same; t++)
+            if (p->task.answer[row + t] >= 0 && !blind++)
+                first_line = p->line[i];
     }
+    if (blind)
+        printf("note: %d scored position%s (the first on line %d of %s) come%s before the "
+               "clean and corrupted texts first differ: both runs read the same there, and "
+               "%s nothing to any score\n", blind, blind == 1 ? "" : "s", first_line, o->pairs,
+               blind == 1 ? "s" : "", blind == 1 ? "it adds" : "they add");
     in->t = p->task;
     snprintf(in->what, sizeof in->what, "pairs %s: %d pair%s of %d..%d tokens (padded to %d "
              "after their ends), %d scored positions", o->pairs, p->n, p->n == 1 ? "" : "s",
