@@ -151,13 +151,15 @@ static bool get_gelu(const config_src *c, const char *key, const char *fallback,
     return true;
 }
 
-/* The rotary base and fraction in either style: transformers 5's
- * rope_parameters {rope_theta, rope_type, partial_rotary_factor}, or top-level
- * rope_theta / rotary_emb_base, rotary_pct / partial_rotary_factor and
- * rope_scaling; the fraction defaults to the architecture's. Only the plain
- * ("default") rotation is expressed. */
-static bool get_rope(const config_src *c, double default_fraction, double *base,
-                     double *fraction)
+/* The rotary base and fraction as transformers reads them: transformers 5's
+ * rope_parameters {rope_theta, rope_type, partial_rotary_factor} first, then
+ * the older top-level keys, which differ by architecture. GPT-NeoX takes
+ * rotary_emb_base and rotary_pct (default 0.25; its config sets its own
+ * over a top-level rope_theta or partial_rotary_factor); the Llama family
+ * takes rope_theta, and rotates whole heads (a partial_rotary_factor is
+ * refused: transformers 5 ignores it, 4 fails on it). A rope_scaling is read
+ * too. Only the plain ("default") rotation is expressed. */
+static bool get_rope(const config_src *c, bool neox, double *base, double *fraction)
 {
     const cJSON *params = item(c->root, "rope_parameters");
     const cJSON *scaling = item(c->root, "rope_scaling");
@@ -177,21 +179,24 @@ static bool get_rope(const config_src *c, double default_fraction, double *base,
                         "positions, without scaling)",
                         cJSON_IsString(type) ? type->valuestring : "?");
     }
-    double theta = 0, pct = 0;
+    double theta = 0, pct = 0; /* 0 when absent */
     /* The base is used as an hl_real: one beyond its range would be inf. */
     if (params && (!get_real(c, params, "rope_theta", 1, HL_REAL_MAX, 0, &theta) ||
                    !get_real(c, params, "partial_rotary_factor", 0, 1.0000001, 0, &pct)))
         return false;
-    double top_theta = 0, old_base = 0, top_pct = 0, old_pct = 0; /* 0 when absent */
-    if (!get_real(c, c->root, "rope_theta", 1, HL_REAL_MAX, 0, &top_theta) ||
-        !get_real(c, c->root, "rotary_emb_base", 1, HL_REAL_MAX, 0, &old_base) ||
-        !get_real(c, c->root, "partial_rotary_factor", 0, 1.0000001, 0, &top_pct) ||
-        !get_real(c, c->root, "rotary_pct", 0, 1.0000001, 0, &old_pct))
+    double old_theta = 0, old_pct = 0;
+    if (!get_real(c, c->root, neox ? "rotary_emb_base" : "rope_theta", 1, HL_REAL_MAX, 0,
+                  &old_theta) ||
+        !get_real(c, c->root, neox ? "rotary_pct" : "partial_rotary_factor", 0, 1.0000001, 0,
+                  &old_pct))
         return false;
-    theta = theta ? theta : top_theta ? top_theta : old_base;
-    pct = pct ? pct : top_pct ? top_pct : old_pct;
+    theta = theta ? theta : old_theta;
+    pct = pct ? pct : old_pct;
+    if (!neox && pct && pct != 1)
+        return fail(c, "\"partial_rotary_factor\" %g: this architecture rotates whole heads "
+                    "in transformers (a part only in GPT-NeoX)", pct);
     *base = theta ? theta : 10000;
-    *fraction = pct ? pct : default_fraction;
+    *fraction = pct ? pct : neox ? 0.25 : 1;
     return true;
 }
 
@@ -216,7 +221,7 @@ static bool parse_gpt2(const config_src *c, hl_gpt_config *cfg)
     if (!get_int(c, KEYS("n_embd"), 1, 768, &cfg->d_model) ||
         !get_int(c, KEYS("n_head"), 1, 12, &cfg->n_heads) ||
         !get_int(c, KEYS("n_layer"), 1, 12, &cfg->n_layers) ||
-        !get_int(c, KEYS("n_positions", "n_ctx"), 1, 1024, &cfg->n_ctx) ||
+        !get_int(c, KEYS("n_positions"), 1, 1024, &cfg->n_ctx) ||
         !get_int(c, KEYS("vocab_size"), 1, 50257, &cfg->vocab_in) ||
         !get_int(c, KEYS("n_inner"), 1, 0, &inner) ||
         !get_gelu(c, "activation_function", "gelu_new", &cfg->mlp) ||
@@ -256,7 +261,7 @@ static bool parse_neox(const config_src *c, hl_gpt_config *cfg)
         !get_real(c, c->root, "layer_norm_eps", 0, 1, 1e-5, &cfg->norm_eps) ||
         !get_bool(c, "use_parallel_residual", true, &cfg->parallel_residual) ||
         !get_bool(c, "tie_word_embeddings", false, &cfg->tie_embeddings) ||
-        !get_bool(c, "attention_bias", true, &bias) || !get_rope(c, 0.25, &base, &fraction))
+        !get_bool(c, "attention_bias", true, &bias) || !get_rope(c, true, &base, &fraction))
         return false;
     if (cfg->d_model % cfg->n_heads)
         return fail(c, "\"hidden_size\" %d is not divisible by \"num_attention_heads\" %d",
@@ -288,8 +293,15 @@ static bool parse_llama(const config_src *c, hl_hf_arch arch, hl_gpt_config *cfg
         !get_real(c, c->root, "rms_norm_eps", 0, 1, 1e-6, &cfg->norm_eps) ||
         !get_bool(c, "tie_word_embeddings", false, &cfg->tie_embeddings) ||
         !get_bool(c, "attention_bias", false, &attn_bias) ||
-        !get_bool(c, "mlp_bias", false, &mlp_bias) || !get_rope(c, 1, &base, &fraction))
+        !get_bool(c, "mlp_bias", false, &mlp_bias) || !get_rope(c, false, &base, &fraction))
         return false;
+    /* transformers' Mistral and Qwen2 have no such options: biases are fixed
+     * (below), and any in the file are left over, so refused. */
+    if (arch != HL_HF_LLAMA)
+        attn_bias = mlp_bias = false;
+    /* Without the key, transformers' own defaults: Mistral 8, Qwen2 32. */
+    if (!cfg->n_kv_heads)
+        cfg->n_kv_heads = arch == HL_HF_MISTRAL ? 8 : arch == HL_HF_QWEN2 ? 32 : cfg->n_heads;
     const cJSON *act = item(c->root, "hidden_act");
     if (act && (!cJSON_IsString(act) || strcmp(act->valuestring, "silu")))
         return fail(c, "\"hidden_act\" is \"%.40s\": only silu (SwiGLU) is supported",
@@ -307,12 +319,18 @@ static bool parse_llama(const config_src *c, hl_hf_arch arch, hl_gpt_config *cfg
     if (cfg->n_kv_heads == cfg->n_heads)
         cfg->n_kv_heads = 0;
     if (arch == HL_HF_QWEN2) { /* q, k and v biased, the output not */
+        /* transformers slides the layers from max_window_layers on (28 by
+         * default), with a window (4096 by default; null: none) */
         bool sliding;
-        if (!get_bool(c, "use_sliding_window", false, &sliding))
+        int first_sliding;
+        if (!get_bool(c, "use_sliding_window", false, &sliding) ||
+            !get_int(c, KEYS("max_window_layers"), 0, 28, &first_sliding))
             return false;
-        if (sliding)
-            return fail(c, "\"use_sliding_window\" is true: sliding-window attention is not "
-                        "supported");
+        const bool windowless = cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(c->root,
+                                                                              "sliding_window"));
+        if (sliding && !windowless && first_sliding < cfg->n_layers)
+            return fail(c, "\"use_sliding_window\" is true from layer %d on: sliding-window "
+                        "attention on some layers is not supported", first_sliding);
         window = 0;
         attn_bias = true;
         cfg->no_out_bias = true;

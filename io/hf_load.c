@@ -102,23 +102,25 @@ static hl_status open_shards(hf_weights *w, const char *index_path, hl_error *er
     return st;
 }
 
+/* model.safetensors, else the shards its index names: transformers looks
+ * in that order too. */
 static hl_status open_weights(hf_weights *w, hl_error *err)
 {
     char path[HF_PATH_MAX];
-    snprintf(path, sizeof path, "%s/model.safetensors.index.json", w->dir);
-    FILE *index = fopen(path, "rb");
-    if (index) {
-        fclose(index);
-        return open_shards(w, path, err);
-    }
     snprintf(path, sizeof path, "%s/model.safetensors", w->dir);
     FILE *single = fopen(path, "rb");
-    if (!single)
+    if (single) {
+        fclose(single);
+        return open_file(w, "model.safetensors", err);
+    }
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", w->dir);
+    FILE *index = fopen(path, "rb");
+    if (!index)
         return hl_error_set(err, HL_ERR_IO, "%s: no model.safetensors or "
                             "model.safetensors.index.json (pytorch_model.bin is not read: "
                             "save with safe_serialization=True)", w->dir);
-    fclose(single);
-    return open_file(w, "model.safetensors", err);
+    fclose(index);
+    return open_shards(w, path, err);
 }
 
 /* The entry of a tensor name, marked used; NULL when no file holds it. */

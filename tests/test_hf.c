@@ -276,8 +276,38 @@ START_TEST(test_config_styles_and_refusals)
     expect_refused("{\"architectures\":[\"GPT2LMHeadModel\"],"
                    "\"scale_attn_by_inverse_layer_idx\":true}",
                    "scale_attn_by_inverse_layer_idx");
+    /* transformers' Qwen2 slides the layers from max_window_layers on (28):
+     * refused when a layer of the model would */
     expect_refused("{\"architectures\":[\"Qwen2ForCausalLM\"]," LLAMA_BASE
-                   ",\"use_sliding_window\":true}", "use_sliding_window");
+                   ",\"use_sliding_window\":true,\"max_window_layers\":1}",
+                   "\"use_sliding_window\" is true from layer 1 on");
+    ck_assert_msg(parse("{\"architectures\":[\"Qwen2ForCausalLM\"]," LLAMA_BASE
+                        ",\"use_sliding_window\":true}", &cfg, &err) == HL_OK, "%s",
+                  err.message);
+    ck_assert_msg(parse("{\"architectures\":[\"Qwen2ForCausalLM\"]," LLAMA_BASE
+                        ",\"use_sliding_window\":true,\"max_window_layers\":0,"
+                        "\"sliding_window\":null}", &cfg, &err) == HL_OK, "%s", err.message);
+    /* Llama rotates whole heads; GPT-NeoX reads its own keys, not these */
+    expect_refused("{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE
+                   ",\"partial_rotary_factor\":0.5}", "\"partial_rotary_factor\" 0.5");
+    ck_assert_msg(parse("{\"architectures\":[\"GPTNeoXForCausalLM\"],\"hidden_size\":64,"
+                        "\"num_attention_heads\":4,\"num_hidden_layers\":2,"
+                        "\"intermediate_size\":256,\"vocab_size\":512,\"rope_theta\":500,"
+                        "\"partial_rotary_factor\":0.5}", &cfg, &err) == HL_OK, "%s",
+                  err.message);
+    ck_assert(cfg.rope_base == 10000 && cfg.rotary_dims == 4);
+    /* Mistral and Qwen2 have no bias options, and their own kv-head defaults */
+    ck_assert_msg(parse("{\"architectures\":[\"MistralForCausalLM\"],\"hidden_size\":64,"
+                        "\"num_attention_heads\":8,\"num_hidden_layers\":2,"
+                        "\"intermediate_size\":176,\"vocab_size\":512,"
+                        "\"attention_bias\":true,\"mlp_bias\":true}", &cfg, &err) == HL_OK,
+                  "%s", err.message);
+    ck_assert(cfg.no_qkv_bias && cfg.no_out_bias && cfg.no_mlp_bias && cfg.n_kv_heads == 0);
+    ck_assert_msg(parse("{\"architectures\":[\"MistralForCausalLM\"],\"hidden_size\":64,"
+                        "\"num_attention_heads\":16,\"num_hidden_layers\":2,"
+                        "\"intermediate_size\":176,\"vocab_size\":512}", &cfg, &err) == HL_OK,
+                  "%s", err.message);
+    ck_assert_int_eq(cfg.n_kv_heads, 8);
     expect_refused("[1,2]", "not a JSON object");
     expect_refused("{\"architectures\":", "not a JSON object");
 }
@@ -429,11 +459,20 @@ START_TEST(test_json_files_end_after_the_value)
     /* an escaped quote or backslash does not end the string */
     expect_refused("{\"architectures\":[\"a\\\"b\\\\\",\"\n\"]}", "in a string");
 
-    char dir[64];
+    char dir[64], from[128], to[128];
     copy_folder(HF "llama_tiny", dir, sizeof dir);
-    const char *index = "{\"weight_map\":{\"lm_head.weight\":\"model.safetensors\"}}";
-    write_text_file(dir, "model.safetensors.index.json", index);
+    /* model.safetensors comes first, as in transformers: an index beside it
+     * is not read (an export over a sharded folder left one) */
+    write_text_file(dir, "model.safetensors.index.json", "{\"weight_map\":{\"lm_head.wei");
     hl_gpt *m = hl_gpt_load(dir, &err);
+    ck_assert_msg(m, "%s", err.message);
+    hl_gpt_free(m);
+    snprintf(from, sizeof from, "%s/model.safetensors", dir);
+    snprintf(to, sizeof to, "%s/weights.safetensors", dir);
+    ck_assert(rename(from, to) == 0);
+    const char *index = "{\"weight_map\":{\"lm_head.weight\":\"weights.safetensors\"}}";
+    write_text_file(dir, "model.safetensors.index.json", index);
+    m = hl_gpt_load(dir, &err);
     ck_assert_msg(m, "%s", err.message);
     hl_gpt_free(m);
     char text[256];
