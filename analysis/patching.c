@@ -84,17 +84,21 @@ hl_status hl_patch_induction_task(const hl_gpt *m, int sequences, int bos, int l
     return HL_OK;
 }
 
-/* The metric at scored position i (of B·T) from its row of V logits. */
-static double position_metric(const hl_patch_task *t, const hl_real *row, int V, int i)
+/* The metric at scored position i (of B·T) from its row of V logits, read
+ * as the model predicts with them: soft-capped when it caps (cfg). */
+static double position_metric(const hl_gpt_config *cfg, const hl_patch_task *t,
+                              const hl_real *row, int V, int i)
 {
     const int32_t a = t->answer[i];
-    return t->metric == HL_METRIC_LOGIT_DIFF ? (double)row[a] - (double)row[t->wrong[i]]
-                                             : hl_eval_token_loss(row, V, a);
+    if (t->metric != HL_METRIC_LOGIT_DIFF)
+        return hl_eval_token_loss(cfg, row, V, a);
+    return (double)hl_gpt_logit(cfg, row[a]) - (double)hl_gpt_logit(cfg, row[t->wrong[i]]);
 }
 
-/* The metric of each of `copies` blocks of B rows of logits (copies·B, T, V). */
-static void metric_of_logits(const hl_patch_task *t, const hl_tensor *logits, int copies,
-                             double *out)
+/* The metric of each of `copies` blocks of B rows of logits (copies·B, T, V)
+ * of the model of cfg. */
+static void metric_of_logits(const hl_gpt_config *cfg, const hl_patch_task *t,
+                             const hl_tensor *logits, int copies, double *out)
 {
     const int V = logits->shape[2], BT = t->B * t->T;
     for (int c = 0; c < copies; c++) {
@@ -103,7 +107,7 @@ static void metric_of_logits(const hl_patch_task *t, const hl_tensor *logits, in
         for (int i = 0; i < BT; i++) {
             if (t->answer[i] < 0)
                 continue;
-            sum += position_metric(t, logits->data + ((size_t)c * BT + i) * V, V, i);
+            sum += position_metric(cfg, t, logits->data + ((size_t)c * BT + i) * V, V, i);
             n++;
         }
         out[c] = sum / n;
@@ -130,7 +134,7 @@ static hl_status run_metric(hl_graph *g, const hl_gpt *m, const hl_patch_task *t
     hl_tensor *logits = hl_gpt_forward(g, m, tokens, copies * t->B, t->T, run);
     if (hl_graph_failed(g))
         return hl_error_set(err, hl_graph_status(g), "patching: %s", hl_graph_message(g));
-    metric_of_logits(t, logits, copies, out);
+    metric_of_logits(&m->cfg, t, logits, copies, out);
     return HL_OK;
 }
 
@@ -184,7 +188,7 @@ static hl_status sequence_metrics(hl_graph *g, const hl_gpt *m, const hl_patch_t
         int n = 0;
         for (int i = b * t->T; i < (b + 1) * t->T; i++)
             if (t->answer[i] >= 0) {
-                sum += position_metric(t, logits->data + (size_t)i * V, V, i);
+                sum += position_metric(&m->cfg, t, logits->data + (size_t)i * V, V, i);
                 n++;
             }
         out[b] = n ? sum / n : NAN;
@@ -261,7 +265,7 @@ static hl_status capture(hl_graph *g, const hl_gpt *m, const int32_t *tokens, in
     if (hl_graph_failed(g))
         return hl_error_set(err, hl_graph_status(g), "patching: %s", hl_graph_message(g));
     if (task)
-        metric_of_logits(task, logits, 1, metric);
+        metric_of_logits(&m->cfg, task, logits, 1, metric);
     bool ok = true;
     for (int l = 0; l < c->L; l++)
         for (int a = HL_ACT_Q; a <= HL_ACT_Z; a++)
@@ -567,11 +571,12 @@ hl_status hl_patch_attrib_heads(const hl_gpt *m, const hl_patch_task *t, hl_act 
     hl_mha_trace trace[HL_GPT_MAX_LAYERS];
     hl_tensor *logits = hl_gpt_forward(g, m, t->corrupt, t->B, t->T,
                                        &(hl_gpt_run){.trace = trace});
-    hl_tensor *metric = hl_cross_entropy(g, logits, t->answer, -1);
+    /* the model's loss: soft-capped when it caps, as position_metric reads */
+    hl_tensor *metric = hl_gpt_loss(g, m, logits, t->answer, -1);
     if (t->metric == HL_METRIC_LOGIT_DIFF) /* CE(wrong) - CE(answer) = logit diff */
-        metric = hl_add(g, hl_cross_entropy(g, logits, t->wrong, -1), hl_scale(g, metric, -1));
+        metric = hl_add(g, hl_gpt_loss(g, m, logits, t->wrong, -1), hl_scale(g, metric, -1));
     if (!hl_graph_failed(g)) {
-        metric_of_logits(t, logits, 1, &corrupt);
+        metric_of_logits(&m->cfg, t, logits, 1, &corrupt);
         s = check_gap(clean, corrupt, err);
     }
     if (s == HL_OK && !hl_graph_failed(g)) {
@@ -715,7 +720,7 @@ hl_status hl_patch_logit_lens(const hl_gpt *m, const hl_patch_task *t, int k, do
             s = hl_error_set(err, hl_graph_status(g), "logit lens: %s", hl_graph_message(g));
             break;
         }
-        metric_of_logits(t, logits, 1, &metric[l]);
+        metric_of_logits(c, t, logits, 1, &metric[l]);
         for (int tt = 0; tt < T && k > 0; tt++) {
             const hl_real *row = logits->data + (size_t)tt * V; /* sequence 0 */
             int32_t *best = top + ((size_t)l * T + tt) * k;

@@ -282,6 +282,46 @@ START_TEST(test_paths_grouped_query)
 }
 END_TEST
 
+/* On a soft-capped model the loss metric is the model's loss, of the capped
+ * logits (hl_gpt_loss): the clean and corrupted baselines are the mean capped
+ * cross-entropy at the scored positions (they were the uncapped one). */
+START_TEST(test_patching_soft_cap)
+{
+    hl_gpt_config cfg = {.vocab_in = 24, .vocab_out = 24, .n_ctx = 16, .d_model = 16,
+                         .n_heads = 4, .n_layers = 2, .pos = HL_GPT_POS_ROPE, .emb_std = 1,
+                         .softcap = 2};
+    hl_error err = {0};
+    hl_gpt *m = hl_gpt_new(&cfg, &err);
+    ck_assert_msg(m, "%s", err.message);
+    hl_rng rng;
+    hl_rng_seed(&rng, 5);
+    hl_gpt_init_weights(m, &rng);
+    hl_patch_task t;
+    int32_t *buf;
+    ck_assert_msg(hl_patch_induction_task(m, 3, -1, 0, 24, 11, &t, &buf, &err) == HL_OK, "%s",
+                  err.message);
+    double clean, corrupt;
+    ck_assert_msg(hl_patch_baselines(m, &t, &clean, &corrupt, &err) == HL_OK, "%s",
+                  err.message);
+    hl_graph *g = hl_graph_new(0);
+    hl_graph_set_grad_enabled(g, false);
+    const int32_t *inputs[2] = {t.clean, t.corrupt};
+    const double got[2] = {clean, corrupt};
+    for (int k = 0; k < 2; k++) {
+        hl_tensor *logits = hl_gpt_forward(g, m, inputs[k], t.B, t.T, NULL);
+        const double want = hl_gpt_loss(g, m, logits, t.answer, -1)->data[0];
+        const double plain = hl_cross_entropy(g, logits, t.answer, -1)->data[0];
+        ck_assert_msg(!hl_graph_failed(g), "%s", hl_graph_message(g));
+        ck_assert_msg(fabs(got[k] - want) < 1e-5 && fabs(want - plain) > 1e-3,
+                      "%s: %.6f, the capped loss %.6f, uncapped %.6f", k ? "corrupted" : "clean",
+                      got[k], want, plain);
+    }
+    hl_graph_free(g);
+    free(buf);
+    hl_gpt_free(m);
+}
+END_TEST
+
 Suite *patching_suite(void)
 {
     Suite *s = suite_create("patching");
@@ -290,6 +330,7 @@ Suite *patching_suite(void)
     tcase_add_test(tc, test_logit_lens_top_tokens_ordered);
     tcase_add_test(tc, test_patching_bad_tasks);
     tcase_add_test(tc, test_paths_grouped_query);
+    tcase_add_test(tc, test_patching_soft_cap);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -202,9 +202,9 @@ static double token_loss(const hl_real *row, int V, int32_t target, const hl_gpt
     return max + log(sum) - (double)hl_gpt_logit(cfg, row[target]);
 }
 
-double hl_eval_token_loss(const hl_real *row, int V, int32_t target)
+double hl_eval_token_loss(const hl_gpt_config *cfg, const hl_real *row, int V, int32_t target)
 {
-    return token_loss(row, V, target, &(hl_gpt_config){0});
+    return token_loss(row, V, target, cfg ? cfg : &(hl_gpt_config){0});
 }
 
 typedef struct {

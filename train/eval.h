@@ -111,9 +111,9 @@ typedef hl_status (*hl_eval_hook)(void *ctx, const hl_eval_batch *b, const hl_te
 hl_status hl_eval_loss(const hl_gpt *m, const hl_eval_set *set, const hl_gpt_run *run,
                        hl_eval_hook hook, void *ctx, hl_eval_result *out, hl_error *err);
 
-/* -log softmax(row)[target] over V logits, in double (not soft-capped;
- * hl_eval_position_loss caps them as the model's loss does). */
-double hl_eval_token_loss(const hl_real *row, int V, int32_t target);
+/* -log softmax(row)[target] over V logits, in double, the logits first
+ * soft-capped as cfg's model caps them (hl_gpt_logit; cfg NULL: not). */
+double hl_eval_token_loss(const hl_gpt_config *cfg, const hl_real *row, int V, int32_t target);
 
 /* hl_eval_loss (with the run's gates, offsets and patches; run may be NULL),
  * and the mean loss of the first target group at each position t = 0..T-1
