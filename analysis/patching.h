@@ -6,7 +6,8 @@
  * (patching.py, ActivationCache.logit_attrs, accumulated_resid).
  *
  * A task is a clean and a corrupted batch of the same shape and a metric read
- * on the logits at the positions that have an answer:
+ * on the logits at the positions that have an answer, soft-capped as the
+ * model predicts with them when it caps (hl_gpt_logit):
  *   HL_METRIC_LOSS        mean cross-entropy of the answer token (lower is better)
  *   HL_METRIC_LOGIT_DIFF  mean logit[answer] - logit[wrong]
  * Patching results are normalised as the field does,

@@ -109,13 +109,14 @@ int bench_isa_runs(int argc, char **argv, const hl_isa *isas, int n_isas, const 
             else
                 status = 1;
             rc |= status;
-            remove(parts[i]);
         } else {
             fprintf(stderr, "bench: the %s run failed\n", name);
             rc = status == 2 ? 2 : 1;
         }
+        remove(parts[i]); /* whatever the run left */
     }
-    rmdir(dir);
+    if (rmdir(dir) != 0)
+        fprintf(stderr, "bench: could not remove %s: %s\n", dir, strerror(errno));
     if (rc == 2 || !ran) {
         bench_report_abandon(&merged);
         return rc ? rc : 1;

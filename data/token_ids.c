@@ -22,53 +22,64 @@ static bool append(int32_t **ids, size_t *n, size_t *cap, int32_t id)
     return true;
 }
 
+/* The ids of one line p[0..end) appended to *ids, their count in *count. */
+static hl_status parse_line(const char *p, const char *end, const char *name, int line,
+                            int vocab, int32_t **ids, size_t *n, size_t *cap, int *count,
+                            hl_error *err)
+{
+    *count = 0;
+    for (const char *q = p; q < end;) {
+        while (q < end && is_blank(*q))
+            q++;
+        if (q == end)
+            break;
+        const char *stop = q;
+        while (stop < end && !is_blank(*stop))
+            stop++;
+        /* Digits only, stopping at the first value past the vocabulary, so a
+         * long word cannot overflow. */
+        long id = 0;
+        const char *d = q;
+        for (; d < stop && *d >= '0' && *d <= '9' && id < vocab; d++)
+            id = 10 * id + (*d - '0');
+        if (d < stop || id >= vocab) {
+            const int shown = stop - q > 40 ? 40 : (int)(stop - q);
+            return hl_error_set(err, HL_ERR_FORMAT, "%s line %d: \"%.*s%s\" is not a token id "
+                                "of 0..%d", name, line, shown, q, stop - q > 40 ? "..." : "",
+                                vocab - 1);
+        }
+        if (!append(ids, n, cap, (int32_t)id))
+            return hl_error_set(err, HL_ERR_NOMEM, "out of memory reading %s", name);
+        ++*count;
+        q = stop;
+    }
+    return HL_OK;
+}
+
 hl_status hl_token_ids_parse(const char *text, size_t n, const char *name, int vocab,
                              int32_t **ids, int *rows, int *cols, hl_error *err)
 {
     *ids = NULL;
     *rows = *cols = 0;
     size_t count_all = 0, cap = 0;
-    int lines_read = 0, width = -1;
+    int width = -1, kept = 0;
     hl_status s = HL_OK;
-    for (const char *p = text; s == HL_OK && p < text + n; lines_read++) {
-        const char *end = memchr(p, '\n', (size_t)(text + n - p));
+    for (int line = 1; s == HL_OK && n > 0; line++) {
+        const char *end = memchr(text, '\n', n);
         if (!end)
             end = text + n;
-        int count = 0;
-        for (const char *q = p; s == HL_OK && q < end;) {
-            while (q < end && is_blank(*q))
-                q++;
-            if (q == end)
-                break;
-            const char *stop = q;
-            while (stop < end && !is_blank(*stop))
-                stop++;
-            /* Digits only, stopping at the first value past the vocabulary,
-             * so a long word cannot overflow. */
-            long id = 0;
-            const char *d = q;
-            for (; d < stop && *d >= '0' && *d <= '9' && id < vocab; d++)
-                id = 10 * id + (*d - '0');
-            if (d < stop || id >= vocab) {
-                const int shown = stop - q > 40 ? 40 : (int)(stop - q);
-                s = hl_error_set(err, HL_ERR_FORMAT, "%s line %d: \"%.*s%s\" is not a token id "
-                                 "of 0..%d", name, lines_read + 1, shown, q,
-                                 stop - q > 40 ? "..." : "", vocab - 1);
-            } else if (!append(ids, &count_all, &cap, (int32_t)id)) {
-                s = hl_error_set(err, HL_ERR_NOMEM, "out of memory reading %s", name);
-            }
-            count++;
-            q = stop;
-        }
+        int count;
+        s = parse_line(text, end, name, line, vocab, ids, &count_all, &cap, &count, err);
         if (s == HL_OK && count && width >= 0 && count != width)
             s = hl_error_set(err, HL_ERR_FORMAT, "%s line %d has %d ids; the lines before have "
-                             "%d (one length for every sequence)", name, lines_read + 1, count,
-                             width);
-        if (count && s == HL_OK) {
+                             "%d (one length for every sequence)", name, line, count, width);
+        if (s == HL_OK && count) {
             width = count;
-            ++*rows;
+            kept++;
         }
-        p = end + 1;
+        const size_t used = (size_t)(end - text) + (end < text + n);
+        text += used;
+        n -= used;
     }
     if (s == HL_OK && width < 0)
         s = hl_error_set(err, HL_ERR_FORMAT, "%s holds no token ids", name);
@@ -77,6 +88,7 @@ hl_status hl_token_ids_parse(const char *text, size_t n, const char *name, int v
         *ids = NULL;
         return s;
     }
+    *rows = kept;
     *cols = width;
     return HL_OK;
 }

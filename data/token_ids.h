@@ -22,7 +22,7 @@
 /* text[0..n) into *ids (malloc'ed), *rows sequences of *cols ids each, every
  * id in 0..vocab-1. HL_ERR_FORMAT, naming `name` and the line, for a word
  * that is not such an id, lines of different lengths, or no id at all;
- * HL_ERR_NOMEM. On error *ids is NULL. */
+ * HL_ERR_NOMEM. On error *ids is NULL and *rows, *cols 0. */
 hl_status hl_token_ids_parse(const char *text, size_t n, const char *name, int vocab,
                              int32_t **ids, int *rows, int *cols, hl_error *err);
 

@@ -639,6 +639,18 @@ static hl_status save_checkpoint(run *r, int64_t step, hl_error *err)
 
 /* ---- heads over training ---- */
 
+/* A picture the plot refused (values past what an axis can show, e.g. a
+ * loss past 1e308 in the double build) costs a note, not the run; a file
+ * that cannot be written stops it. */
+static hl_status picture_or_note(hl_status s, const char *name, hl_error *err)
+{
+    if (s != HL_ERR_ARG)
+        return s;
+    printf("note: %s not drawn: %s\n", name, err->message);
+    *err = (hl_error){0};
+    return HL_OK;
+}
+
 /* heads.png: the phase change on one step axis — loss, the in-context-learning
  * score, and the best induction (probe and text; layers 1..) and previous-token
  * (layer 0) scores. */
@@ -716,7 +728,7 @@ static hl_status track_heads(run *r, int64_t step, const double point[CURVES], h
     printf("  heads: best induction in layers 1.. %.3f (on the text %.3f), best previous-token "
            "in layer 0 %.3f\n",
            best[0], best[1], best[2]);
-    return plot_heads(r, err);
+    return picture_or_note(plot_heads(r, err), "heads.png", err);
 }
 
 /* position_loss.png: the validation loss against the position in the
@@ -757,7 +769,7 @@ static hl_status write_position_loss(const run *r, int64_t step, hl_error *err)
                 r->position_bytes[t]);
     if (hl_atomic_commit(&f, err) != HL_OK)
         return err->status;
-    return plot_position_loss(r, step, err);
+    return picture_or_note(plot_position_loss(r, step, err), "position_loss.png", err);
 }
 
 /* Validation loss and the ICL score into train.csv and on stdout, the

@@ -47,7 +47,6 @@ static bool row_kept(const hl_csv_table *t, size_t r, const int *col, const doub
     return true;
 }
 
-/* The folder part of a path ("runs/rope/train.csv" -> "runs/rope"), or the path. */
 /* A series' name for files[f]: its folder, or its path where it has no
  * folder or shares it with another file. */
 static void series_name(const hl_opt_list *files, int f, char *out, size_t size)

@@ -218,8 +218,9 @@ static int write_part(stream *s, uint64_t bytes, const hl_vocab *v, const char *
         start += used;
         more = !doc;
         if (used == 0 && !doc && avail == cap) {
-            /* No place to cut in a whole block (a text without line breaks or
-             * spaces before words): a longer block. */
+            /* No place to cut in a whole block (hl_vocab_cut: no whitespace
+             * after a non-space, or a pretrained regex's narrower places):
+             * a longer block. */
             unsigned char *grown = cap < BLOCK_MAX ? realloc(buf, cap * 2) : NULL;
             if (!grown) {
                 snprintf(message, sizeof message, "%s: no place to cut the text in %zu MiB (no "
@@ -396,7 +397,8 @@ int main(int argc, char **argv)
                   .last = learnt};
     uint64_t done = 0;
     /* Both files complete on disk before either replaces an older one: a
-     * failure leaves the old pair as it was. */
+     * failure leaves the old pair as it was, but for a failed rename of
+     * val.tok after train.tok's, which is said. */
     hl_token_writer *train_w = NULL, *val_w = NULL;
     int status = write_part(&s, n_train, v, o.out, "train.tok", &p, &done, &train_w);
     if (!status && (status = write_part(&s, n_val, v, o.out, "val.tok", &p, &done, &val_w)))
@@ -407,13 +409,17 @@ int main(int argc, char **argv)
     }
     const uint64_t train = hl_token_writer_count(train_w), val = hl_token_writer_count(val_w);
     hl_error err = {0};
+    const int vocab_size = hl_vocab_size(v);
+    const char *vocab_kind = hl_vocab_kind(v); /* a string literal */
+    hl_vocab_free(v);
     if (hl_token_writer_commit(train_w, &err) != HL_OK) {
         hl_token_writer_abort(val_w);
         fprintf(stderr, "%s: %s\n", program, err.message);
         return 2;
     }
-    if (hl_token_writer_commit(val_w, &err) != HL_OK) { /* a rename beside a done one */
-        fprintf(stderr, "%s: %s\n", program, err.message);
+    if (hl_token_writer_commit(val_w, &err) != HL_OK) {
+        fprintf(stderr, "%s: %s; %s/train.tok is already the new text's, so the two files no "
+                "longer match: run tokenize again\n", program, err.message, o.out);
         return 2;
     }
     progress_show(&p, done, true);
@@ -421,9 +427,8 @@ int main(int argc, char **argv)
     printf("tokenize: %llu bytes in %d file(s) -> %s/train.tok (%llu tokens) and %s/val.tok "
            "(%llu tokens); %d tokens (%s); %.1f s to learn, %.1f s to encode (%.1f MB/s)\n",
            (unsigned long long)s.size, s.n, o.out, (unsigned long long)train, o.out,
-           (unsigned long long)val, hl_vocab_size(v), hl_vocab_kind(v), learnt - t0, seconds,
+           (unsigned long long)val, vocab_size, vocab_kind, learnt - t0, seconds,
            (double)s.size / 1e6 / (seconds > 0 ? seconds : 1e-9));
     stream_rewind(&s);
-    hl_vocab_free(v);
     return 0;
 }

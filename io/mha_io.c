@@ -80,11 +80,13 @@ hl_status hl_mha_load(hl_mha *m, hl_params *p, const hl_safetensors *f, const ch
         bool known = strncmp(name, prefix, plen) != 0;
         for (size_t j = 0; j < n && !known; j++)
             known = tensors[j] && !strcmp(tensors[j]->name, name);
+        const size_t len = strlen(name);
+        const bool out_bias = len >= 13 && !strcmp(name + len - 13, "out_proj.bias");
         if (!known)
             return hl_error_set(err, HL_ERR_FORMAT, "%s: tensor \"%s\" has no place in the "
                                 "module (%s)", hl_safetensors_what(f), name,
-                                cfg.bias ? "a file of another module?"
-                                         : "its in_proj_bias is missing, or another module's?");
+                                out_bias ? "its in_proj_bias is missing"
+                                         : "a file of another module?");
     }
     return HL_OK;
 }

@@ -26,7 +26,8 @@
 /* Builds a module from PyTorch-named weights in f (under prefix), deducing E,
  * kdim, vdim and bias from the shapes found; declares its parameters in p and
  * commits p, then copies the values in. Errors name the missing, misshapen
- * or not finite tensor. */
+ * or not finite tensor, or one under prefix that the module has no place
+ * for (an out_proj.bias without in_proj_bias, a stray name). */
 hl_status hl_mha_load(hl_mha *m, hl_params *p, const hl_safetensors *f, const char *prefix,
                       int num_heads, hl_error *err);
 

@@ -5,12 +5,12 @@
  *   MultiHead(Q,K,V) = Concat(head_1..head_H)·W_Oᵀ + b_O,
  *   head_h = softmax(Q_h K_hᵀ / √D + mask) V_h,   D = E / H
  *
- * Options (hl_mha_config): smeared keys replace K_h by hl_smear(K_h), then
- * QK-norm replaces Q_h and K_h by hl_rmsnorm over D with a learned gain (D)
- * shared by the layer's heads, then rotary positions replace Q_h and K_h by
- * hl_rope(Q_h) and hl_rope(K_h), on both paths below. Traces and patches of
- * q and k see them before all three, as TransformerLens's hook_q and hook_k
- * do (its hook_rot_q/k come after).
+ * Options (hl_mha_config): smeared keys replace K_h by hl_smear_docs(K_h)
+ * (within the masks' documents), then QK-norm replaces Q_h and K_h by
+ * hl_rmsnorm over D with a learned gain (D) shared by the layer's heads, then
+ * rotary positions replace Q_h and K_h by hl_rope(Q_h) and hl_rope(K_h), on
+ * both paths below. Traces and patches of q and k see them before all three,
+ * as TransformerLens's hook_q and hook_k do (its hook_rot_q/k come after).
  *
  * With fewer key/value heads than query heads (grouped-query attention), k
  * and v are projected per key/value head and handed to each query head of
@@ -96,8 +96,9 @@ typedef struct hl_mha_config {
      * Queries and keys are both numbered from position 0, as in
      * self-attention; for cross-attention that is rarely what is meant. */
     double rotary_base;
-    /* Smeared keys (hl_smear, ops/smear.h): each head mixes every key with the
-     * one before by a learned weight σ(smear_h), parameter `<prefix>smear (H)`. */
+    /* Smeared keys (hl_smear_docs, ops/smear.h): each head mixes every key
+     * with the one before by a learned weight σ(smear_h), parameter
+     * `<prefix>smear (H)`, but the first key of each of the masks' documents. */
     bool smear_keys;
     /* QK-norm (Henry et al. 2020; OLMo 2, Qwen3, modded-nanogpt): every
      * head's q and k are RMS-normalised over D before rotation, x /

@@ -341,17 +341,22 @@ START_TEST(test_report_holds_every_section)
     char line[256];
     ck_assert(f && fgets(line, sizeof line, f));
     ck_assert_str_eq(line, "layer,head,importance,raw,rank\n");
-    int rows = 0, rank_sum = 0, layer, head, rank;
-    double importance, raw;
+    int rows = 0, layer, head, rank;
+    double importance, raw, by_rank[64];
+    for (int i = 0; i < 64; i++)
+        by_rank[i] = NAN;
     while (fgets(line, sizeof line, f)) {
         ck_assert_int_eq(sscanf(line, "%d,%d,%lf,%lf,%d", &layer, &head, &importance, &raw,
                                 &rank), 5);
+        ck_assert(rank >= 1 && rank <= 64 && isnan(by_rank[rank - 1])); /* each rank once */
+        by_rank[rank - 1] = importance;
         rows++;
-        rank_sum += rank;
     }
     fclose(f);
     ck_assert_int_ge(rows, 2);
-    ck_assert_int_eq(rank_sum, rows * (rows + 1) / 2);
+    for (int i = 0; i < rows; i++) /* ranks 1..rows, the most important first */
+        ck_assert_msg(!isnan(by_rank[i]) && (i == 0 || by_rank[i] <= by_rank[i - 1]),
+                      "rank %d: importance %g after %g", i + 1, by_rank[i], i ? by_rank[i - 1] : 0);
     free(html);
     remove_dir(dir);
 }

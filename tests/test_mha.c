@@ -599,8 +599,8 @@ START_TEST(test_mha_load_errors)
         size_t n = hl_safetensors_count(f);
         for (size_t j = 0; j < n; j++) {
             held[j] = load(f, hl_safetensors_entry(f, j)->name, false);
-            ck_assert_int_eq(hl_safetensors_writer_add(w, held[j]->name, held[j], HL_DTYPE_F32, &err),
-                             HL_OK);
+            ck_assert_int_eq(
+                hl_safetensors_writer_add(w, held[j]->name, held[j], HL_DTYPE_F32, &err), HL_OK);
         }
         hl_tensor *bias = hl_tensor_new(leftovers[i].extra, 1, (int[]){6}, false);
         ck_assert_int_eq(hl_safetensors_writer_add(w, leftovers[i].extra, bias, HL_DTYPE_F32, &err),

@@ -34,9 +34,6 @@ static const char *string_with_nul(const char *text, size_t n, size_t *len)
     return NULL;
 }
 
-/* JSON allows no control characters but whitespace between values, and none
- * inside a string; cJSON is laxer (it keeps them in strings, and skips them
- * as whitespace after the value). */
 /* Whether text[i] is a byte JSON refuses there (the reason into why). */
 static bool bad_byte(const char *text, size_t i, bool in_string, char why[HL_JSON_WHY_MAX])
 {
@@ -52,6 +49,9 @@ static bool bad_byte(const char *text, size_t i, bool in_string, char why[HL_JSO
     return true;
 }
 
+/* JSON allows no control characters but whitespace between values, and none
+ * inside a string; cJSON is laxer (it keeps them in strings, and skips them
+ * as whitespace after the value). */
 static bool control_byte(const char *text, size_t n, char why[HL_JSON_WHY_MAX])
 {
     bool in_string = false;

@@ -28,9 +28,10 @@ static bool append(buffer *b, const unsigned char *bytes, size_t n)
     return true;
 }
 
-/* Bytes of valid UTF-8 composed in one utf8proc_map call at most, give or
- * take a character: it holds 4 bytes a code point, so a whole text at once
- * would take 4 times the text. */
+/* Bytes of valid UTF-8 after which a utf8proc_map call ends at the next
+ * ASCII byte: it holds 4 bytes a code point, so a whole text at once would
+ * take 4 times the text. (A text without ASCII, not even a newline, is still
+ * composed in one call.) */
 enum { PIECE_BYTES = 1 << 16 };
 
 /* Where the piece that starts at text[i] ends: at a byte that is not UTF-8,

@@ -157,7 +157,8 @@ hl_status hl_vocab_decode(const hl_vocab *v, const int32_t *tokens, size_t n,
  * memory). Words: "headlab-words-1" and then each piece of 256.. on a line of
  * its own, with \\, \n and the bytes outside 0x20..0x7e written as \\, \n,
  * \xNN. BPE: "headlab-bpe-1" and then each merge of 256.. on a line of its own
- * as its two token ids in decimal, "left right". hl_vocab_parse reads either
+ * as its two token ids in decimal, "left right" (without a merge, as the
+ * bytes are: "headlab-words-1" alone). hl_vocab_parse reads either
  * back, refusing (HL_ERR_FORMAT) any other header, and, naming the line, a bad
  * escape or an empty, one-byte or too long piece; naming both tokens, a piece
  * given twice; for BPE, naming the line, a line that is not two ids, an id

@@ -1,8 +1,8 @@
 #!/bin/sh
 # Builds and runs some test suites with the named sources compiled under the
-# sanitizers, everything else taken from the last build of the library (made
-# when missing): the named files' objects come first, so they stand in for
-# the library's. For working on one op family in seconds. Not used by make.
+# sanitizers, everything else taken from the library (make lib, brought up to
+# date first): the named files' objects come first, so they stand in for the
+# library's. For working on one op family in seconds. Not used by make.
 #   tools/devtest.sh [double] SUITE[,SUITE...] ops/file.c ...
 # e.g. tools/devtest.sh double softmax,mask ops/softmax.c ops/mask.c
 set -eu
@@ -16,7 +16,7 @@ list=""
 for s in $(echo "$suites" | tr , ' '); do list="$list X($s)"; done
 tests=""
 for s in $(echo "$suites" | tr , ' '); do tests="$tests tests/test_$s.c"; done
-[ -f "$lib" ] || make --no-print-directory -s REAL=$make_real lib
+make --no-print-directory -s REAL=$make_real lib # incremental: the rest as the tree has it
 make --no-print-directory -s REAL=$make_real "$(dirname "$lib")/include/ops/op_headers.h"
 out=/tmp/devtest_$(echo "$suites" | tr , _)${real:+_double}
 libs="check libcjson libpng libpcre2-8 libutf8proc"
