@@ -501,6 +501,7 @@ typedef struct {
     options o;
     bool lead;              /* rank 0 alone prints and writes */
     hl_vocab *vocab;        /* the bytes, or learnt from the training text */
+    hl_hf_token_ids token_ids; /* a fine-tuned model's special tokens, kept for export */
     size_t size;            /* bytes in the file */
     int32_t *tokens[2];     /* the training and the validation text, encoded */
     hl_token_file *files[2]; /* or their token files (--tokens) */
@@ -613,27 +614,32 @@ static hl_status save_checkpoint(run *r, int64_t step, hl_error *err)
     const size_t ranks = (size_t)hl_dist_size();
     hl_checkpoint_rng *rngs = malloc(sizeof *rngs * (ranks + 1));
     char(*names)[RANK_RNG_NAME_MAX] = malloc(sizeof *names * ranks);
-    bool failed;
+    bool failed, failed_ids;
     char *vocab = hl_gpt_meta_format_vocab(r->vocab, &failed);
-    if (failed || !rngs || !names) {
+    char *ids = hl_gpt_meta_format_token_ids(&r->token_ids, &failed_ids);
+    if (failed || failed_ids || !rngs || !names) {
         free(rngs);
         free(names);
         free(vocab);
+        free(ids);
         return hl_error_set(err, HL_ERR_NOMEM, "checkpoint: out of memory");
     }
     const int n_rngs = checkpoint_rngs(r, rngs, names);
-    hl_checkpoint_meta meta[5] = {{"config", r->config}, {"task", "charlm"},
+    hl_checkpoint_meta meta[6] = {{"config", r->config}, {"task", "charlm"},
                                   {"training", r->training}};
     int n_meta = 3;
     if (r->files[0])
         meta[n_meta++] = (hl_checkpoint_meta){"tokens", r->tokens_meta};
     if (vocab)
         meta[n_meta++] = (hl_checkpoint_meta){"vocab", vocab};
+    if (ids)
+        meta[n_meta++] = (hl_checkpoint_meta){"hf_token_ids", ids};
     hl_status st = hl_checkpoint_save(path, r->m->params, r->opt, step, rngs, n_rngs, meta,
                                       n_meta, err);
     free(rngs);
     free(names);
     free(vocab);
+    free(ids);
     return st;
 }
 
@@ -1129,8 +1135,10 @@ static void check_model_size(const options *o, const hl_gpt_config *cfg)
                          cfg->n_layers, cfg->dropout);
 }
 
-/* A new model for the vocabulary, or the checkpoint's model and vocabulary. */
-static hl_gpt *build_model(const options *o, hl_vocab **vocab, hl_error *err)
+/* A new model for the vocabulary, or the checkpoint's model, vocabulary and
+ * special tokens. */
+static hl_gpt *build_model(const options *o, hl_vocab **vocab, hl_hf_token_ids *token_ids,
+                           hl_error *err)
 {
     const char *from = o->resume ? o->resume : o->init_from;
     if (from) {
@@ -1139,14 +1147,17 @@ static hl_gpt *build_model(const options *o, hl_vocab **vocab, hl_error *err)
         /* Fine-tuning a model without a tokenizer headlab reads takes the
          * token files' vocabulary (load_tokens, checked in setup). */
         if (m && !meta.vocab && (o->resume || !o->tokens)) {
-            hl_error_set(err, HL_ERR_FORMAT, "%s %s", from,
+            hl_error_set(err, HL_ERR_FORMAT, "%s %s%s%s%s", from,
                          o->resume ? "is not a text model's checkpoint"
                                    : "has no tokenizer headlab reads (tokenizer.json, vocab.json "
-                                     "+ merges.txt); give --tokens DIR of its token ids");
+                                     "+ merges.txt); give --tokens DIR of its token ids",
+                         meta.vocab_note[0] ? " (" : "", meta.vocab_note,
+                         meta.vocab_note[0] ? ")" : "");
             hl_gpt_free(m);
             return NULL;
         }
         *vocab = meta.vocab;
+        *token_ids = meta.token_ids;
         return m;
     }
     const int V = hl_vocab_size(*vocab);
@@ -1432,7 +1443,7 @@ static void setup(run *r, const options *o)
     void (*load)(run *) = o->tokens ? load_tokens : load_text;
     if (!o->resume && !o->init_from)
         load(r);
-    r->m = build_model(o, &r->vocab, &err);
+    r->m = build_model(o, &r->vocab, &r->token_ids, &err);
     if (!r->m) {
         fprintf(stderr, "charlm: %s\n", err.message);
         hl_dist_abort(2);
@@ -1520,7 +1531,8 @@ static int finish(run *r)
 {
     char path[4200];
     hl_error err = {0};
-    hl_gpt_meta meta = {.task = "charlm", .step = r->o.steps, .vocab = r->vocab};
+    hl_gpt_meta meta = {.task = "charlm", .step = r->o.steps, .vocab = r->vocab,
+                        .token_ids = r->token_ids};
     snprintf(path, sizeof path, "%s/model.safetensors", r->o.out);
     if (hl_gpt_save_meta(path, r->m, &meta, &err) != HL_OK) {
         fprintf(stderr, "charlm: %s\n", err.message);

@@ -112,6 +112,10 @@ static hl_gpt *load_folder(const char *path, hl_gpt_meta *meta, hl_error *err)
     if (!m)
         return NULL;
     snprintf(meta->task, sizeof meta->task, "pretrained");
+    if (hl_hf_read_token_ids(path, &meta->token_ids, err) != HL_OK) {
+        hl_gpt_free(m);
+        return NULL;
+    }
     hl_error local = {0};
     if (folder_vocab(path, &m->cfg, &meta->vocab, &local) != HL_OK)
         snprintf(meta->vocab_note, sizeof meta->vocab_note, "%s", local.message);
@@ -135,7 +139,10 @@ hl_gpt *hl_gpt_load_meta(const char *path, hl_gpt_meta *meta, hl_error *err)
         snprintf(meta->task, sizeof meta->task, "%s", task ? task : "");
         meta->step = step ? strtoll(step, NULL, 10) : 0;
         hl_gpt_pruned_heads(m, &meta->pruned);
-        load_vocab(f, &m->cfg, &meta->vocab, &local);
+        const char *ids = hl_safetensors_metadata(f, "hf_token_ids");
+        if (!ids || hl_hf_token_ids_parse(ids, strlen(ids), "metadata \"hf_token_ids\"",
+                                          &meta->token_ids, &local) == HL_OK)
+            load_vocab(f, &m->cfg, &meta->vocab, &local);
     }
     hl_safetensors_free(f);
     if (hl_error_failed(&local)) {
@@ -185,6 +192,16 @@ char *hl_gpt_meta_format_vocab(const hl_vocab *v, bool *failed)
     return s;
 }
 
+char *hl_gpt_meta_format_token_ids(const hl_hf_token_ids *ids, bool *failed)
+{
+    *failed = false;
+    if (!hl_hf_token_ids_any(ids))
+        return NULL;
+    char *s = hl_hf_token_ids_format(ids);
+    *failed = s == NULL;
+    return s;
+}
+
 hl_status hl_gpt_save_meta(const char *path, const hl_gpt *m, const hl_gpt_meta *meta,
                            hl_error *err)
 {
@@ -202,14 +219,22 @@ hl_status hl_gpt_save_meta(const char *path, const hl_gpt *m, const hl_gpt_meta 
     char *vocab = hl_gpt_meta_format_vocab(meta->vocab, &failed);
     if (failed)
         return hl_error_set(err, HL_ERR_NOMEM, "save %s: out of memory", path);
-    hl_checkpoint_meta entries[4] = {{"config", config}, {"pruned_heads", pruned}};
+    char *ids = hl_gpt_meta_format_token_ids(&meta->token_ids, &failed);
+    if (failed) {
+        free(vocab);
+        return hl_error_set(err, HL_ERR_NOMEM, "save %s: out of memory", path);
+    }
+    hl_checkpoint_meta entries[5] = {{"config", config}, {"pruned_heads", pruned}};
     int n_entries = 2;
     if (meta->task[0])
         entries[n_entries++] = (hl_checkpoint_meta){"task", meta->task};
     if (vocab)
         entries[n_entries++] = (hl_checkpoint_meta){"vocab", vocab};
+    if (ids)
+        entries[n_entries++] = (hl_checkpoint_meta){"hf_token_ids", ids};
     hl_status st = hl_checkpoint_save(path, m->params, NULL, meta->step, NULL, 0, entries,
                                       n_entries, err);
     free(vocab);
+    free(ids);
     return st;
 }

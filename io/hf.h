@@ -27,7 +27,9 @@
  * naming it.
  *
  *     hl_gpt *m = hl_hf_load("gpt2/", &err);          // config.json + weights
- *     hl_hf_export(m, "out/hf/", &err);                // and back, for transformers
+ *     hl_hf_token_ids ids;                             // its bos, eos and pad ids
+ *     hl_hf_read_token_ids("gpt2/", &ids, &err);
+ *     hl_hf_export(m, &ids, "out/hf/", &err);          // and back, for transformers
  *
  * Exporting writes config.json and model.safetensors (F32) for the
  * architecture that expresses the model exactly (see hl_hf_arch_for);
@@ -72,9 +74,45 @@ hl_gpt *hl_hf_load(const char *dir, hl_error *err);
  * difference from the closest one in why (size bytes). */
 hl_hf_arch hl_hf_arch_for(const hl_gpt_config *cfg, char *why, size_t size);
 
+/* The special tokens a model's configs name: "bos_token_id", "eos_token_id"
+ * (a list in some, e.g. Llama 3's) and "pad_token_id", each as many ids as
+ * the config gives (n 0: none, the key absent or null). They travel from an
+ * imported folder through fine-tuning's checkpoints to an export, where
+ * transformers' generate() stops at any eos id; an id need not lie inside
+ * the vocabulary (GPT-2's configs name 50256 whatever their size). */
+#define HL_HF_IDS_MAX 8
+typedef struct hl_hf_id_list {
+    int n;
+    int id[HL_HF_IDS_MAX];
+} hl_hf_id_list;
+typedef struct hl_hf_token_ids {
+    hl_hf_id_list bos, eos, pad;
+} hl_hf_token_ids;
+
+/* The three keys of a JSON object's text (config.json,
+ * generation_config.json, a checkpoint's "hf_token_ids" metadata) over *ids:
+ * a key present (null included) replaces its list, an absent one leaves it.
+ * HL_ERR_FORMAT naming what and the key for a value other than null, a
+ * whole number or a list of at most HL_HF_IDS_MAX of them. */
+hl_status hl_hf_token_ids_parse(const char *json, size_t len, const char *what,
+                                hl_hf_token_ids *ids, hl_error *err);
+
+/* The ids of dir/config.json, with those dir/generation_config.json gives
+ * (the ones generate() reads) over them when the folder has that file. */
+hl_status hl_hf_read_token_ids(const char *dir, hl_hf_token_ids *ids, hl_error *err);
+
+/* The three keys as a JSON object's text, null where none (malloc'ed; NULL
+ * when out of memory). */
+char *hl_hf_token_ids_format(const hl_hf_token_ids *ids);
+
+/* Whether ids names any token; whether id is one of its eos ids. */
+bool hl_hf_token_ids_any(const hl_hf_token_ids *ids);
+bool hl_hf_token_ids_has_eos(const hl_hf_token_ids *ids, int id);
+
 /* Writes dir/config.json and dir/model.safetensors (F32) for m, creating
- * dir. HL_ERR_ARG naming the difference for a model no architecture
- * expresses. */
-hl_status hl_hf_export(const hl_gpt *m, const char *dir, hl_error *err);
+ * dir; the config names the tokens of ids (NULL: none). HL_ERR_ARG naming
+ * the difference for a model no architecture expresses. */
+hl_status hl_hf_export(const hl_gpt *m, const hl_hf_token_ids *ids, const char *dir,
+                       hl_error *err);
 
 #endif

@@ -271,7 +271,8 @@ static bool parse_neox(const config_src *c, hl_gpt_config *cfg)
     return set_rotary(c, cfg, fraction);
 }
 
-/* Llama, and Mistral and Qwen2 where they differ from it by options. */
+/* Llama, and Mistral and Qwen2 where they differ from it by options (and
+ * by transformers' defaults: the context, the key/value heads). */
 static bool parse_llama(const config_src *c, hl_hf_arch arch, hl_gpt_config *cfg)
 {
     double base, fraction;
@@ -286,7 +287,9 @@ static bool parse_llama(const config_src *c, hl_hf_arch arch, hl_gpt_config *cfg
         !get_int(c, KEYS("num_key_value_heads"), 1, 0, &cfg->n_kv_heads) ||
         !get_int(c, KEYS("num_hidden_layers"), 1, -1, &cfg->n_layers) ||
         !get_int(c, KEYS("intermediate_size"), 1, -1, &cfg->mlp_width) ||
-        !get_int(c, KEYS("max_position_embeddings"), 1, 2048, &cfg->n_ctx) ||
+        !get_int(c, KEYS("max_position_embeddings"), 1,
+                 arch == HL_HF_MISTRAL ? 131072 : arch == HL_HF_QWEN2 ? 32768 : 2048,
+                 &cfg->n_ctx) ||
         !get_int(c, KEYS("vocab_size"), 1, -1, &cfg->vocab_in) ||
         !get_int(c, KEYS("head_dim"), 1, 0, &head_dim) ||
         !get_int(c, KEYS("sliding_window"), 1, 0, &window) ||
@@ -299,9 +302,14 @@ static bool parse_llama(const config_src *c, hl_hf_arch arch, hl_gpt_config *cfg
      * (below), and any in the file are left over, so refused. */
     if (arch != HL_HF_LLAMA)
         attn_bias = mlp_bias = false;
-    /* Without the key, transformers' own defaults: Mistral 8, Qwen2 32. */
+    /* Without the key, transformers' own defaults: Mistral 8, Qwen2 32; null
+     * is one key/value head a query head there too. */
+    const bool kv_null = cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(c->root,
+                                                                       "num_key_value_heads"));
     if (!cfg->n_kv_heads)
-        cfg->n_kv_heads = arch == HL_HF_MISTRAL ? 8 : arch == HL_HF_QWEN2 ? 32 : cfg->n_heads;
+        cfg->n_kv_heads = kv_null || arch == HL_HF_LLAMA ? cfg->n_heads
+                          : arch == HL_HF_MISTRAL        ? 8
+                                                         : 32;
     const cJSON *act = item(c->root, "hidden_act");
     if (act && (!cJSON_IsString(act) || strcmp(act->valuestring, "silu")))
         return fail(c, "\"hidden_act\" is \"%.40s\": only silu (SwiGLU) is supported",

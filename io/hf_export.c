@@ -10,6 +10,7 @@
 #include "files/fs.h"
 #include "io/hf.h"
 #include "io/hf_names.h"
+#include "io/internal.h"
 #include "io/safetensors.h"
 
 /* Records the first difference in why; always false. */
@@ -161,9 +162,11 @@ static cJSON *config_json(const hl_gpt *m, hl_hf_arch arch)
         cJSON_AddNumberToObject(root, "n_inner", F);
         cJSON_AddStringToObject(root, "activation_function", gelu_name(c));
         cJSON_AddNumberToObject(root, "layer_norm_epsilon", hl_gpt_norm_eps(c));
-        for (int i = 0; i < 3; i++)
-            cJSON_AddNumberToObject(root, (const char *[]){"attn_pdrop", "embd_pdrop",
-                                                           "resid_pdrop"}[i], c->dropout);
+        /* headlab drops the embeddings and the blocks' outputs, never the
+         * attention weights (attn_pdrop, and attention_dropout below). */
+        cJSON_AddNumberToObject(root, "attn_pdrop", 0);
+        cJSON_AddNumberToObject(root, "embd_pdrop", c->dropout);
+        cJSON_AddNumberToObject(root, "resid_pdrop", c->dropout);
         return root;
     }
     cJSON_AddNumberToObject(root, "hidden_size", c->d_model);
@@ -181,7 +184,7 @@ static cJSON *config_json(const hl_gpt *m, hl_hf_arch arch)
         cJSON_AddNumberToObject(root, "rotary_emb_base",
                                 c->rope_base > 0 ? c->rope_base : HL_GPT_ROPE_BASE);
         add_rope(root, c, fraction);
-        cJSON_AddNumberToObject(root, "attention_dropout", c->dropout);
+        cJSON_AddNumberToObject(root, "attention_dropout", 0);
         cJSON_AddNumberToObject(root, "hidden_dropout", c->dropout);
         return root;
     }
@@ -200,17 +203,18 @@ static cJSON *config_json(const hl_gpt *m, hl_hf_arch arch)
         cJSON_AddBoolToObject(root, "attention_bias", !c->no_qkv_bias);
         cJSON_AddBoolToObject(root, "mlp_bias", !c->no_mlp_bias);
     }
-    cJSON_AddNumberToObject(root, "attention_dropout", c->dropout);
+    cJSON_AddNumberToObject(root, "attention_dropout", 0); /* Llama drops nothing else */
     return root;
 }
 
-static hl_status write_config(const hl_gpt *m, hl_hf_arch arch, const char *dir,
-                              hl_error *err)
+static hl_status write_config(const hl_gpt *m, hl_hf_arch arch, const hl_hf_token_ids *ids,
+                              const char *dir, hl_error *err)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
     cJSON *root = config_json(m, arch);
-    char *text = root ? cJSON_Print(root) : NULL;
+    const hl_hf_token_ids none = {0};
+    char *text = root && hl_hf_token_ids_add(root, ids ? ids : &none) ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     if (!text)
         return hl_error_set(err, HL_ERR_NOMEM, "%s: out of memory", path);
@@ -272,7 +276,8 @@ static hl_status write_weights(const hl_gpt *m, hl_hf_arch arch, const char *dir
     return st;
 }
 
-hl_status hl_hf_export(const hl_gpt *m, const char *dir, hl_error *err)
+hl_status hl_hf_export(const hl_gpt *m, const hl_hf_token_ids *ids, const char *dir,
+                       hl_error *err)
 {
     char why[300];
     const hl_hf_arch arch = hl_hf_arch_for(&m->cfg, why, sizeof why);
@@ -283,5 +288,5 @@ hl_status hl_hf_export(const hl_gpt *m, const char *dir, hl_error *err)
         return hl_error_set(err, HL_ERR_IO, "%s: cannot create the folder", dir);
     if (write_weights(m, arch, dir, err) != HL_OK)
         return err->status;
-    return write_config(m, arch, dir, err);
+    return write_config(m, arch, ids, dir, err);
 }

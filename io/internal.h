@@ -54,6 +54,12 @@ hl_status hl_io_check_tensor(const hl_safetensors *f, const char *what, const ch
  * load as if it fitted. */
 hl_status hl_io_check_no_extra(const hl_safetensors *f, const char *what,
                                const hl_params *params, hl_error *err);
+/* Adds "bos_token_id", "eos_token_id" and "pad_token_id" to a JSON object
+ * (hf.h's hl_hf_token_ids): false when out of memory. */
+struct cJSON;
+struct hl_hf_token_ids;
+bool hl_hf_token_ids_add(struct cJSON *obj, const struct hl_hf_token_ids *ids);
+
 /* The name a file's messages give it: its path, or what hl_safetensors_parse
  * was told. */
 const char *hl_safetensors_what(const hl_safetensors *f);

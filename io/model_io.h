@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "io/hf.h"
 #include "io/safetensors.h"
 #include "models/gpt.h"
 #include "models/head_set.h"
@@ -48,6 +49,9 @@ typedef struct hl_gpt_meta {
     /* A Hugging Face folder without a tokenizer headlab reads: why (its
      * message, e.g. a SentencePiece tokenizer refused); "" otherwise. */
     char vocab_note[HL_ERROR_MESSAGE_MAX];
+    /* The special tokens of an imported model's configs (io/hf.h), kept in
+     * the file's "hf_token_ids" metadata; none for a model headlab trained. */
+    hl_hf_token_ids token_ids;
 } hl_gpt_meta;
 
 /* hl_gpt_load, and the metadata above, checked against the config. The
@@ -56,14 +60,18 @@ typedef struct hl_gpt_meta {
  * checkpoints pad their embeddings), else the bytes for a model of 256 tokens
  * in and out (a byte-level charlm), else NULL; hl_gpt_meta_clear frees it.
  * A Hugging Face folder (io/hf.h) loads with the tokenizer its files hold
- * (hl_vocab_load_pretrained), its task "pretrained"; a folder whose tokenizer
- * headlab does not read loads without one, the reason in vocab_note. */
+ * (hl_vocab_load_pretrained) and the token ids its configs name, its task
+ * "pretrained"; a folder whose tokenizer headlab does not read loads without
+ * one, the reason in vocab_note. */
 hl_gpt *hl_gpt_load_meta(const char *path, hl_gpt_meta *meta, hl_error *err);
 void hl_gpt_meta_clear(hl_gpt_meta *meta);
 /* The "vocab" metadata string of v (malloc'd), or NULL when v is NULL or the
  * bytes alone, which a file states by leaving it out; *failed when out of
  * memory. For checkpoints, which store it too. */
 char *hl_gpt_meta_format_vocab(const hl_vocab *v, bool *failed);
+/* The "hf_token_ids" metadata string of ids (malloc'd), or NULL when it names
+ * no token; *failed when out of memory. For checkpoints too. */
+char *hl_gpt_meta_format_token_ids(const hl_hf_token_ids *ids, bool *failed);
 /* The vocabulary hl_gpt_load_meta gives with the model at path, without
  * reading the weights: a model file's header (its config and "vocab"), or a
  * folder's config.json and tokenizer. *out is NULL for a model without one

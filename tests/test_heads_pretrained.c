@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "files/fs.h"
+#include "io/model_io.h"
 #include "io/safetensors.h"
 #include "tests/testutil.h"
 
@@ -254,6 +256,7 @@ START_TEST(test_text_generate_export_finetune)
 }
 END_TEST
 
+
 static void expect_exit(const char *command, int code, const char *fragment)
 {
     char out[8192];
@@ -262,10 +265,103 @@ static void expect_exit(const char *command, int code, const char *fragment)
                   command, rc, code, fragment, out);
 }
 
+/* The token greedy decoding gives after "hello world": the argmax of heads
+ * eval's last logits over the tokenizer's tokens (the model has more). */
+static int greedy_after_prompt(void)
+{
+    char command[512], out[16384], path[128];
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads eval --model %s/llama --text \"hello world\" --out %s/greedy", temp_dir,
+             temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    hl_error err = {0};
+    hl_safetensors *f = NULL;
+    snprintf(path, sizeof path, "%s/greedy/eval.safetensors", temp_dir);
+    ck_assert_msg(hl_safetensors_read(path, &f, &err) == HL_OK, "%s", err.message);
+    hl_tensor *logits = hl_safetensors_load(f, "logits", false, &err);
+    ck_assert(logits && logits->rank == 3);
+    hl_vocab *vocab;
+    snprintf(path, sizeof path, "%s/llama", temp_dir);
+    ck_assert_msg(hl_gpt_load_vocab(path, &vocab, &err) == HL_OK, "%s", err.message);
+    const int T = logits->shape[1], V = hl_vocab_size(vocab);
+    hl_vocab_free(vocab);
+    ck_assert(V <= logits->shape[2]);
+    const hl_real *last = logits->data + (size_t)(T - 1) * logits->shape[2];
+    int best = 0;
+    for (int v = 1; v < V; v++)
+        best = last[v] > last[best] ? v : best;
+    hl_tensor_free(logits);
+    hl_safetensors_free(f);
+    return best;
+}
+
+/* dir/config.json names bos 1 (config.json's) and eos [first, 3]. */
+static void expect_exported_ids(const char *dir, int first)
+{
+    char path[160], want[64];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    size_t n;
+    char *text = (char *)hl_fs_read_file(path, &n);
+    ck_assert_ptr_nonnull(text);
+    snprintf(want, sizeof want, "\"eos_token_id\":\t[%d, 3],", first);
+    ck_assert_msg(strstr(text, "\"bos_token_id\":\t1,") && strstr(text, want), "%s", text);
+    free(text);
+}
+
+/* The folder's end-of-sequence token ends generate() as transformers' does,
+ * and travels through fine-tuning, resuming and export into config.json. */
+START_TEST(test_eos_generate_finetune_export)
+{
+    make_folder();
+    const int eos = greedy_after_prompt();
+    char command[1024], out[16384];
+    snprintf(command, sizeof command, "printf '{\"eos_token_id\": [%d, 3]}' > "
+             "%s/llama/generation_config.json", eos == 3 ? 4 : eos, temp_dir);
+    tu_run_ok(command);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads generate --model %s/llama --prompt \"hello world\" --tokens 6 "
+             "--temperature 0", temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    if (eos != 3)
+        ck_assert_msg(strstr(out, "generated 1 tokens") &&
+                      strstr(out, "stopped at the end-of-sequence token"), "%s", out);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads generate --model %s/llama --prompt \"hello world\" --tokens 6 "
+             "--temperature 0 --ignore-eos", temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "generated 6 tokens") && !strstr(out, "stopped"), "%s", out);
+    /* generation_config.json's ids over config.json's (eos 2, bos 1). */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads export --model %s/llama --out %s/x1 && " HL_BUILD_DIR
+             "/charlm --init-from %s/llama --data %s/text.txt --ctx 16 --batch 2 --steps 2 "
+             "--eval-every 2 --val-windows 2 --sample 0 --no-report --out %s/ft && "
+             HL_BUILD_DIR "/charlm --resume %s/ft/checkpoint.safetensors --data %s/text.txt "
+             "--steps 4 --eval-every 2 --val-windows 2 --sample 0 --no-report --out %s/ft && "
+             HL_BUILD_DIR "/heads export --model %s/ft/model.safetensors --out %s/x2",
+             temp_dir, temp_dir, temp_dir, temp_dir, temp_dir, temp_dir, temp_dir, temp_dir,
+             temp_dir, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/x1", temp_dir);
+    expect_exported_ids(dir, eos == 3 ? 4 : eos);
+    snprintf(dir, sizeof dir, "%s/x2", temp_dir);
+    expect_exported_ids(dir, eos == 3 ? 4 : eos);
+    /* A model headlab trained names none: null, not GPT-2's class default. */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s/text.txt --ctx 16 --batch 2 --steps 1 --layers 1 "
+             "--no-head-bias --eval-every 1 --val-windows 1 --sample 0 --no-report --out %s/own "
+             "&& " HL_BUILD_DIR "/heads export --model %s/own/model.safetensors --out %s/x3 && "
+             "grep -c '\"eos_token_id\":.null' %s/x3/config.json", temp_dir, temp_dir,
+             temp_dir, temp_dir, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    remove_folder();
+}
+END_TEST
+
 START_TEST(test_bad_input)
 {
     make_folder();
-    char command[512];
+    char command[1024];
     /* The fixture folders have no tokenizer: text is refused, ids are not. */
     expect_exit(HL_BUILD_DIR "/heads eval --model " LLAMA " --text hello", 2,
                 "give --token-ids FILE");
@@ -286,6 +382,12 @@ START_TEST(test_bad_input)
              HL_BUILD_DIR "/charlm --init-from %s/llama --data %s/text.txt --mlp swiglu",
              temp_dir, temp_dir);
     expect_exit(command, 2, "the model comes from the pretrained model");
+    /* Why the tokenizer was not read, as heads says it. */
+    snprintf(command, sizeof command,
+             "head -c 3000 %s/llama/tokenizer.json > %s/cut && mv %s/cut %s/llama/tokenizer.json"
+             " && " HL_BUILD_DIR "/charlm --init-from %s/llama --data %s/text.txt --steps 1",
+             temp_dir, temp_dir, temp_dir, temp_dir, temp_dir, temp_dir);
+    expect_exit(command, 2, "tokenizer.json: not valid JSON");
     snprintf(command, sizeof command, "echo '{' > %s/llama/config.json && " HL_BUILD_DIR
              "/heads scores --model %s/llama", temp_dir, temp_dir);
     expect_exit(command, 2, "config.json: not a JSON object");
@@ -398,6 +500,7 @@ Suite *heads_pretrained_suite(void)
     tcase_add_test(tc, test_eval_softcap);
     tcase_add_test(tc, test_eval_without_dropout);
     tcase_add_test(tc, test_text_generate_export_finetune);
+    tcase_add_test(tc, test_eos_generate_finetune_export);
     tcase_add_test(tc, test_bad_input);
     tcase_add_test(tc, test_bad_files);
     suite_add_tcase(s, tc);

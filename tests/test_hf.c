@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/rng.h"
+#include "files/fs.h"
 #include "io/hf.h"
 #include "io/hf_names.h"
 #include "io/model_io.h"
@@ -308,6 +309,28 @@ START_TEST(test_config_styles_and_refusals)
                         "\"intermediate_size\":176,\"vocab_size\":512}", &cfg, &err) == HL_OK,
                   "%s", err.message);
     ck_assert_int_eq(cfg.n_kv_heads, 8);
+    ck_assert_msg(parse("{\"architectures\":[\"MistralForCausalLM\"],\"hidden_size\":64,"
+                        "\"num_attention_heads\":16,\"num_hidden_layers\":2,"
+                        "\"intermediate_size\":176,\"vocab_size\":512,"
+                        "\"num_key_value_heads\":null}", &cfg, &err) == HL_OK,
+                  "%s", err.message);
+    ck_assert_int_eq(cfg.n_kv_heads, 0); /* null: one for each query head */
+    ck_assert_msg(parse("{\"architectures\":[\"MistralForCausalLM\"],\"hidden_size\":64,"
+                        "\"num_attention_heads\":16,\"num_hidden_layers\":2,"
+                        "\"intermediate_size\":176,\"vocab_size\":512}", &cfg, &err) == HL_OK,
+                  "%s", err.message);
+    /* ... and context defaults: Mistral's window of 4,096 within its 131,072
+     * positions, Qwen2's 32,768, Llama's 2,048 */
+    ck_assert_int_eq(cfg.n_ctx, 4096);
+    ck_assert(parse("{\"architectures\":[\"MistralForCausalLM\"]," LLAMA_BASE
+                    ",\"sliding_window\":null}", &cfg, &err) == HL_OK);
+    ck_assert_int_eq(cfg.n_ctx, HL_GPT_MAX_CTX);
+    ck_assert(parse("{\"architectures\":[\"Qwen2ForCausalLM\"]," LLAMA_BASE "}", &cfg,
+                    &err) == HL_OK);
+    ck_assert_int_eq(cfg.n_ctx, 32768);
+    ck_assert(parse("{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE "}", &cfg,
+                    &err) == HL_OK);
+    ck_assert_int_eq(cfg.n_ctx, 2048);
     expect_refused("[1,2]", "not a JSON object");
     expect_refused("{\"architectures\":", "not a JSON object");
 }
@@ -434,6 +457,66 @@ static void write_text_file(const char *dir, const char *name, const char *text)
     fputs(text, f);
     ck_assert(fclose(f) == 0);
 }
+
+/* Parses json over *ids, expecting success. */
+static void parse_ids_ok(const char *json, hl_hf_token_ids *ids)
+{
+    hl_error err = {0};
+    ck_assert_msg(hl_hf_token_ids_parse(json, strlen(json), "c.json", ids, &err) == HL_OK,
+                  "%s: %s", json, err.message);
+}
+
+/* bos, eos and pad ids: a number, a list or null; a key absent leaves the
+ * id read before; anything else refused naming the key; the folder's
+ * generation_config.json over its config.json; the text written back. */
+START_TEST(test_token_ids)
+{
+    hl_hf_token_ids ids = {0};
+    parse_ids_ok("{\"bos_token_id\": 1, \"eos_token_id\": [128001, 128009], "
+                 "\"pad_token_id\": null}", &ids);
+    ck_assert(ids.bos.n == 1 && ids.bos.id[0] == 1 && ids.pad.n == 0);
+    ck_assert(ids.eos.n == 2 && ids.eos.id[0] == 128001 && ids.eos.id[1] == 128009);
+    ck_assert(hl_hf_token_ids_has_eos(&ids, 128009) && !hl_hf_token_ids_has_eos(&ids, 1));
+    parse_ids_ok("{\"eos_token_id\": 7, \"vocab_size\": 9}", &ids);
+    ck_assert(ids.bos.n == 1 && ids.bos.id[0] == 1 && ids.eos.n == 1 && ids.eos.id[0] == 7);
+    parse_ids_ok("{\"bos_token_id\": null}", &ids);
+    ck_assert(ids.bos.n == 0 && hl_hf_token_ids_any(&ids));
+    ck_assert(ids.eos.n == 1 && ids.eos.id[0] == 7);
+    char *text = hl_hf_token_ids_format(&ids);
+    ck_assert_str_eq(text, "{\"bos_token_id\":null,\"eos_token_id\":7,\"pad_token_id\":null}");
+    free(text);
+    const char *const bad[] = {"{\"eos_token_id\": 1.5}", "{\"eos_token_id\": \"2\"}",
+                               "{\"pad_token_id\": [1, null]}", "{\"bos_token_id\": 3e9}",
+                               "{\"eos_token_id\": [1, 2, 3, 4, 5, 6, 7, 8, 9]}"};
+    const char *const key[] = {"eos_token_id", "eos_token_id", "pad_token_id", "bos_token_id",
+                               "eos_token_id"};
+    for (int i = 0; i < 5; i++) {
+        hl_error err = {0};
+        hl_hf_token_ids before = ids;
+        ck_assert_int_eq(hl_hf_token_ids_parse(bad[i], strlen(bad[i]), "c.json", &ids, &err),
+                         HL_ERR_FORMAT);
+        ck_assert_msg(strstr(err.message, "c.json") && strstr(err.message, key[i]), "%s: %s",
+                      bad[i], err.message);
+        ck_assert(!memcmp(&before, &ids, sizeof ids)); /* untouched */
+    }
+    hl_error err = {0};
+    ck_assert_int_eq(hl_hf_token_ids_parse("[1]", 3, "c.json", &ids, &err), HL_ERR_FORMAT);
+
+    char dir[64];
+    copy_folder(HF "pythia_tiny", dir, sizeof dir);
+    err = (hl_error){0};
+    ck_assert(hl_hf_read_token_ids(dir, &ids, &err) == HL_OK);
+    ck_assert(ids.bos.n == 1 && ids.bos.id[0] == 0 && ids.eos.n == 1 && ids.eos.id[0] == 2);
+    write_text_file(dir, "generation_config.json", "{\"eos_token_id\": 0}");
+    ck_assert(hl_hf_read_token_ids(dir, &ids, &err) == HL_OK);
+    ck_assert(ids.bos.n == 1 && ids.bos.id[0] == 0 && ids.eos.n == 1 && ids.eos.id[0] == 0);
+    write_text_file(dir, "generation_config.json", "{\"eos_token_id\": 0");
+    err = (hl_error){0};
+    ck_assert_int_eq(hl_hf_read_token_ids(dir, &ids, &err), HL_ERR_FORMAT);
+    ck_assert_msg(strstr(err.message, "generation_config.json"), "%s", err.message);
+    remove_folder(dir);
+}
+END_TEST
 
 /* config.json and the index are one JSON value each: text after it (a file
  * cut or concatenated by accident) is refused, not ignored. */
@@ -609,7 +692,7 @@ static void check_round_trip(hl_gpt *m, const char *name)
     hl_error err = {0};
     snprintf(to, sizeof to, "/tmp/hl_export_XXXXXX");
     ck_assert(mkdtemp(to));
-    ck_assert_msg(hl_hf_export(m, to, &err) == HL_OK, "%s: %s", name, err.message);
+    ck_assert_msg(hl_hf_export(m, NULL, to, &err) == HL_OK, "%s: %s", name, err.message);
     hl_gpt *back = hl_gpt_load(to, &err);
     ck_assert_msg(back, "%s: %s", name, err.message);
     ck_assert_uint_eq(hl_params_n_tensors(back->params), hl_params_n_tensors(m->params));
@@ -665,6 +748,55 @@ START_TEST(test_export_reimports_bitwise)
     ck_assert_int_eq(hl_hf_arch_for(&m->cfg, why, sizeof why), HL_HF_QWEN2);
     check_round_trip(m, "Qwen2");
     hl_gpt_free(m);
+}
+END_TEST
+
+/* dir/config.json holds each of the NULL-ended fragments. */
+static void expect_config_has(const char *dir, const char *const *parts)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    size_t n;
+    char *text = (char *)hl_fs_read_file(path, &n);
+    ck_assert_ptr_nonnull(text);
+    for (; *parts; parts++)
+        ck_assert_msg(strstr(text, *parts), "no %s in %s", *parts, text);
+    free(text);
+}
+
+/* A model trained with dropout exports it where headlab applies it, on the
+ * embeddings and the blocks' outputs: never on the attention weights. */
+START_TEST(test_export_dropout)
+{
+    hl_gpt_config cfg = {.vocab_in = 11, .vocab_out = 11, .n_ctx = 8, .d_model = 8,
+                         .n_heads = 2, .n_layers = 1, .mlp = HL_GPT_MLP_GELU,
+                         .norm = HL_GPT_NORM_LAYER, .no_head_bias = true, .dropout = 0.25,
+                         .emb_std = 0.02};
+    const char *const gpt2[] = {"\"attn_pdrop\":\t0,", "\"embd_pdrop\":\t0.25,",
+                                "\"resid_pdrop\":\t0.25,", NULL};
+    const char *const neox[] = {"\"attention_dropout\":\t0,", "\"hidden_dropout\":\t0.25,",
+                                NULL};
+    const char *const llama[] = {"\"attention_dropout\":\t0,", NULL};
+    const char *const *want[3] = {gpt2, neox, llama};
+    for (int i = 0; i < 3; i++) {
+        if (i == 1)
+            cfg.pos = HL_GPT_POS_ROPE;
+        if (i == 2) {
+            cfg.mlp = HL_GPT_MLP_SWIGLU;
+            cfg.norm = HL_GPT_NORM_RMS;
+            cfg.no_qkv_bias = cfg.no_out_bias = cfg.no_mlp_bias = true;
+        }
+        hl_error err = {0};
+        hl_gpt *m = hl_gpt_new(&cfg, &err);
+        ck_assert_msg(m, "%s", err.message);
+        char to[64];
+        snprintf(to, sizeof to, "/tmp/hl_export_XXXXXX");
+        ck_assert(mkdtemp(to));
+        ck_assert_msg(hl_hf_export(m, NULL, to, &err) == HL_OK, "%s", err.message);
+        expect_config_has(to, want[i]);
+        hl_gpt_free(m);
+        remove_folder(to);
+    }
 }
 END_TEST
 
@@ -807,11 +939,13 @@ Suite *hf_suite(void)
     tcase_add_test(bad, test_json_files_end_after_the_value);
     tcase_add_test(bad, test_config_products_do_not_overflow);
     tcase_add_test(bad, test_bad_weight_values_refused);
+    tcase_add_test(bad, test_token_ids);
     suite_add_tcase(s, bad);
     TCase *export = tcase_create("export");
     tcase_set_timeout(export, 0);
     tcase_add_test(export, test_export_reimports_bitwise);
     tcase_add_test(export, test_export_refusals);
+    tcase_add_test(export, test_export_dropout);
     suite_add_tcase(s, export);
     return s;
 }

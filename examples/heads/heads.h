@@ -33,6 +33,7 @@ typedef struct {
     const char *act, *clean, *corrupt, *positions, *metric, *pairs;
     int seed, sequences, windows, batch, threads, finetune, timing_runs, offset;
     bool curve, per_position, metric_diff, repeat;
+    bool ignore_eos;      /* generate: on past the model's end-of-sequence token */
     bool sequences_given; /* --sequences: also the probe's size for a text model */
     double step_fraction, lr;
 } options;

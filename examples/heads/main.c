@@ -48,7 +48,7 @@ static const hl_usage usage = {
         "       heads prune      --model FILE --curve [--step-fraction X] [--finetune N]\n"
         "       heads eval       --model M (--text STR | --token-ids FILE) [--out DIR]\n"
         "       heads generate   --model M --prompt STR [--tokens N] [--temperature X]\n"
-        "                        [--top-k K] [--seed N]\n"
+        "                        [--top-k K] [--seed N] [--ignore-eos]\n"
         "       heads export     --model M --out DIR\n"
         "       heads patch      --model FILE [TASK] [--act LIST] [--per-position]\n"
         "       heads paths      --model FILE [TASK] [--act q,k,v]\n"
@@ -92,7 +92,8 @@ static const hl_usage usage = {
         "              (B,T,V) float32 and input_ids, to compare with PyTorch\n"
         "  generate    --tokens N (32) tokens after --prompt, sampled from softmax(logits /\n"
         "              --temperature X) (1; 0: the most likely) over the --top-k K (0: all)\n"
-        "              most likely, seed --seed N, with a key/value cache; prints the text\n"
+        "              most likely, seed --seed N, with a key/value cache, stopping at the\n"
+        "              model's end-of-sequence token (--ignore-eos: not); prints the text\n"
         "              and tokens/s\n"
         "  export      the model as a Hugging Face folder in --out DIR: config.json and\n"
         "              model.safetensors (GPT2LMHeadModel, GPTNeoXForCausalLM,\n"
@@ -210,7 +211,8 @@ static void check_combinations(const options *o, const hl_opt *opts)
     if (o->curve && o->cmd != CMD_PRUNE && o->cmd != CMD_REPORT)
         heads_bad_input("--curve belongs to the prune and report commands");
     const bool generating = o->cmd == CMD_GENERATE;
-    static const char *const sampling[] = {"tokens", "top-k", "temperature", NULL};
+    static const char *const sampling[] = {"tokens", "top-k", "temperature", "ignore-eos",
+                                           NULL};
     const char *sampling_flag = first_given(opts, sampling);
     if (!generating && sampling_flag)
         heads_bad_input("--%s belongs to generate", sampling_flag);
@@ -282,6 +284,8 @@ static options parse_options(int argc, char **argv)
                        "generate: logits divided by X (0 takes the most likely)"),
         HL_OPTION_INT("top-k", &o.top_k, 0, 10000000, "K",
                       "generate: sample among the K most likely (0: all)"),
+        HL_OPTION_FLAG("ignore-eos", &o.ignore_eos,
+                       "generate: go on past the model's end-of-sequence token"),
         HL_OPTION_TEXT("out", &o.out, "DIR", "where the files go"),
         HL_OPTION_TEXT("heads", &o.heads, "L.H,...",
                        "heads by layer and head index, e.g. 1.3,0.2 or L1H3,L0H2"),

@@ -142,7 +142,7 @@ int heads_run_export(const options *o)
     if (hl_hf_arch_for(&m->cfg, why, sizeof why) == HL_HF_ARCHS)
         heads_bad_input("%s: no Hugging Face architecture expresses this model: %s", o->model,
                         why);
-    if (hl_hf_export(m, o->out, &err) != HL_OK)
+    if (hl_hf_export(m, &meta.token_ids, o->out, &err) != HL_OK)
         heads_fail(&err);
     printf("wrote %s/config.json (%s) and %s/model.safetensors\n", o->out,
            hl_hf_arch_name(hl_hf_arch_for(&m->cfg, why, sizeof why)), o->out);
@@ -208,17 +208,23 @@ int heads_run_generate(const options *o)
     if (hl_gpt_cache_feed(cache, all, (int)n, &logits, &err) != HL_OK)
         heads_fail(&err);
     const double prompt_done = now();
-    for (int i = 0; i < o->tokens; i++) {
-        all[n + i] = hl_gpt_sample(logits, tokens, o->temperature, o->top_k, &rng);
-        if (i + 1 < o->tokens && hl_gpt_cache_feed(cache, &all[n + i], 1, &logits, &err) != HL_OK)
+    /* As transformers' generate(): the end-of-sequence token ends the text. */
+    bool stopped = false;
+    int made = 0;
+    while (made < o->tokens && !stopped) {
+        const int32_t id = hl_gpt_sample(logits, tokens, o->temperature, o->top_k, &rng);
+        all[n + made++] = id;
+        stopped = !o->ignore_eos && hl_hf_token_ids_has_eos(&meta.token_ids, id);
+        if (made < o->tokens && !stopped &&
+            hl_gpt_cache_feed(cache, &all[n + made - 1], 1, &logits, &err) != HL_OK)
             heads_fail(&err);
     }
     const double end = now();
-    print_tokens(meta.vocab, all, n + (size_t)o->tokens);
+    print_tokens(meta.vocab, all, n + (size_t)made);
     printf("\n--\nprompt: %zu tokens in %.3f s; generated %d tokens in %.3f s: %.1f tokens/s "
-           "(key/value cache, temperature %g, top-k %d, seed %d)\n", n, prompt_done - start,
-           o->tokens, end - prompt_done, o->tokens / (end - prompt_done), o->temperature,
-           o->top_k, o->seed);
+           "(key/value cache, temperature %g, top-k %d, seed %d)%s\n", n, prompt_done - start,
+           made, end - prompt_done, made / (end - prompt_done), o->temperature, o->top_k,
+           o->seed, stopped ? "; stopped at the end-of-sequence token" : "");
     hl_gpt_cache_free(cache);
     free(all);
     hl_gpt_meta_clear(&meta);

@@ -449,11 +449,32 @@ int hl_fuzz_token_file(const uint8_t *data, size_t size)
     return 0;
 }
 
+/* The token ids of a config: a refusal says why; what is read is written
+ * and read back the same. */
+static void fuzz_token_ids(const uint8_t *data, size_t size)
+{
+    hl_error err = {0};
+    hl_hf_token_ids ids = {0}, back = {0};
+    if (hl_hf_token_ids_parse((const char *)data, size, "fuzz", &ids, &err) != HL_OK) {
+        if (!err.message[0])
+            abort();
+        return;
+    }
+    char *text = hl_hf_token_ids_format(&ids);
+    if (!text)
+        return; /* out of memory */
+    if (hl_hf_token_ids_parse(text, strlen(text), "fuzz", &back, &err) != HL_OK ||
+        memcmp(&ids, &back, sizeof ids))
+        abort();
+    free(text);
+}
+
 int hl_fuzz_hf_config(const uint8_t *data, size_t size)
 {
     hl_error err = {0};
     hl_gpt_config cfg;
     hl_hf_arch arch;
+    fuzz_token_ids(data, size);
     if (hl_hf_config_parse((const char *)data, size, "fuzz", &cfg, &arch, &err) != HL_OK) {
         if (!err.message[0])
             abort(); /* a refusal must say why */
