@@ -291,9 +291,9 @@ static options parse_options(int argc, char **argv)
                        .given = &o.dropout_given),
         HL_OPTION_INT("warmup", &o.warmup, 0, 1e8, "N", "steps of linear warm-up"),
         HL_OPTION_TEXT("schedule", &o.schedule, "NAME",
-                       "after warm-up: cosine (down to 0.1 of the peak at the last step), "
-                       "constant, or wsd (constant, then linear decay to 0 over the last "
-                       "--decay-frac of the steps)"),
+                       "after warm-up: cosine (down toward 0.1 of the peak, reached one "
+                       "step past the last), constant, or wsd (constant, then linear decay "
+                       "toward 0 over the last --decay-frac of the steps)"),
         HL_OPTION_REAL("decay-frac", &o.decay_frac, 1e-6, 1, "F",
                        "the decay's share of the steps with --schedule wsd",
                        .given = &o.decay_frac_given),
@@ -791,9 +791,11 @@ static hl_status record(void *ctx, int64_t step, const hl_step_result *last, hl_
         return err->status;
     const double icl = hl_eval_icl_score(r->position_loss, NULL, r->T);
     const double icl_byte = hl_eval_icl_score(r->position_loss, r->position_bytes, r->T);
+    /* The rate of the step whose loss and gradient norm the row holds (at
+     * step 0, before any, of the first). */
+    const double lr = r->o.lr * hl_lr_scale(&r->schedule, step > 0 ? step - 1 : 0);
     fprintf(r->log, "%lld,%.6f,%.6f,%.6f,%.6f,%.6g,%.4f,%.2f\n", (long long)step, train_loss,
-            val.loss[0], icl, icl_byte, r->o.lr * hl_lr_scale(&r->schedule, step),
-            last->grad_norm, hl_seconds() - r->t0);
+            val.loss[0], icl, icl_byte, lr, last->grad_norm, hl_seconds() - r->t0);
     if (fflush(r->log) != 0 || ferror(r->log))
         return hl_error_set(err, HL_ERR_IO, "cannot write %s/train.csv: %s", r->o.out,
                             strerror(errno));

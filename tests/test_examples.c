@@ -526,14 +526,17 @@ START_TEST(test_charlm_preset)
     FILE *f = fopen(file, "r");
     ck_assert_ptr_nonnull(f);
     char line[256];
-    double first = -1, last = -1, v;
+    double first = -1, last = -1, v, lr = -1;
     while (fgets(line, sizeof line, f))
-        if (sscanf(line, "%*[^,],%*[^,],%lf", &v) == 1) {
+        if (sscanf(line, "%*[^,],%*[^,],%lf,%*[^,],%*[^,],%lf", &v, &lr) == 2) {
             first = first < 0 ? v : first;
             last = v;
         }
     fclose(f);
     ck_assert_msg(last > 0 && last < first - 0.5, "validation loss %g -> %g", first, last);
+    /* The last row's rate is its step's, the 60th: 1/15 of the way down
+     * (WSD over the last 15 steps), not the 0 of a step never taken. */
+    ck_assert_msg(fabs(lr - 0.01 / 15) < 1e-8, "last row's lr %g", lr);
     expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --preset fastest", 2,
                    "unknown --preset fastest (speedrun)");
     /* The preset's on/off parts turned off (they could not be before). */
