@@ -330,6 +330,18 @@ START_TEST(test_eos_generate_finetune_export)
              "--temperature 0 --ignore-eos", temp_dir);
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
     ck_assert_msg(strstr(out, "generated 6 tokens") && !strstr(out, "stopped"), "%s", out);
+    /* A post-processor's template puts <|begin_of_text|> (0) first, as
+     * transformers' tokenizer(text) does, in eval and in generate. */
+    snprintf(command, sizeof command,
+             "sed -i 's/\"post_processor\": null/\"post_processor\": {\"type\": "
+             "\"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": \"B\"}}, "
+             "{\"Sequence\": {\"id\": \"A\"}}], \"special_tokens\": {\"B\": {\"ids\": "
+             "[0]}}}/' %s/llama/tokenizer.json && " HL_BUILD_DIR "/heads eval --model %s/llama "
+             "--text \"hello world\" --out %s/e3 && " HL_BUILD_DIR "/heads generate --model "
+             "%s/llama --prompt \"hello world\" --tokens 2 --ignore-eos", temp_dir, temp_dir,
+             temp_dir, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "ids[0]: 0 8 9\n") && strstr(out, "prompt: 3 tokens"), "%s", out);
     /* generation_config.json's ids over config.json's (eos 2, bos 1). */
     snprintf(command, sizeof command,
              HL_BUILD_DIR "/heads export --model %s/llama --out %s/x1 && " HL_BUILD_DIR

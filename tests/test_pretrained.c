@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "files/fs.h"
 #include "text/vocab.h"
 
 #include "tests/testutil.h"
@@ -459,6 +460,106 @@ static void expect_dir_refused(const char *dir, const char *name, ...)
     remove_dir(dir);
 }
 
+/* The Llama 3-style tokenizer.json with post_processor set to the JSON
+ * given, written into a fresh folder (dir). */
+static void write_with_post_processor(char *dir, const char *post_processor)
+{
+    size_t n;
+    char *text = (char *)hl_fs_read_file(LLAMA3_STYLE, &n);
+    ck_assert_ptr_nonnull(text);
+    cJSON *root = cJSON_Parse(text), *pp = cJSON_Parse(post_processor);
+    ck_assert(root && pp);
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "post_processor");
+    cJSON_AddItemToObject(root, "post_processor", pp);
+    char *out = cJSON_PrintUnformatted(root);
+    temp_dir(dir);
+    write_file(dir, "tokenizer.json", out, strlen(out));
+    cJSON_Delete(root);
+    free(out);
+    free(text);
+}
+
+#define TEMPLATE(single, specials)                                                       \
+    "{\"type\":\"Sequence\",\"processors\":[{\"type\":\"ByteLevel\"},"                   \
+    "{\"type\":\"TemplateProcessing\",\"single\":[" single "],\"pair\":[],"               \
+    "\"special_tokens\":{" specials "}}]}"
+#define SPECIAL(name) "{\"SpecialToken\":{\"id\":\"" name "\",\"type_id\":0}}"
+#define INPUT(name) "{\"Sequence\":{\"id\":\"" name "\",\"type_id\":0}}"
+#define BOS_IDS "\"<|begin_of_text|>\":{\"id\":\"<|begin_of_text|>\",\"ids\":[0]," \
+                "\"tokens\":[\"<|begin_of_text|>\"]}"
+#define EOT_IDS "\"<|eot_id|>\":{\"id\":\"<|eot_id|>\",\"ids\":[1],\"tokens\":[\"<|eot_id|>\"]}"
+
+/* A post-processor's template (Llama 3's puts <|begin_of_text|> first):
+ * hl_vocab_encode_input puts its special tokens around the input, as
+ * transformers' tokenizer(text); hl_vocab_encode does not; the stored form
+ * keeps it; a template headlab cannot follow is refused, naming the field. */
+START_TEST(test_post_processor_template)
+{
+    char dir[64];
+    write_with_post_processor(dir, TEMPLATE(SPECIAL("<|begin_of_text|>") "," INPUT("A") ","
+                                            SPECIAL("<|eot_id|>"), BOS_IDS "," EOT_IDS));
+    hl_vocab *v = load_ok(dir);
+    remove_dir(dir);
+    hl_error err = {0};
+    int32_t *ids;
+    size_t n;
+    ck_assert(hl_vocab_encode_input(v, (const unsigned char *)"hello world", 11, &ids, &n,
+                                    &err) == HL_OK);
+    ck_assert(n == 4 && ids[0] == 0 && ids[1] == 8 && ids[2] == 9 && ids[3] == 1);
+    free(ids);
+    ck_assert(hl_vocab_encode(v, (const unsigned char *)"hello world", 11, &ids, &n, &err) ==
+              HL_OK);
+    ck_assert(n == 2 && ids[0] == 8 && ids[1] == 9);
+    free(ids);
+    char *s = hl_vocab_format(v);
+    ck_assert_msg(strstr(s, "\ntemplate 0 A 1\n"), "%.300s", s);
+    hl_vocab *back = hl_vocab_parse(s, &err);
+    ck_assert_msg(back, "%s", err.message);
+    ck_assert(hl_vocab_encode_input(back, (const unsigned char *)"", 0, &ids, &n, &err) ==
+              HL_OK);
+    ck_assert(n == 2 && ids[0] == 0 && ids[1] == 1);
+    free(ids);
+    hl_vocab_free(back);
+    /* the stored line, malformed */
+    const char *const bad_lines[] = {"template 0 A A", "template x A", "template 0",
+                                     "template 0  A", "template 1 2 3 4 5 6 7 8 9 A"};
+    for (int i = 0; i < 5; i++) {
+        char *at = strstr(s, "template 0 A 1");
+        char *t = malloc(strlen(s) + 64);
+        sprintf(t, "%.*s%s%s", (int)(at - s), s, bad_lines[i], at + strlen("template 0 A 1"));
+        err = (hl_error){0};
+        ck_assert_msg(!hl_vocab_parse(t, &err) && strstr(err.message, "template"), "%s: %s",
+                      bad_lines[i], err.message);
+        free(t);
+    }
+    free(s);
+    hl_vocab_free(v);
+    /* without a template: the same tokens either way */
+    v = load_ok(LLAMA3_STYLE);
+    ck_assert(hl_vocab_encode_input(v, (const unsigned char *)"hello world", 11, &ids, &n,
+                                    &err) == HL_OK);
+    ck_assert(n == 2 && ids[0] == 8 && ids[1] == 9);
+    free(ids);
+    hl_vocab_free(v);
+
+    const char *const refused[][2] = {
+        {"{\"type\":\"RobertaProcessing\"}", "post_processor RobertaProcessing"},
+        {TEMPLATE(SPECIAL("<|begin_of_text|>") "," INPUT("B"), BOS_IDS), "Sequence B"},
+        {TEMPLATE(INPUT("A") "," INPUT("A"), BOS_IDS), "Sequence A once"},
+        {TEMPLATE(SPECIAL("<s>") "," INPUT("A"), BOS_IDS), "no ids for \"<s>\""},
+        {TEMPLATE(SPECIAL("<|begin_of_text|>"), BOS_IDS), "no Sequence A"},
+        {TEMPLATE(SPECIAL("x") "," INPUT("A"), "\"x\":{\"id\":\"x\",\"ids\":[999]}"),
+         "id 999 is not a token of 0..265"},
+        {"{\"type\":\"Sequence\",\"processors\":[" TEMPLATE(INPUT("A"), "") ","
+         TEMPLATE(INPUT("A"), "") "]}", "not supported"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        write_with_post_processor(dir, refused[i][0]);
+        expect_dir_refused(dir, "tokenizer.json", refused[i][1], NULL);
+    }
+}
+END_TEST
+
 /* Whether GPT-2's alphabet names byte b by itself (else by U+0100 onwards). */
 static bool printable_byte(int b)
 {
@@ -746,6 +847,7 @@ Suite *pretrained_suite(void)
     tcase_add_test(tc, test_nfc_normalizer);
     tcase_add_test(tc, test_white_space_is_unicode);
     tcase_add_test(tc, test_stored_form);
+    tcase_add_test(tc, test_post_processor_template);
     tcase_add_test(tc, test_cut);
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_pair_refusals);

@@ -421,6 +421,16 @@ hl_vocab *hl_pretrained_build(const hl_pretrained_spec *spec, hl_error *err)
     v->size = spec->size;
     v->pretrained->ignore_merges = spec->ignore_merges;
     v->pretrained->nfc = spec->nfc;
+    const hl_pretrained_template *t = &spec->template;
+    for (int i = 0; i < t->n; i++)
+        if (t->ids[i] < 0 || t->ids[i] >= spec->size) {
+            hl_error_set(err, HL_ERR_FORMAT, "%s: id %ld is not a token of 0..%d",
+                         spec->template_at ? spec->template_at : spec->vocab_at,
+                         (long)t->ids[i], spec->size - 1);
+            hl_vocab_free(v);
+            return NULL;
+        }
+    v->pretrained->template = *t;
     if (build_pieces(v, spec, err) != HL_OK || build_merges(v, spec, err) != HL_OK ||
         compile_pattern(v->pretrained, spec->pattern ? spec->pattern : "", spec->pattern_at,
                         err) != HL_OK) {

@@ -7,6 +7,9 @@
  *     ignore_merges 0|1
  *     normalizer NFC   only for a tokenizer that normalizes (a reader that
  *                      does not know the line refuses it)
+ *     template ITEMS   only for a tokenizer whose post-processor adds tokens:
+ *                      their ids in order, "A" where the input goes
+ *                      ("template 128000 A")
  *     tokens N
  *     t PIECE        N lines, token 0 first; "a PIECE" for an added token
  *     merges M
@@ -26,15 +29,26 @@ char *hl_pretrained_format(const hl_vocab *v)
     const struct hl_pretrained *p = v->pretrained;
     const size_t pattern_len = strlen(p->pattern);
     /* Every byte escaped at worst; ids of at most 7 digits (HL_VOCAB_MAX). */
-    const size_t room = 128 + 4 * pattern_len + 4 * v->offset[v->size] + 3 * (size_t)v->size +
+    const size_t room = 256 + 4 * pattern_len + 4 * v->offset[v->size] + 3 * (size_t)v->size +
                         16 * (size_t)p->n_merges;
     char *s = malloc(room), *at = s;
     if (!s)
         return NULL;
     at += sprintf(at, "%s\npattern ", HL_PRETRAINED_HEADER);
     at = hl_vocab_escape(at, (const unsigned char *)p->pattern, pattern_len);
-    at += sprintf(at, "\nignore_merges %d%s\ntokens %d", p->ignore_merges ? 1 : 0,
-                  p->nfc ? "\nnormalizer NFC" : "", v->size);
+    at += sprintf(at, "\nignore_merges %d%s", p->ignore_merges ? 1 : 0,
+                  p->nfc ? "\nnormalizer NFC" : "");
+    const hl_pretrained_template *tp = &p->template;
+    if (tp->n) {
+        at += sprintf(at, "\ntemplate");
+        for (int i = 0; i <= tp->n; i++) {
+            if (i == tp->before)
+                at += sprintf(at, " A");
+            if (i < tp->n)
+                at += sprintf(at, " %ld", (long)tp->ids[i]);
+        }
+    }
+    at += sprintf(at, "\ntokens %d", v->size);
     bool *added = calloc((size_t)v->size, sizeof *added);
     if (!added) {
         free(s);
@@ -170,6 +184,43 @@ static bool parse_body(reader *r, hl_pretrained_spec *spec, unsigned char *scrat
     return true;
 }
 
+/* The "template" line: up to HL_PRETRAINED_TEMPLATE_MAX ids of 1..7 digits
+ * and "A" once, one space apart. */
+static bool parse_template(reader *r, hl_pretrained_template *t)
+{
+    const char *value;
+    size_t len;
+    if (!keyed_line(r, "template", &value, &len))
+        return false;
+    *t = (hl_pretrained_template){.before = -1};
+    const char *end = value + len;
+    for (const char *at = value; at <= end;) {
+        const char *stop = memchr(at, ' ', (size_t)(end - at));
+        stop = stop ? stop : end;
+        const size_t n = (size_t)(stop - at);
+        if (n == 1 && *at == 'A' && t->before < 0) {
+            t->before = t->n;
+        } else {
+            size_t k = 0;
+            long id = 0;
+            while (k < n && k < 7 && at[k] >= '0' && at[k] <= '9')
+                id = 10 * id + (at[k++] - '0');
+            if (n == 0 || k != n || t->n == HL_PRETRAINED_TEMPLATE_MAX)
+                break;
+            t->ids[t->n++] = (int32_t)id;
+        }
+        at = stop + 1;
+        if (stop == end) {
+            if (t->before >= 0)
+                return true;
+            break;
+        }
+    }
+    hl_error_set(r->err, HL_ERR_FORMAT, "vocab line %d: a template is at most %d token ids and "
+                 "A once, one space apart", r->line, HL_PRETRAINED_TEMPLATE_MAX);
+    return false;
+}
+
 hl_vocab *hl_pretrained_parse(const char *s, hl_error *err)
 {
     reader r = {.at = s, .err = err};
@@ -213,6 +264,8 @@ hl_vocab *hl_pretrained_parse(const char *s, hl_error *err)
         }
         spec.nfc = true;
     }
+    if (r.at && !strncmp(r.at, "template ", 9) && !parse_template(&r, &spec.template))
+        goto done;
     if (parse_body(&r, &spec, scratch))
         v = hl_pretrained_build(&spec, err);
 done:

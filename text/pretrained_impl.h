@@ -22,6 +22,15 @@
 #define HL_PRETRAINED_GPT2_PATTERN \
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"
 
+/* The special tokens the post-processor puts around one input
+ * (TemplateProcessing's "single", e.g. Llama 3's <|begin_of_text|> $A):
+ * ids[0..before) before its tokens, ids[before..n) after them. */
+#define HL_PRETRAINED_TEMPLATE_MAX 8
+typedef struct hl_pretrained_template {
+    int32_t ids[HL_PRETRAINED_TEMPLATE_MAX];
+    int n, before;
+} hl_pretrained_template;
+
 /* A vocabulary as read, before its checks: token t's raw bytes are
  * bytes[start[t]..start[t]+len[t]), or absent when !present[t]. */
 typedef struct hl_pretrained_spec {
@@ -37,8 +46,9 @@ typedef struct hl_pretrained_spec {
     char *pattern;              /* the pre-tokenizer's regex, PCRE2 syntax */
     bool ignore_merges;         /* a pre-token that is a piece whole is that token */
     bool nfc;                   /* the text is put in Unicode NFC first (normalizer NFC) */
+    hl_pretrained_template template;
     /* where each part was read, for messages ("FILE: model.vocab") */
-    const char *vocab_at, *merges_at, *pattern_at;
+    const char *vocab_at, *merges_at, *pattern_at, *template_at;
 } hl_pretrained_spec;
 
 struct hl_pretrained {
@@ -46,6 +56,7 @@ struct hl_pretrained {
     char *pattern;
     bool ignore_merges;
     bool nfc;                   /* hl_pretrained_normalize before encoding */
+    hl_pretrained_template template; /* hl_vocab_encode_input's special tokens */
     bool known_pattern;         /* GPT-2's, Llama 3's or Qwen2's: hl_vocab_cut may cut */
     int32_t byte_token[256];    /* the token of each single byte */
     int n_merges;
@@ -77,7 +88,7 @@ void hl_pretrained_spec_free(hl_pretrained_spec *spec);
 /* The vocabulary of spec, checked: no gap in the ids, no empty piece, every
  * single byte a piece, each merge's parts and result pieces (so no result
  * longer than the longest piece), no pair merged twice, a pattern PCRE2
- * compiles. Messages begin with the part's spec->*_at; HL_ERR_FORMAT (HL_ERR_NOMEM
+ * compiles, the template's ids tokens. Messages begin with the part's spec->*_at; HL_ERR_FORMAT (HL_ERR_NOMEM
  * when out of memory). */
 hl_vocab *hl_pretrained_build(const hl_pretrained_spec *spec, hl_error *err);
 void hl_pretrained_free(struct hl_pretrained *p);

@@ -1,6 +1,7 @@
 /* A Hugging Face tokenizer.json into a pretrained vocabulary (vocab.h): a
- * BPE model, a ByteLevel pre-tokenizer (alone, or after a Split regex) and
- * added tokens; everything else is refused by name. */
+ * BPE model, a ByteLevel pre-tokenizer (alone, or after a Split regex),
+ * added tokens and a post-processor's template; everything else is refused
+ * by name. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,14 +214,95 @@ static hl_status read_added(const char *path, const cJSON *root, hl_pretrained_s
     return HL_OK;
 }
 
+/* One TemplateProcessing: its "single" template, each SpecialToken by its
+ * ids in "special_tokens", the input ("Sequence" A) once. */
+static hl_status read_template(const char *path, const cJSON *pp, hl_pretrained_template *t,
+                               hl_error *err)
+{
+    const cJSON *single = field(pp, "single"), *specials = field(pp, "special_tokens");
+    if (!cJSON_IsArray(single))
+        return hl_error_set(err, HL_ERR_FORMAT, "%s: post_processor.single is not a list",
+                            path);
+    *t = (hl_pretrained_template){.before = -1};
+    int i = 0;
+    for (const cJSON *item = single->child; item; item = item->next, i++) {
+        const cJSON *special = field(item, "SpecialToken"), *seq = field(item, "Sequence");
+        const cJSON *name = field(special ? special : seq, "id");
+        if (!cJSON_IsString(name) || (special != NULL) == (seq != NULL))
+            return hl_error_set(err, HL_ERR_FORMAT, "%s: post_processor.single[%d] is not "
+                                "{\"SpecialToken\": {\"id\": ...}} or {\"Sequence\": "
+                                "{\"id\": \"A\"}}", path, i);
+        if (seq) {
+            if (strcmp(name->valuestring, "A") || t->before >= 0)
+                return hl_error_set(err, HL_ERR_FORMAT, "%s: post_processor.single[%d] is "
+                                    "Sequence %.20s; a single input's template holds "
+                                    "Sequence A once", path, i, name->valuestring);
+            t->before = t->n;
+            continue;
+        }
+        const cJSON *ids = field(field(specials, name->valuestring), "ids");
+        if (!cJSON_IsArray(ids))
+            return hl_error_set(err, HL_ERR_FORMAT, "%s: post_processor.special_tokens has no "
+                                "ids for \"%.40s\"", path, name->valuestring);
+        for (const cJSON *id = ids->child; id; id = id->next) {
+            const double d = cJSON_IsNumber(id) ? id->valuedouble : -1;
+            if (!(d >= 0 && d < HL_VOCAB_MAX && d == (double)(int32_t)d))
+                return hl_error_set(err, HL_ERR_FORMAT, "%s: post_processor.special_tokens"
+                                    "[\"%.40s\"].ids holds something other than ids of "
+                                    "0..%d", path, name->valuestring, HL_VOCAB_MAX - 1);
+            if (t->n == HL_PRETRAINED_TEMPLATE_MAX)
+                return hl_error_set(err, HL_ERR_FORMAT, "%s: post_processor.single adds more "
+                                    "than %d tokens", path, HL_PRETRAINED_TEMPLATE_MAX);
+            t->ids[t->n++] = (int32_t)d;
+        }
+    }
+    if (t->before < 0)
+        return hl_error_set(err, HL_ERR_FORMAT, "%s: post_processor.single has no Sequence A",
+                            path);
+    return HL_OK;
+}
+
+/* The post-processor: none, ByteLevel (which moves offsets only), a
+ * TemplateProcessing, or a Sequence of them with one template at most. */
+static hl_status read_post_processor(const char *path, const cJSON *root,
+                                     hl_pretrained_spec *spec, hl_error *err)
+{
+    const cJSON *pp = field(root, "post_processor");
+    if (!pp || cJSON_IsNull(pp))
+        return HL_OK;
+    const cJSON *type = field(pp, "type");
+    const bool sequence = cJSON_IsString(type) && !strcmp(type->valuestring, "Sequence");
+    const cJSON *list = sequence ? field(pp, "processors") : NULL;
+    if (sequence && !cJSON_IsArray(list))
+        return hl_error_set(err, HL_ERR_FORMAT, "%s: post_processor.processors is not a list",
+                            path);
+    bool templated = false;
+    for (const cJSON *one = sequence ? list->child : pp; one; one = sequence ? one->next : NULL) {
+        type = field(one, "type");
+        const char *kind = cJSON_IsString(type) ? type->valuestring : "?";
+        if (!strcmp(kind, "ByteLevel"))
+            continue;
+        if (strcmp(kind, "TemplateProcessing") || templated)
+            return hl_error_set(err, HL_ERR_FORMAT, "%s: post_processor %s%.40s is not "
+                                "supported (ByteLevel, TemplateProcessing, or a Sequence of "
+                                "them with one template)", path,
+                                templated ? "with a second " : "", kind);
+        if (read_template(path, one, &spec->template, err) != HL_OK)
+            return err->status;
+        templated = true;
+    }
+    return HL_OK;
+}
+
 hl_vocab *hl_pretrained_load_json(const char *path, const char *text, size_t n, hl_error *err)
 {
-    char vocab_at[4200], merges_at[4200], pattern_at[4200];
+    char vocab_at[4200], merges_at[4200], pattern_at[4200], template_at[4200];
     snprintf(vocab_at, sizeof vocab_at, "%s: model.vocab", path);
     snprintf(merges_at, sizeof merges_at, "%s: model.merges", path);
     snprintf(pattern_at, sizeof pattern_at, "%s: pre_tokenizer's regex", path);
+    snprintf(template_at, sizeof template_at, "%s: post_processor's template", path);
     hl_pretrained_spec spec = {.vocab_at = vocab_at, .merges_at = merges_at,
-                               .pattern_at = pattern_at};
+                               .pattern_at = pattern_at, .template_at = template_at};
     hl_pretrained_names *names = NULL;
     hl_vocab *v = NULL;
     cJSON *root = hl_pretrained_parse_json(path, text, n, err);
@@ -250,7 +332,8 @@ hl_vocab *hl_pretrained_load_json(const char *path, const char *text, size_t n, 
     }
     if (!(names = hl_pretrained_names_read(field(model, "vocab"), &spec, vocab_at, err)) ||
         read_merges(path, field(model, "merges"), names, &spec, err) != HL_OK ||
-        read_added(path, root, &spec, err) != HL_OK)
+        read_added(path, root, &spec, err) != HL_OK ||
+        read_post_processor(path, root, &spec, err) != HL_OK)
         goto done;
     spec.ignore_merges = !off(model, "ignore_merges");
     v = hl_pretrained_build(&spec, err);

@@ -160,6 +160,29 @@ size_t hl_vocab_next_word(const unsigned char *text, size_t n, size_t i)
     return j + 1;
 }
 
+hl_status hl_vocab_encode_input(const hl_vocab *v, const unsigned char *text, size_t n,
+                                int32_t **tokens, size_t *n_tokens, hl_error *err)
+{
+    const hl_pretrained_template *t = v->pretrained ? &v->pretrained->template : NULL;
+    const hl_status st = hl_vocab_encode(v, text, n, tokens, n_tokens, err);
+    if (st != HL_OK || !t || !t->n)
+        return st;
+    int32_t *out = malloc(sizeof *out * (*n_tokens + (size_t)t->n));
+    if (!out) {
+        free(*tokens);
+        *tokens = NULL;
+        return hl_error_set(err, HL_ERR_NOMEM, "vocab: out of memory encoding %zu bytes", n);
+    }
+    memcpy(out, t->ids, sizeof *out * (size_t)t->before);
+    memcpy(out + t->before, *tokens, sizeof *out * *n_tokens);
+    memcpy(out + t->before + *n_tokens, t->ids + t->before,
+           sizeof *out * (size_t)(t->n - t->before));
+    free(*tokens);
+    *tokens = out;
+    *n_tokens += (size_t)t->n;
+    return HL_OK;
+}
+
 hl_status hl_vocab_encode(const hl_vocab *v, const unsigned char *text, size_t n,
                           int32_t **tokens, size_t *n_tokens, hl_error *err)
 {

@@ -42,7 +42,10 @@
  * neighbours; each pre-token is the token its bytes are whole when the model
  * ignores merges (Llama 3), else its bytes' tokens merged by rank, the lowest
  * first and the leftmost of one rank, as Hugging Face's tokenizers and
- * tiktoken do. No token is added at the start or end (no BOS or EOS).
+ * tiktoken do. hl_vocab_encode adds no token at the start or end (no BOS or
+ * EOS); hl_vocab_encode_input adds those of the tokenizer's post-processor
+ * (Llama 3's <|begin_of_text|> first), as transformers' tokenizer(text) does
+ * for one input.
  *
  *     hl_vocab *v = hl_vocab_learn(text, n, 4096, &err);       // or hl_vocab_bytes()
  *     int32_t *tokens; size_t n_tokens;
@@ -99,7 +102,9 @@ hl_vocab *hl_vocab_from_merges(const int32_t *merges, int n, hl_error *err);
  * and a ByteLevel pre-tokenizer (add_prefix_space false) or a Sequence of a
  * Split (Regex, Isolated, not inverted) and a ByteLevel without regex; its
  * added_tokens are matched in the text (lstrip, rstrip and single_word
- * false). The size is the largest id + 1. HL_ERR_IO when dir cannot be read;
+ * false); its post_processor is null, ByteLevel, a TemplateProcessing (the
+ * special tokens of its "single" template, at most 8) or a Sequence of
+ * these with one template. The size is the largest id + 1. HL_ERR_IO when dir cannot be read;
  * HL_ERR_FORMAT, naming the file and the field, for anything else: a missing
  * or malformed field, a SentencePiece-style file (a normalizer, byte_fallback,
  * Metaspace, Unigram or WordPiece), a gap in the ids, a byte without a token,
@@ -147,6 +152,11 @@ size_t hl_vocab_cut(const hl_vocab *v, const unsigned char *text, size_t n, size
  * BPE chunk of 4 GiB or more, or a pretrained regex that PCRE2 gives up on). */
 hl_status hl_vocab_encode(const hl_vocab *v, const unsigned char *text, size_t n,
                           int32_t **tokens, size_t *n_tokens, hl_error *err);
+/* hl_vocab_encode's tokens of one input to a model, inside the special tokens
+ * the tokenizer's post-processor puts around it (a tokenizer.json's
+ * TemplateProcessing; none for every other vocabulary). */
+hl_status hl_vocab_encode_input(const hl_vocab *v, const unsigned char *text, size_t n,
+                                int32_t **tokens, size_t *n_tokens, hl_error *err);
 /* The text of tokens into a malloc'd, NUL-terminated array (*text, *len
  * without the NUL). HL_ERR_ARG, naming the position, for a token outside the
  * vocabulary. */

@@ -28,7 +28,8 @@ static int32_t *read_id_lines(const char *path, int vocab, int *B, int *T)
     return ids;
 }
 
-/* --text STR in the model's tokenizer, one sequence. */
+/* --text STR in the model's tokenizer, one sequence, with the special tokens
+ * its post-processor adds (as transformers' tokenizer(text)). */
 static int32_t *encode_text(const study *s, const char *text, int *B, int *T)
 {
     if (!s->meta.vocab)
@@ -38,8 +39,8 @@ static int32_t *encode_text(const study *s, const char *text, int *B, int *T)
     int32_t *ids;
     size_t n;
     hl_error err = {0};
-    if (hl_vocab_encode(s->meta.vocab, (const unsigned char *)text, strlen(text), &ids, &n,
-                        &err) != HL_OK)
+    if (hl_vocab_encode_input(s->meta.vocab, (const unsigned char *)text, strlen(text), &ids,
+                              &n, &err) != HL_OK)
         heads_fail(&err);
     if (n < 1)
         heads_bad_input("--text encodes to no tokens");
@@ -186,8 +187,8 @@ int heads_run_generate(const options *o)
                         meta.vocab_note[0] ? ")" : "");
     int32_t *ids;
     size_t n;
-    if (hl_vocab_encode(meta.vocab, (const unsigned char *)o->prompt, strlen(o->prompt), &ids,
-                        &n, &err) != HL_OK)
+    if (hl_vocab_encode_input(meta.vocab, (const unsigned char *)o->prompt, strlen(o->prompt),
+                              &ids, &n, &err) != HL_OK)
         heads_fail(&err);
     if (n < 1)
         heads_bad_input("--prompt encodes to no tokens");
