@@ -558,8 +558,9 @@ static hl_status next_batch(void *ctx, int64_t step, hl_error *err)
     run *r = ctx;
     for (int b = 0; b < r->B; b++) {
         const double u = hl_rng_uniform(&r->data_rng);
+        /* A window is T + 1 tokens: it starts anywhere in 0..size-T-1. */
         r->offsets[b] = r->doc_starts ? (size_t)r->doc_starts[hl_docs_draw(r->doc_windows, u)]
-                                      : (size_t)(u * (double)(r->train.size - (size_t)r->T - 1));
+                                      : (size_t)(u * (double)(r->train.size - (size_t)r->T));
         /* Nothing drawn without copies: such a run reads the windows it
          * read before the option existed. */
         r->copies[b] =
