@@ -75,7 +75,7 @@ static void add_row(double *sum, unsigned skip, const int32_t *x, const hl_real 
     if (dup >= 0)
         sum[HL_DETECT_DUPLICATE] += dup;
     if (repeat) {
-        if (t >= repeat->begin && t < repeat->end)
+        if (t >= repeat->begin && t < repeat->end && repeat->lag > 2)
             sum[HL_DETECT_INDUCTION] += row[t - repeat->lag + 1];
     } else if (wanted(skip, HL_DETECT_INDUCTION)) {
         double ind = matched_mass(x, row, t, 1);
@@ -129,7 +129,9 @@ static void add_counts(double *count, const int32_t *x, int T, const hl_repeat *
         if (!repeat)
             count[HL_DETECT_INDUCTION] += ind;
     }
-    if (repeat)
+    /* A lag of 1 or 2 puts the induction target on the query itself or on
+     * the previous token: no measure of its own, so none (NaN). */
+    if (repeat && repeat->lag > 2)
         count[HL_DETECT_INDUCTION] += repeat->end - repeat->begin;
 }
 

@@ -113,6 +113,17 @@ START_TEST(test_uniform_attention_entropy_and_probe_induction)
     ck_assert_double_eq_tol(s.v[HL_DETECT_INDUCTION], 1, 1e-12);
     s = score_maps(x, a, &(hl_repeat){0});
     ck_assert(isnan(s.v[HL_DETECT_INDUCTION])); /* no repeat known: nothing measured */
+    /* Halves of 2 and 1 tokens: the induction target is the previous token
+     * or the query itself, no score of its own (before: prev's or self's). */
+    const int32_t x2[5] = {9, 1, 2, 1, 2};
+    for (int lag = 1; lag <= 2; lag++) {
+        hl_tensor *b = one_hot_attention(5, previous, x2);
+        s = score_maps(x2, b, &(hl_repeat){.begin = 5 - lag, .end = 5, .lag = lag});
+        ck_assert_msg(isnan(s.v[HL_DETECT_INDUCTION]), "lag %d: %g", lag,
+                      s.v[HL_DETECT_INDUCTION]);
+        ck_assert_double_eq_tol(s.v[HL_DETECT_PREVIOUS], 1, 1e-12);
+        hl_tensor_free(b);
+    }
     hl_detector_sums bad;
     hl_detector_sums_begin(&bad, 2);
     hl_error err = {0};
