@@ -100,12 +100,17 @@ static bool apply_preset(options *o, const char *name)
     return true;
 }
 
+/* The flags the preset leaves in force, later flags' overrides included
+ * (--decay-frac only where it applies, with --schedule wsd). */
 static void print_preset(const options *o)
 {
     printf("preset %s: --pos %s --norm %s --mlp %s%s%s --softcap %g --optim %s --muon-lr %g "
-           "--lr %g --warmup %d --schedule %s --decay-frac %g\n", o->preset, o->pos, o->norm,
-           o->mlp, o->qk_norm ? " --qk-norm" : "", o->zero_init ? " --zero-init" : "", o->softcap,
-           o->optim, o->muon_lr, o->lr, o->warmup, o->schedule, o->decay_frac);
+           "--lr %g --warmup %d --schedule %s", o->preset, o->pos, o->norm, o->mlp,
+           o->qk_norm ? " --qk-norm" : "", o->zero_init ? " --zero-init" : "", o->softcap,
+           o->optim, o->muon_lr, o->lr, o->warmup, o->schedule);
+    if (!strcmp(o->schedule, "wsd"))
+        printf(" --decay-frac %g", o->decay_frac);
+    printf("\n");
 }
 
 /* The optimizer, schedule and data flags of a run, as its checkpoints keep

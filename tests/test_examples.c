@@ -543,9 +543,11 @@ START_TEST(test_charlm_preset)
     snprintf(command, sizeof command,
              HL_BUILD_DIR "/charlm --data %s --ctx 16 --d-model 32 --heads 2 --layers 1 "
              "--batch 2 --eval-every 2 --steps 2 --preset speedrun --no-qk-norm --no-zero-init "
-             "--out %s/off --sample 0 --no-report", path, temp_dir);
+             "--schedule cosine --out %s/off --sample 0 --no-report", path, temp_dir);
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
     ck_assert_msg(strstr(out, "--mlp relu2 --softcap 30"), "%s", out);
+    /* the decay's share is no flag of a cosine schedule */
+    ck_assert_msg(strstr(out, "--warmup 20 --schedule cosine\n"), "%s", out);
     snprintf(file, sizeof file, "%s/off/model.safetensors", temp_dir);
     ck_assert_msg(m = hl_gpt_load(file, &err), "%s", err.message);
     ck_assert(!m->cfg.qk_norm && m->cfg.mlp == HL_GPT_MLP_RELU2);
