@@ -268,3 +268,26 @@ hl_status hl_heads_importance(const hl_gpt *m, const hl_eval_set *set, double *r
     }
     return HL_OK;
 }
+
+/* Whether importance a ranks ahead of b (NaN behind every number). */
+static bool ahead(double a, double b)
+{
+    return !isnan(a) && (isnan(b) || a > b);
+}
+
+int hl_heads_importance_order(const hl_gpt_config *c, const double *normalised, int *order)
+{
+    int n = 0;
+    for (int l = 0; l < c->n_layers; l++)
+        for (int h = 0; h < hl_gpt_layer_heads(c, l); h++)
+            order[n++] = l * c->n_heads + h;
+    /* Insertion: stable, so ties keep layer and head order. */
+    for (int i = 1; i < n; i++) {
+        const int k = order[i];
+        int j = i;
+        for (; j > 0 && ahead(normalised[k], normalised[order[j - 1]]); j--)
+            order[j] = order[j - 1];
+        order[j] = k;
+    }
+    return n;
+}

@@ -103,5 +103,10 @@ hl_status hl_heads_mean_outputs(const hl_gpt *m, const hl_eval_set *set, hl_head
  * entries past a pruned layer's heads are NaN. normalised may be NULL. */
 hl_status hl_heads_importance(const hl_gpt *m, const hl_eval_set *set, double *raw,
                               double *normalised, hl_error *err);
+/* The current heads as flat indices l*cfg.n_heads + h into order, the most
+ * important first: by normalised importance, NaN last, ties in layer and head
+ * order. Returns how many (the ranking of heads importance, its CSV and the
+ * pruning curve). */
+int hl_heads_importance_order(const hl_gpt_config *c, const double *normalised, int *order);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analysis/head_maps.h"
+#include "analysis/heads.h"
 #include "analysis/roles.h"
 #include "files/atomic.h"
 #include "viz/diagram.h"
@@ -101,24 +102,32 @@ hl_status hl_composition_write_csv(const char *path, const hl_gpt *m,
 hl_status hl_importance_write_csv(const char *path, const hl_gpt *m, const double *raw,
                                   const double *norm, hl_error *err)
 {
-    hl_atomic_file t;
-    if (hl_atomic_begin(&t, path, err) != HL_OK)
-        return err->status;
-    fputs("layer,head,importance,raw,rank\n", t.f);
     const hl_gpt_config *c = &m->cfg;
-    for (int l = 0; l < c->n_layers; l++)
-        for (int h = 0; h < hl_gpt_layer_heads(c, l); h++) {
-            const double own = norm[l * c->n_heads + h];
-            int rank = 1; /* one more than the heads ahead of it */
-            for (int k = 0; k < c->n_layers; k++)
-                for (int j = 0; j < hl_gpt_layer_heads(c, k); j++) {
-                    const double other = norm[k * c->n_heads + j];
-                    rank += other > own || (other == own && (k < l || (k == l && j < h)));
-                }
-            fprintf(t.f, "%d,%d,%.6f,%.8f,%d\n", l, m->head_original[l][h], own,
-                    raw[l * c->n_heads + h], rank);
-        }
-    return hl_atomic_commit(&t, err);
+    const size_t cells = (size_t)c->n_layers * c->n_heads;
+    int *order = malloc(sizeof *order * cells), *rank = malloc(sizeof *rank * cells);
+    if (!order || !rank) {
+        free(order);
+        free(rank);
+        return hl_error_set(err, HL_ERR_NOMEM, "%s: out of memory", path);
+    }
+    const int n = hl_heads_importance_order(c, norm, order);
+    for (int i = 0; i < n; i++)
+        rank[order[i]] = i + 1;
+    hl_atomic_file t;
+    hl_status st = hl_atomic_begin(&t, path, err);
+    if (st == HL_OK) {
+        fputs("layer,head,importance,raw,rank\n", t.f);
+        for (int l = 0; l < c->n_layers; l++)
+            for (int h = 0; h < hl_gpt_layer_heads(c, l); h++) {
+                const int k = l * c->n_heads + h;
+                fprintf(t.f, "%d,%d,%.6f,%.8f,%d\n", l, m->head_original[l][h], norm[k], raw[k],
+                        rank[k]);
+            }
+        st = hl_atomic_commit(&t, err);
+    }
+    free(order);
+    free(rank);
+    return st;
 }
 
 /* Every head's name, in flat order; *names and *labels are malloc'ed. */

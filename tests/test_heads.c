@@ -176,6 +176,21 @@ static double weights_checksum(const hl_gpt *m)
     return sum;
 }
 
+/* The importance ranking: highest first, ties in layer and head order, NaN
+ * last, a pruned layer's missing heads left out. */
+START_TEST(test_importance_order)
+{
+    const hl_gpt_config c = {.n_layers = 3, .n_heads = 3, .layer_heads = {3, 2, 3}};
+    const double norm[9] = {0.5, 0.9, 0.5, NAN, 0.9, NAN, 0.1, NAN, 0.5};
+    int order[9];
+    ck_assert_int_eq(hl_heads_importance_order(&c, norm, order), 8);
+    const int want[8] = {1, 4, 0, 2, 8, 6, 3, 7};
+    for (int i = 0; i < 8; i++)
+        ck_assert_msg(order[i] == want[i], "place %d: head %d, expected %d", i, order[i],
+                      want[i]);
+}
+END_TEST
+
 /* ---- pruning ---------------------------------------------------------------- */
 
 START_TEST(test_prune_equals_gating)
@@ -915,6 +930,7 @@ Suite *heads_suite(void)
     tcase_add_test(lib, test_zero_ablation);
     tcase_add_test(lib, test_mean_ablation);
     tcase_add_test(lib, test_importance_is_gate_derivative);
+    tcase_add_test(lib, test_importance_order);
     suite_add_tcase(s, lib);
     TCase *cli = tcase_create("program");
     tcase_set_timeout(cli, 300);

@@ -6,23 +6,18 @@
 
 #include "examples/heads/heads.h"
 
-static int by_importance(const void *pa, const void *pb)
-{
-    const scored_head *a = pa, *b = pb;
-    if (a->norm != b->norm)
-        return a->norm < b->norm ? 1 : -1;
-    return a->layer != b->layer ? a->layer - b->layer : a->head - b->head;
-}
-
 /* Every current head with its scores, most important first. */
 int heads_rank(const study *s, const double *raw, const double *norm, scored_head *out)
 {
-    int n = 0;
     const hl_gpt_config *c = &s->m->cfg;
-    for (int l = 0; l < c->n_layers; l++)
-        for (int h = 0; h < hl_gpt_layer_heads(c, l); h++)
-            out[n++] = (scored_head){l, h, norm[l * c->n_heads + h], raw[l * c->n_heads + h]};
-    qsort(out, (size_t)n, sizeof *out, by_importance);
+    int *order = malloc(sizeof *order * (size_t)c->n_layers * c->n_heads);
+    if (!order)
+        heads_bad_input("out of memory");
+    const int n = hl_heads_importance_order(c, norm, order);
+    for (int i = 0; i < n; i++)
+        out[i] = (scored_head){order[i] / c->n_heads, order[i] % c->n_heads, norm[order[i]],
+                               raw[order[i]]};
+    free(order);
     return n;
 }
 
