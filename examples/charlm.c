@@ -532,6 +532,7 @@ typedef struct {
     int64_t start;
     hl_lr_schedule schedule;
     double t0;              /* when training started: train.csv's seconds */
+    double seconds_before;  /* a resumed run's seconds at its checkpoint, read back */
     hl_thread_tuner tuner;  /* each step's thread count, unless the user fixed it */
     FILE *log;
     char config[512];
@@ -836,7 +837,7 @@ static void train(run *r)
                               .eval_every = r->o.eval_every, .schedule = r->schedule,
                               .clip = r->o.clip, .lead = r->lead, .progress = stdout,
                               .record_prints = true, .tuner = &r->tuner};
-    r->t0 = hl_seconds();
+    r->t0 = hl_seconds() - r->seconds_before;
     hl_error err = {0};
     if (hl_run_train(r->g, r->m->params, r->opt, &opts, &hooks, &err) == HL_OK)
         return;
@@ -1358,6 +1359,11 @@ static hl_status read_earlier_points(run *r, size_t room, int *prior, hl_error *
         r->curve[CURVE_PREVIOUS][i] = best[2];
     }
     *prior = (int)t.n_rows;
+    /* seconds go on from the last row kept, the checkpoint's */
+    const int c_seconds = hl_csv_column(&t, "seconds");
+    const double seconds = t.n_rows && c_seconds >= 0
+                               ? hl_csv_value(&t, t.n_rows - 1, c_seconds) : 0;
+    r->seconds_before = isfinite(seconds) && seconds > 0 ? seconds : 0;
     hl_csv_table_free(&t);
     hl_csv_table_free(&h);
     return HL_OK;

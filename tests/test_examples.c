@@ -299,6 +299,20 @@ START_TEST(test_charlm_learns_and_resumes)
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "resumed from"));
     ck_assert_ptr_nonnull(strstr(out, "step 200:"));
+    /* train.csv's seconds go on from the checkpoint's row (they restarted at
+     * 0 before) */
+    snprintf(path, sizeof path, "%s/lm/train.csv", temp_dir);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    double seconds = 0;
+    for (rows = 0; fgets(line, sizeof line, f); rows++) {
+        const double now = strtod(strrchr(line, ',') + 1, NULL);
+        ck_assert_msg(now >= seconds, "seconds %g after %g: %s", now, seconds, line);
+        seconds = now;
+    }
+    fclose(f);
+    ck_assert_int_eq(rows, 5);
     /* An attention-only model without LayerNorm, as its file says. */
     snprintf(command, sizeof command,
              HL_BUILD_DIR "/charlm --data %s/text.txt %s --steps 5 --out %s/bare --sample 0 "
