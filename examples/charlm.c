@@ -632,9 +632,22 @@ static hl_status save_checkpoint(run *r, int64_t step, hl_error *err)
         return hl_error_set(err, HL_ERR_NOMEM, "checkpoint: out of memory");
     }
     const int n_rngs = checkpoint_rngs(r, rngs, names);
-    hl_checkpoint_meta meta[6] = {{"config", r->config}, {"task", "charlm"},
-                                  {"training", r->training}};
-    int n_meta = 3;
+    /* A pruned model's record: without it the file would not load. */
+    hl_head_set pruned;
+    hl_gpt_pruned_heads(r->m, &pruned);
+    char pruned_text[8192];
+    const int pruned_len = hl_pruned_heads_format(&pruned, &r->m->cfg, pruned_text,
+                                                  sizeof pruned_text);
+    hl_checkpoint_meta meta[7] = {{"config", r->config}, {"task", "charlm"},
+                                  {"training", r->training}, {"pruned_heads", pruned_text}};
+    int n_meta = 4;
+    if (pruned_len < 0 || (size_t)pruned_len >= sizeof pruned_text) {
+        free(rngs);
+        free(names);
+        free(vocab);
+        free(ids);
+        return hl_error_set(err, HL_ERR_ARG, "checkpoint: the pruning record is too long");
+    }
     if (r->files[0])
         meta[n_meta++] = (hl_checkpoint_meta){"tokens", r->tokens_meta};
     if (vocab)
@@ -693,6 +706,20 @@ static hl_status plot_heads(const run *r, hl_error *err)
     return hl_plot_write(panels, 3, path, &opts, err);
 }
 
+/* One head's scores into an evaluation's best three, the two halves of an
+ * induction circuit: induction in a later layer (probe, text) and
+ * previous-token in layer 0. NaN, undefined, is skipped; a best stays NaN
+ * while no head has a number for it (a one-layer model's induction). */
+static void best_heads_add(double best[3], int layer, double induction, double text,
+                           double previous)
+{
+    const double v[3] = {layer > 0 ? induction : NAN, layer > 0 ? text : NAN,
+                         layer > 0 ? NAN : previous};
+    for (int k = 0; k < 3; k++)
+        if (!isnan(v[k]) && !(v[k] <= best[k]))
+            best[k] = v[k];
+}
+
 /* Every head's detectors on the probe, and its induction score on the
  * validation text, into heads.csv; heads.png. */
 static hl_status track_heads(run *r, int64_t step, const double point[CURVES], hl_error *err)
@@ -710,23 +737,17 @@ static hl_status track_heads(run *r, int64_t step, const double point[CURVES], h
         free(ts);
         return st;
     }
-    /* The two halves of an induction circuit: induction in a later layer
-     * (probe, text), previous-token in layer 0. */
-    double best[3] = {0, 0, 0};
+    double best[3] = {NAN, NAN, NAN};
     for (int l = 0; l < c->n_layers; l++)
         for (int h = 0; h < hl_gpt_layer_heads(c, l); h++) {
             const double *v = s[l * c->n_heads + h].v;
             const double text = ts[l * c->n_heads + h].v[HL_DETECT_INDUCTION];
-            fprintf(r->heads_log, "%lld,%d,%d", (long long)step, l, h);
+            /* heads by the names they were trained with (a pruned model's) */
+            fprintf(r->heads_log, "%lld,%d,%d", (long long)step, l, r->m->head_original[l][h]);
             for (int d = 0; d < HL_DETECTORS; d++)
                 fprintf(r->heads_log, ",%.6f", v[d]);
             fprintf(r->heads_log, ",%.6f\n", text);
-            if (l > 0) {
-                best[0] = fmax(best[0], v[HL_DETECT_INDUCTION]);
-                best[1] = fmax(best[1], text);
-            } else {
-                best[2] = fmax(best[2], v[HL_DETECT_PREVIOUS]);
-            }
+            best_heads_add(best, l, v[HL_DETECT_INDUCTION], text, v[HL_DETECT_PREVIOUS]);
         }
     fflush(r->heads_log);
     free(s);
@@ -738,9 +759,11 @@ static hl_status track_heads(run *r, int64_t step, const double point[CURVES], h
     r->curve[CURVE_INDUCTION][i] = best[0];
     r->curve[CURVE_INDUCTION_TEXT][i] = best[1];
     r->curve[CURVE_PREVIOUS][i] = best[2];
-    printf("  heads: best induction in layers 1.. %.3f (on the text %.3f), best previous-token "
-           "in layer 0 %.3f\n",
-           best[0], best[1], best[2]);
+    char text[3][16];
+    for (int k = 0; k < 3; k++)
+        snprintf(text[k], sizeof text[k], isnan(best[k]) ? "none" : "%.3f", best[k]);
+    printf("  heads: best induction in layers 1.. %s (on the text %s), best previous-token "
+           "in layer 0 %s\n", text[0], text[1], text[2]);
     return picture_or_note(plot_heads(r, err), "heads.png", err);
 }
 
@@ -1306,18 +1329,10 @@ static void best_heads_of_step(const hl_csv_table *h, size_t *at, double step, d
               c_text = hl_csv_column(h, "induction_text");
     while (*at < h->n_rows && hl_csv_value(h, *at, c_step) < step)
         ++*at;
-    const size_t first = *at;
-    best[0] = best[1] = best[2] = 0;
-    for (; *at < h->n_rows && hl_csv_value(h, *at, c_step) == step; ++*at) {
-        if (hl_csv_value(h, *at, c_layer) > 0) {
-            best[0] = fmax(best[0], hl_csv_value(h, *at, c_ind));
-            best[1] = fmax(best[1], hl_csv_value(h, *at, c_text));
-        } else {
-            best[2] = fmax(best[2], hl_csv_value(h, *at, c_prev));
-        }
-    }
-    if (*at == first)
-        best[0] = best[1] = best[2] = NAN;
+    best[0] = best[1] = best[2] = NAN;
+    for (; *at < h->n_rows && hl_csv_value(h, *at, c_step) == step; ++*at)
+        best_heads_add(best, (int)hl_csv_value(h, *at, c_layer), hl_csv_value(h, *at, c_ind),
+                       hl_csv_value(h, *at, c_text), hl_csv_value(h, *at, c_prev));
 }
 
 /* A resumed run's earlier points of heads.png, from the rows of train.csv
@@ -1547,6 +1562,7 @@ static int finish(run *r)
     hl_error err = {0};
     hl_gpt_meta meta = {.task = "charlm", .step = r->o.steps, .vocab = r->vocab,
                         .token_ids = r->token_ids};
+    hl_gpt_pruned_heads(r->m, &meta.pruned);
     snprintf(path, sizeof path, "%s/model.safetensors", r->o.out);
     if (hl_gpt_save_meta(path, r->m, &meta, &err) != HL_OK) {
         fprintf(stderr, "charlm: %s\n", err.message);

@@ -511,6 +511,44 @@ START_TEST(test_charlm_modern)
 }
 END_TEST
 
+/* A pruned model fine-tuned by charlm keeps its pruning record in its
+ * checkpoint and model files (both failed to load before), and heads.csv
+ * names the heads as trained. */
+START_TEST(test_charlm_fine_tunes_pruned)
+{
+    tu_make_dir(temp_dir, "examples");
+    char path[256], command[4096], out[8192];
+    write_verse_text(path, sizeof path);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s --ctx 16 --d-model 16 --heads 4 --layers 2 "
+             "--batch 4 --steps 4 --eval-every 4 --sample 0 --no-report --out %s/lm && "
+             HL_BUILD_DIR "/heads prune --model %s/lm/model.safetensors --heads 0.1 --data %s "
+             "--windows 2 --out %s/p && "
+             HL_BUILD_DIR "/charlm --data %s --init-from %s/p/pruned.safetensors --batch 4 "
+             "--steps 2 --eval-every 2 --sample 0 --no-report --out %s/ft && "
+             HL_BUILD_DIR "/charlm --data %s --resume %s/ft/checkpoint.safetensors --steps 4 "
+             "--eval-every 2 --sample 0 --no-report --out %s/ft && "
+             HL_BUILD_DIR "/heads scores --model %s/ft/model.safetensors --out %s/s",
+             path, temp_dir, temp_dir, path, temp_dir, path, temp_dir, temp_dir, path, temp_dir,
+             temp_dir, temp_dir, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "L0H2") && !strstr(out, "L0H1 "), "%s", out);
+    snprintf(path, sizeof path, "%s/ft/heads.csv", temp_dir);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[512];
+    int rows = 0;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "2,0,", 4) || !strncmp(line, "4,0,", 4)) {
+            ck_assert_msg(strncmp(line + 4, "1,", 2), "pruned L0H1 in heads.csv: %s", line);
+            rows++;
+        }
+    fclose(f);
+    ck_assert_int_eq(rows, 2 * 3);
+    tu_remove_dir(temp_dir);
+}
+END_TEST
+
 /* --preset speedrun: the recipe's flags printed at the start, the model and
  * optimizer they set, a flag given too overriding the preset's value, and a
  * falling loss. */
@@ -994,6 +1032,7 @@ Suite *examples_suite(void)
     tcase_add_test(tc, test_charlm_words);
     tcase_add_test(tc, test_charlm_modern);
     tcase_add_test(tc, test_charlm_preset);
+    tcase_add_test(tc, test_charlm_fine_tunes_pruned);
     tcase_add_test(tc, test_charlm_resume_keeps_training);
     tcase_add_test(tc, test_charlm_resume_keeps_data_flags);
     tcase_add_test(tc, test_charlm_bpe);
