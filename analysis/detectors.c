@@ -34,13 +34,14 @@ void hl_detector_sums_begin(hl_detector_sums *s, int H)
     s->H = H;
 }
 
-/* Σ A[t,j] over j < t with x_j = x (at = 0) or over j+1 for j < t-1 with
- * x_j = x (at = 1); -1 when there is no such j. */
+/* Σ A[t,j] over j < t with x_j = x (at = 0) or over j+1 for j < t-3 with
+ * x_j = x (at = 1: induction, its target before the two-back position); -1
+ * when there is no such j. */
 static double matched_mass(const int32_t *x, const hl_real *row, int t, int at)
 {
     double mass = 0;
     bool any = false;
-    for (int j = 0; j + at < t; j++)
+    for (int j = 0; j + 3 * at < t; j++)
         if (x[j] == x[t]) {
             any = true;
             mass += row[j + at];
@@ -75,7 +76,7 @@ static void add_row(double *sum, unsigned skip, const int32_t *x, const hl_real 
     if (dup >= 0)
         sum[HL_DETECT_DUPLICATE] += dup;
     if (repeat) {
-        if (t >= repeat->begin && t < repeat->end && repeat->lag > 2)
+        if (t >= repeat->begin && t < repeat->end && repeat->lag > 3)
             sum[HL_DETECT_INDUCTION] += row[t - repeat->lag + 1];
     } else if (wanted(skip, HL_DETECT_INDUCTION)) {
         double ind = matched_mass(x, row, t, 1);
@@ -123,15 +124,15 @@ static void add_counts(double *count, const int32_t *x, int T, const hl_repeat *
         for (int j = 0; j < t; j++)
             if (x[j] == x[t]) {
                 dup = true;
-                ind |= j + 1 < t;
+                ind |= j + 3 < t;
             }
         count[HL_DETECT_DUPLICATE] += dup;
         if (!repeat)
             count[HL_DETECT_INDUCTION] += ind;
     }
-    /* A lag of 1 or 2 puts the induction target on the query itself or on
-     * the previous token: no measure of its own, so none (NaN). */
-    if (repeat && repeat->lag > 2)
+    /* A lag of 1, 2 or 3 puts the induction target on the query itself, the
+     * previous or the two-back token: no measure of its own, so none (NaN). */
+    if (repeat && repeat->lag > 3)
         count[HL_DETECT_INDUCTION] += repeat->end - repeat->begin;
 }
 

@@ -14,7 +14,10 @@
  *                    task's copied segment): A[t, t-lag+1] over the repeat's
  *                    queries, attention to the token right after the query's
  *                    first occurrence (prefix matching); on text:
- *                    Σ A[t,j+1] over j < t-1 with x_j = x_t (queries with such a j)
+ *                    Σ A[t,j+1] over j < t-3 with x_j = x_t (queries with such
+ *                    a j). A target one or two back would be the previous-token
+ *                    or two-back position: a lag under 4 gives NaN, and text
+ *                    matches that close are left out.
  *   first_token      A[t,0]
  *   local            Σ A[t,j] over t-3 <= j <= t-1 (within 3 back, not self)
  *   self             A[t,t]

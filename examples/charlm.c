@@ -563,7 +563,9 @@ static hl_status next_batch(void *ctx, int64_t step, hl_error *err)
     (void)step;
     run *r = ctx;
     for (int b = 0; b < r->B; b++) {
-        const double u = hl_rng_uniform(&r->data_rng);
+        /* 53 bits in either build: a float build's 24 would reach only 2^24
+         * of a longer text's window starts */
+        const double u = (double)(hl_rng_next(&r->data_rng) >> 11) * 0x1.0p-53;
         /* A window is T + 1 tokens: it starts anywhere in 0..size-T-1. */
         r->offsets[b] = r->doc_starts ? (size_t)r->doc_starts[hl_docs_draw(r->doc_windows, u)]
                                       : (size_t)(u * (double)(r->train.size - (size_t)r->T));
@@ -1036,26 +1038,21 @@ static void load_tokens(run *r)
                 r->o.tokens, r->o.tokens);
         hl_dist_abort(2);
     }
-    char *model_vocab = r->vocab ? hl_vocab_format(r->vocab)
-                                 : hl_vocab_format(hl_token_file_vocab(r->files[0]));
-    if (!model_vocab) {
-        fprintf(stderr, "charlm: out of memory\n");
-        hl_dist_abort(1);
-    }
-    /* Resuming: the files must speak the checkpoint's vocabulary (its stored
-     * string and its size). A new run takes the file's own. */
-    if (r->vocab && (hl_token_vocab_hash(model_vocab, strlen(model_vocab)) != train->vocab_hash ||
+    /* Resuming or fine-tuning: the files must speak the model's vocabulary
+     * (the same tokens, and its size). A new run takes the file's own. */
+    if (r->vocab && (!hl_vocab_same_tokens(r->vocab, hl_token_file_vocab(r->files[0])) ||
                      (int64_t)train->vocab_size != hl_vocab_size(r->vocab))) {
         const char *from = r->o.resume ? r->o.resume : r->o.init_from;
         fprintf(stderr, "charlm: %s/train.tok was made with another vocabulary than the "
                 "model's in %s (tokenize it with --vocab-from %s)\n", r->o.tokens, from, from);
         hl_dist_abort(2);
     }
-    if (!r->vocab && !(r->vocab = hl_vocab_parse(model_vocab, &err))) {
-        fprintf(stderr, "charlm: %s\n", err.message);
+    char *file_vocab = r->vocab ? NULL : hl_vocab_format(hl_token_file_vocab(r->files[0]));
+    if (!r->vocab && !(file_vocab && (r->vocab = hl_vocab_parse(file_vocab, &err)))) {
+        fprintf(stderr, "charlm: %s\n", file_vocab ? err.message : "out of memory");
         hl_dist_abort(1);
     }
-    free(model_vocab);
+    free(file_vocab);
     r->train = (text_span){.file = r->files[0], .size = (size_t)train->n_tokens};
     r->val = (text_span){.file = r->files[1],
                          .size = (size_t)hl_token_file_header(r->files[1])->n_tokens};
@@ -1344,6 +1341,11 @@ static hl_status read_earlier_points(run *r, size_t room, int *prior, hl_error *
     hl_csv_table t, h;
     if (read_log(r, "train.csv", &t, err) != HL_OK)
         return err->status;
+    /* seconds go on from the last row kept, the checkpoint's */
+    const int c_seconds = hl_csv_column(&t, "seconds");
+    const double seconds = t.n_rows && c_seconds >= 0
+                               ? hl_csv_value(&t, t.n_rows - 1, c_seconds) : 0;
+    r->seconds_before = isfinite(seconds) && seconds > 0 ? seconds : 0;
     if (read_log(r, "heads.csv", &h, err) != HL_OK) {
         hl_csv_table_free(&t);
         return err->status;
@@ -1374,11 +1376,6 @@ static hl_status read_earlier_points(run *r, size_t room, int *prior, hl_error *
         r->curve[CURVE_PREVIOUS][i] = best[2];
     }
     *prior = (int)t.n_rows;
-    /* seconds go on from the last row kept, the checkpoint's */
-    const int c_seconds = hl_csv_column(&t, "seconds");
-    const double seconds = t.n_rows && c_seconds >= 0
-                               ? hl_csv_value(&t, t.n_rows - 1, c_seconds) : 0;
-    r->seconds_before = isfinite(seconds) && seconds > 0 ? seconds : 0;
     hl_csv_table_free(&t);
     hl_csv_table_free(&h);
     return HL_OK;

@@ -14,11 +14,6 @@
 
 static const char *const keys[3] = {"bos_token_id", "eos_token_id", "pad_token_id"};
 
-static hl_hf_id_list *list_of(hl_hf_token_ids *ids, int k)
-{
-    return k == 0 ? &ids->bos : k == 1 ? &ids->eos : &ids->pad;
-}
-
 static bool is_id(const cJSON *v)
 {
     return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) &&
@@ -60,10 +55,11 @@ hl_status hl_hf_token_ids_parse(const char *json, size_t len, const char *what,
                             root ? "" : ")");
     }
     hl_hf_token_ids read = *ids;
+    hl_hf_id_list *lists[3] = {&read.bos, &read.eos, &read.pad};
     hl_status st = HL_OK;
     for (int k = 0; k < 3 && st == HL_OK; k++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, keys[k]);
-        if (v && !read_list(v, list_of(&read, k)))
+        if (v && !read_list(v, lists[k]))
             st = hl_error_set(err, HL_ERR_FORMAT, "%s: \"%s\" must be null, a token id or a "
                               "list of at most %d", what, keys[k], HL_HF_IDS_MAX);
     }
@@ -115,9 +111,9 @@ bool hl_hf_token_ids_has_eos(const hl_hf_token_ids *ids, int id)
 
 bool hl_hf_token_ids_add(cJSON *obj, const hl_hf_token_ids *ids)
 {
-    hl_hf_token_ids copy = *ids;
+    const hl_hf_id_list *lists[3] = {&ids->bos, &ids->eos, &ids->pad};
     for (int k = 0; k < 3; k++) {
-        const hl_hf_id_list *l = list_of(&copy, k);
+        const hl_hf_id_list *l = lists[k];
         cJSON *v = l->n == 0 ? cJSON_CreateNull()
                    : l->n == 1 ? cJSON_CreateNumber(l->id[0])
                                : cJSON_CreateIntArray(l->id, l->n);

@@ -39,6 +39,7 @@ static hl_head_scores score_maps(const int32_t *x, const hl_tensor *attn, const 
 static int previous(int t, const int32_t *x) { (void)x; return t ? t - 1 : 0; }
 static int first(int t, const int32_t *x) { (void)x, (void)t; return 0; }
 static int self(int t, const int32_t *x) { (void)x; return t; }
+static int two_back(int t, const int32_t *x) { (void)x; return t > 1 ? t - 2 : 0; }
 /* The earlier occurrence of x_t (text 1 2 3 4 1 2 3 4), else 0. */
 static int duplicate(int t, const int32_t *x) { return t >= 4 && x[t - 4] == x[t] ? t - 4 : 0; }
 /* The token after x_t's earlier occurrence. */
@@ -87,43 +88,59 @@ END_TEST
 
 START_TEST(test_uniform_attention_entropy_and_probe_induction)
 {
-    enum { T = 7 };
-    const int32_t x[T] = {9, 1, 2, 3, 1, 2, 3}; /* BOS 9, then n = 3 tokens twice */
+    enum { T = 9 };
+    const int32_t x[T] = {9, 1, 2, 3, 4, 1, 2, 3, 4}; /* BOS 9, then n = 4 tokens twice */
     hl_tensor *a = hl_tensor_new("attn", 4, (int[]){1, 1, T, T}, false);
     for (int t = 0; t < T; t++)
         for (int j = 0; j <= t; j++)
             a->data[t * T + j] = (hl_real)(1.0 / (t + 1));
-    const hl_repeat probe = {.begin = 4, .end = T, .lag = 3};
+    const hl_repeat probe = {.begin = 5, .end = T, .lag = 4};
     hl_head_scores s = score_maps(x, a, &probe);
     double entropy = 0, self = 0, induction = 0;
     for (int t = 1; t < T; t++) {
         entropy += log(t + 1) / (T - 1);
         self += 1.0 / (t + 1) / (T - 1);
     }
-    for (int t = 4; t < T; t++)
-        induction += 1.0 / (t + 1) / 3;
+    for (int t = 5; t < T; t++)
+        induction += 1.0 / (t + 1) / 4;
     ck_assert_double_eq_tol(s.v[HL_DETECT_ENTROPY], entropy, 1e-6);
     ck_assert_double_eq_tol(s.v[HL_DETECT_SELF], self, 1e-6);
     ck_assert_double_eq_tol(s.v[HL_DETECT_INDUCTION], induction, 1e-6);
     /* The probe's induction target: t -> t - lag + 1 on its queries. */
     memset(a->data, 0, sizeof(hl_real) * a->numel);
     for (int t = 0; t < T; t++)
-        a->data[t * T + (t >= 4 ? t - 2 : 0)] = 1;
+        a->data[t * T + (t >= 5 ? t - 3 : 0)] = 1;
     s = score_maps(x, a, &probe);
     ck_assert_double_eq_tol(s.v[HL_DETECT_INDUCTION], 1, 1e-12);
     s = score_maps(x, a, &(hl_repeat){0});
     ck_assert(isnan(s.v[HL_DETECT_INDUCTION])); /* no repeat known: nothing measured */
-    /* Halves of 2 and 1 tokens: the induction target is the previous token
-     * or the query itself, no score of its own (before: prev's or self's). */
-    const int32_t x2[5] = {9, 1, 2, 1, 2};
-    for (int lag = 1; lag <= 2; lag++) {
-        hl_tensor *b = one_hot_attention(5, previous, x2);
-        s = score_maps(x2, b, &(hl_repeat){.begin = 5 - lag, .end = 5, .lag = lag});
+    /* Halves of 3, 2 and 1 tokens: the induction target is the two-back or
+     * the previous token or the query itself, no score of its own (before:
+     * 2back's, prev's or self's). */
+    const int32_t x2[7] = {9, 1, 2, 3, 1, 2, 3};
+    for (int lag = 1; lag <= 3; lag++) {
+        hl_tensor *b = one_hot_attention(7, lag == 3 ? two_back : previous, x2);
+        s = score_maps(x2, b, &(hl_repeat){.begin = 7 - lag, .end = 7, .lag = lag});
         ck_assert_msg(isnan(s.v[HL_DETECT_INDUCTION]), "lag %d: %g", lag,
                       s.v[HL_DETECT_INDUCTION]);
-        ck_assert_double_eq_tol(s.v[HL_DETECT_PREVIOUS], 1, 1e-12);
+        ck_assert_double_eq_tol(s.v[lag == 3 ? HL_DETECT_TWO_BACK : HL_DETECT_PREVIOUS], 1,
+                                1e-12);
         hl_tensor_free(b);
     }
+    /* On text likewise: a copy two back (x = 1 2 3 1) points induction at the
+     * two-back token, left out (NaN: no query has a match); three back
+     * (1 2 3 4 1) counts. */
+    const int32_t near[5] = {1, 2, 3, 1, 5}, far[5] = {1, 2, 3, 4, 1};
+    hl_tensor *b = one_hot_attention(5, two_back, near);
+    s = score_maps(near, b, NULL);
+    ck_assert(isnan(s.v[HL_DETECT_INDUCTION]));
+    hl_tensor_free(b);
+    b = one_hot_attention(5, first, far);
+    for (int j = 0; j < 5; j++)
+        b->data[4 * 5 + j] = j == 1;
+    s = score_maps(far, b, NULL);
+    ck_assert_double_eq_tol(s.v[HL_DETECT_INDUCTION], 1, 1e-12);
+    hl_tensor_free(b);
     hl_detector_sums bad;
     hl_detector_sums_begin(&bad, 2);
     hl_error err = {0};

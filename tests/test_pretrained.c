@@ -533,8 +533,14 @@ START_TEST(test_post_processor_template)
         free(t);
     }
     free(s);
+    /* without a template: the same tokens either way, and the same tokens as
+     * the templated one (a token file made before templates were kept) */
+    hl_vocab *plain = load_ok(LLAMA3_STYLE), *gpt2 = load_ok(GPT2_DIR "/tokenizer.json");
+    ck_assert(hl_vocab_same_tokens(v, plain) && hl_vocab_same_tokens(plain, v));
+    ck_assert(!hl_vocab_same_tokens(v, gpt2));
+    hl_vocab_free(plain);
+    hl_vocab_free(gpt2);
     hl_vocab_free(v);
-    /* without a template: the same tokens either way */
     v = load_ok(LLAMA3_STYLE);
     ck_assert(hl_vocab_encode_input(v, (const unsigned char *)"hello world", 11, &ids, &n,
                                     &err) == HL_OK);
@@ -550,8 +556,15 @@ START_TEST(test_post_processor_template)
         {TEMPLATE(SPECIAL("<|begin_of_text|>"), BOS_IDS), "no Sequence A"},
         {TEMPLATE(SPECIAL("x") "," INPUT("A"), "\"x\":{\"id\":\"x\",\"ids\":[999]}"),
          "id 999 is not a token of 0..265"},
-        {"{\"type\":\"Sequence\",\"processors\":[" TEMPLATE(INPUT("A"), "") ","
-         TEMPLATE(INPUT("A"), "") "]}", "not supported"},
+        {"{\"type\":\"Sequence\",\"processors\":[" TEMPLATE(INPUT("A"), "") "]}",
+         "post_processor Sequence is not supported"},
+        {"{\"type\":\"Sequence\",\"processors\":[{\"type\":\"TemplateProcessing\",\"single\":["
+         INPUT("A") "]},{\"type\":\"TemplateProcessing\",\"single\":[" INPUT("A") "]}]}",
+         "a second TemplateProcessing"},
+        {"{\"type\":\"Sequence\",\"processors\":[{\"type\":\"TemplateProcessing\",\"single\":["
+         INPUT("A") "]},{\"type\":\"RobertaProcessing\"}]}",
+         "post_processor RobertaProcessing is not supported"},
+        {"7", "post_processor has no type"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         write_with_post_processor(dir, refused[i][0]);

@@ -24,7 +24,7 @@
 
 #include "text/pretrained_impl.h"
 
-char *hl_pretrained_format(const hl_vocab *v)
+char *hl_pretrained_format(const hl_vocab *v, bool with_template)
 {
     const struct hl_pretrained *p = v->pretrained;
     const size_t pattern_len = strlen(p->pattern);
@@ -39,7 +39,7 @@ char *hl_pretrained_format(const hl_vocab *v)
     at += sprintf(at, "\nignore_merges %d%s", p->ignore_merges ? 1 : 0,
                   p->nfc ? "\nnormalizer NFC" : "");
     const hl_pretrained_template *tp = &p->template;
-    if (tp->n) {
+    if (tp->n && with_template) {
         at += sprintf(at, "\ntemplate");
         for (int i = 0; i <= tp->n; i++) {
             if (i == tp->before)

@@ -88,8 +88,8 @@ void hl_pretrained_spec_free(hl_pretrained_spec *spec);
 /* The vocabulary of spec, checked: no gap in the ids, no empty piece, every
  * single byte a piece, each merge's parts and result pieces (so no result
  * longer than the longest piece), no pair merged twice, a pattern PCRE2
- * compiles, the template's ids tokens. Messages begin with the part's spec->*_at; HL_ERR_FORMAT (HL_ERR_NOMEM
- * when out of memory). */
+ * compiles, the template's ids tokens. Messages begin with the part's
+ * spec->*_at; HL_ERR_FORMAT (HL_ERR_NOMEM when out of memory). */
 hl_vocab *hl_pretrained_build(const hl_pretrained_spec *spec, hl_error *err);
 void hl_pretrained_free(struct hl_pretrained *p);
 
@@ -98,11 +98,13 @@ int32_t hl_pretrained_piece_token(const hl_vocab *v, const unsigned char *s, siz
 /* The rank of the merge of left and right, or -1 when none merges them. */
 int32_t hl_pretrained_pair_rank(const struct hl_pretrained *p, int32_t left, int32_t right);
 
-/* hl_vocab_encode, hl_vocab_format, hl_vocab_cut's test and hl_vocab_merge
- * for a pretrained vocabulary (pretrained_encode.c, pretrained_format.c). */
+/* hl_vocab_encode, hl_vocab_format (with_template false: without the
+ * template line, for hl_vocab_same_tokens), hl_vocab_cut's test and
+ * hl_vocab_merge for a pretrained vocabulary (pretrained_encode.c,
+ * pretrained_format.c). */
 hl_status hl_pretrained_encode(const hl_vocab *v, const unsigned char *text, size_t n,
                                int32_t **tokens, size_t *n_tokens, hl_error *err);
-char *hl_pretrained_format(const hl_vocab *v);
+char *hl_pretrained_format(const hl_vocab *v, bool with_template);
 hl_vocab *hl_pretrained_parse(const char *s, hl_error *err);
 /* ---- importing (pretrained_load.c, pretrained_json.c) ---- */
 

@@ -279,14 +279,19 @@ static hl_status read_post_processor(const char *path, const cJSON *root,
     bool templated = false;
     for (const cJSON *one = sequence ? list->child : pp; one; one = sequence ? one->next : NULL) {
         type = field(one, "type");
-        const char *kind = cJSON_IsString(type) ? type->valuestring : "?";
+        if (!cJSON_IsString(type))
+            return hl_error_set(err, HL_ERR_FORMAT, "%s: post_processor%s has no type", path,
+                                sequence ? ".processors[...]" : "");
+        const char *kind = type->valuestring;
         if (!strcmp(kind, "ByteLevel"))
             continue;
-        if (strcmp(kind, "TemplateProcessing") || templated)
-            return hl_error_set(err, HL_ERR_FORMAT, "%s: post_processor %s%.40s is not "
-                                "supported (ByteLevel, TemplateProcessing, or a Sequence of "
-                                "them with one template)", path,
-                                templated ? "with a second " : "", kind);
+        if (strcmp(kind, "TemplateProcessing"))
+            return hl_error_set(err, HL_ERR_FORMAT, "%s: post_processor %.40s is not supported "
+                                "(ByteLevel, TemplateProcessing, or a Sequence of them)", path,
+                                kind);
+        if (templated)
+            return hl_error_set(err, HL_ERR_FORMAT, "%s: post_processor holds a second "
+                                "TemplateProcessing", path);
         if (read_template(path, one, &spec->template, err) != HL_OK)
             return err->status;
         templated = true;

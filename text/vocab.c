@@ -160,6 +160,16 @@ size_t hl_vocab_next_word(const unsigned char *text, size_t n, size_t i)
     return j + 1;
 }
 
+bool hl_vocab_same_tokens(const hl_vocab *a, const hl_vocab *b)
+{
+    char *x = a->pretrained ? hl_pretrained_format(a, false) : hl_vocab_format(a);
+    char *y = b->pretrained ? hl_pretrained_format(b, false) : hl_vocab_format(b);
+    const bool same = x && y && !strcmp(x, y);
+    free(x);
+    free(y);
+    return same;
+}
+
 hl_status hl_vocab_encode_input(const hl_vocab *v, const unsigned char *text, size_t n,
                                 int32_t **tokens, size_t *n_tokens, hl_error *err)
 {

@@ -152,6 +152,11 @@ size_t hl_vocab_cut(const hl_vocab *v, const unsigned char *text, size_t n, size
  * BPE chunk of 4 GiB or more, or a pretrained regex that PCRE2 gives up on). */
 hl_status hl_vocab_encode(const hl_vocab *v, const unsigned char *text, size_t n,
                           int32_t **tokens, size_t *n_tokens, hl_error *err);
+/* Whether a and b give every text the same tokens (hl_vocab_encode's): the
+ * same stored form, but for a pretrained tokenizer's template, which
+ * hl_vocab_encode_input alone reads (a token file made before templates were
+ * kept speaks its folder's vocabulary). False when out of memory. */
+bool hl_vocab_same_tokens(const hl_vocab *a, const hl_vocab *b);
 /* hl_vocab_encode's tokens of one input to a model, inside the special tokens
  * the tokenizer's post-processor puts around it (a tokenizer.json's
  * TemplateProcessing; none for every other vocabulary). */

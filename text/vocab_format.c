@@ -12,7 +12,7 @@
 char *hl_vocab_format(const hl_vocab *v)
 {
     if (v->pretrained)
-        return hl_pretrained_format(v);
+        return hl_pretrained_format(v, true);
     /* Without a merge BPE is the bytes, and is stored as they are (a model
      * stores no vocabulary of 256 tokens, and a token file's must match). */
     if (v->merge && hl_vocab_size(v) > HL_VOCAB_BYTES)

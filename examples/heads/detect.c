@@ -279,12 +279,16 @@ static void print_induction_circuit(const hl_gpt *m, const hl_head_scores *s, co
     const int N = hl_gpt_total_heads(c);
     int best_l = -1, best_h = -1;
     for (int l = 1; l < c->n_layers; l++)
-        for (int h = 0; h < hl_gpt_layer_heads(c, l); h++)
-            if (best_l < 0 || s[l * c->n_heads + h].v[HL_DETECT_INDUCTION] >
-                                  s[best_l * c->n_heads + best_h].v[HL_DETECT_INDUCTION])
+        for (int h = 0; h < hl_gpt_layer_heads(c, l); h++) {
+            const double v = s[l * c->n_heads + h].v[HL_DETECT_INDUCTION];
+            if (!isnan(v) &&
+                (best_l < 0 || v > s[best_l * c->n_heads + best_h].v[HL_DETECT_INDUCTION]))
                 best_l = l, best_h = h;
-    if (best_l < 0)
+        }
+    if (best_l < 0) { /* no induction score: a probe too short to tell one */
+        printf("\nno induction head: the probe gives no induction score\n");
         return;
+    }
     char name[HL_HEAD_NAME_MAX], src[HL_HEAD_NAME_MAX], roles[128];
     const int j = hl_gpt_head_index(c, best_l, best_h);
     printf("\nbest induction head %s (induction %.3f); its strongest K-composition sources:\n",

@@ -11,8 +11,10 @@ int heads_rank(const study *s, const double *raw, const double *norm, scored_hea
 {
     const hl_gpt_config *c = &s->m->cfg;
     int *order = malloc(sizeof *order * (size_t)c->n_layers * c->n_heads);
-    if (!order)
-        heads_bad_input("out of memory");
+    if (!order) {
+        fprintf(stderr, "heads: out of memory\n");
+        exit(1);
+    }
     const int n = hl_heads_importance_order(c, norm, order);
     for (int i = 0; i < n; i++)
         out[i] = (scored_head){order[i] / c->n_heads, order[i] % c->n_heads, norm[order[i]],
