@@ -47,7 +47,12 @@ hl_status hl_patch_induction_task(const hl_gpt *m, int sequences, int bos, int l
     const int start = bos >= 0 ? 1 : 0, fit = (c->n_ctx - start) / 2;
     const int half = fit < HL_REPEAT_HALF_MAX ? fit : HL_REPEAT_HALF_MAX, T = start + 2 * half;
     *buf = NULL;
-    if (half < 3 || sequences < 1 || lo < 0 || hi - lo < 2 || hi > c->vocab_in ||
+    if (half < 3)
+        return hl_error_set(err, HL_ERR_ARG, "induction task: the model's context of %d holds "
+                            "halves of %d token%s%s; the task needs 3 or more (a context of %d "
+                            "at least)", c->n_ctx, half, half == 1 ? "" : "s",
+                            bos >= 0 ? " after BOS" : "", 6 + start);
+    if (sequences < 1 || lo < 0 || hi - lo < 2 || hi > c->vocab_in ||
         hi > c->vocab_out || bos >= c->vocab_in)
         return hl_error_set(err, HL_ERR_ARG, "induction task: %d sequences of tokens %d..%d%s "
                             "do not fit a model of context %d and %d/%d tokens", sequences, lo,

@@ -849,6 +849,13 @@ START_TEST(test_program_bad_input)
         const char *args, *fragment;
     } cases[] = {
         {"ablate --model %s/none.safetensors", "none.safetensors"},
+        /* flags a command would ignore (accepted before) */
+        {"scores --model %s/toy/model.safetensors --seed 4", "scores does not read --seed"},
+        {"maps --model %s/toy/model.safetensors --text 3 --batch 2",
+         "maps does not read --batch"},
+        {"circuits --model %s/toy/model.safetensors --sequences 4 --timing-runs 2",
+         "circuits does not read --timing-runs"},
+        {"eval --model %s/toy/model.safetensors --text 3 --seed 1", "eval does not read --seed"},
         {"ablate --model %s/cut.safetensors", "cut.safetensors"},
         {"ablate --model %s/toy/model.safetensors --heads 2.0", "out of range"},
         {"ablate --model %s/toy/model.safetensors --heads 1.4", "out of range"},

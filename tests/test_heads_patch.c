@@ -74,6 +74,19 @@ static void check_pairs_file(const char *dir)
                  dir, task, dir, out, dir, task, dir, out);
         tu_run_ok(command);
     }
+    /* Texts that differ only in the scored answer: patching refuses (both
+     * runs score the same), the logit lens, which reads the clean run with
+     * the corrupted text's wrong token, does not (it refused before). */
+    const char *same = "--clean \"16 3 5 3 7\" --corrupt \"16 3 5 3 8\" --positions 3 "
+                       "--metric logit-diff";
+    snprintf(command, sizeof command, HL_BUILD_DIR "/heads patch --model "
+             "%s/toy/model.safetensors %s --out %s/same 2>&1", dir, same, dir);
+    char out_text[4096];
+    ck_assert_msg(tu_run(command, out_text, sizeof out_text) == 2 &&
+                  strstr(out_text, "nothing to restore"), "%s", out_text);
+    snprintf(command, sizeof command, HL_BUILD_DIR "/heads logit-lens --model "
+             "%s/toy/model.safetensors %s --out %s/same > /dev/null", dir, same, dir);
+    tu_run_ok(command);
     double gap[P], score[P][8], dla[P][8];
     int n[P];
     for (int i = 0; i < P; i++) {
@@ -251,6 +264,12 @@ START_TEST(test_heads_patch_bad_input)
              GPL_TEXT " --repeat --out %s/c3/ab 2>&1", work, work, work);
     ck_assert_msg(tu_run(command, out, sizeof out) == 2 &&
                       strstr(out, "--repeat: the model's 3 positions hold no span"),
+                  "%s", out);
+    /* nor an induction task: said so (the sequences and tokens were blamed) */
+    snprintf(command, sizeof command, HL_BUILD_DIR "/heads patch --model %s/c3/model.safetensors"
+             " --out %s/c3/p 2>&1", work, work);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 2 &&
+                      strstr(out, "context of 3 holds halves of 1 token; the task needs 3"),
                   "%s", out);
     static const struct {
         const char *args, *message;

@@ -382,6 +382,18 @@ START_TEST(test_bad_input)
     expect_exit(HL_BUILD_DIR "/heads eval --model " LLAMA, 2, "--text STR or --token-ids FILE");
     expect_exit(HL_BUILD_DIR "/heads generate --model " LLAMA " --prompt hi", 2,
                 "no vocabulary");
+    /* report's probe takes --sequences on a folder without a tokenizer too
+     * (it kept 100, as on a toy model, where the flag sizes the test set) */
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/heads report --model " LLAMA " --text \"1 2 3 1 2 3\" --sequences 2 "
+             "--out %s/rep > /dev/null && grep -c '2 sequences of' %s/rep/report.html",
+             temp_dir, temp_dir);
+    tu_run_ok(command);
+    /* one answer, with or without --data (each asked for the other before) */
+    expect_exit(HL_BUILD_DIR "/heads ablate --model " LLAMA, 2,
+                "has no tokenizer headlab reads");
+    expect_exit(HL_BUILD_DIR "/heads importance --model " LLAMA " --data tests/main.c", 2,
+                "has no tokenizer headlab reads");
     snprintf(command, sizeof command, "printf '1 2 3\\n4 5\\n' > %s/bad.txt && "
              HL_BUILD_DIR "/heads eval --model " LLAMA " --token-ids %s/bad.txt", temp_dir,
              temp_dir);

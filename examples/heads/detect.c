@@ -45,7 +45,7 @@ static model_in open_model(const options *o)
                              : (hl_probe_opts){.bos = toy ? HL_TOY_BOS : -1, .seed = 12345};
     /* --sequences: the probe's size, but report's evaluation set on a toy
      * model (scores and circuits have no evaluation set). */
-    if (o->sequences_given && (in.meta.vocab || o->cmd != CMD_REPORT))
+    if (o->sequences_given && (!toy || o->cmd != CMD_REPORT))
         in.probe.sequences = o->sequences;
     return in;
 }

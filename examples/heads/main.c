@@ -151,12 +151,13 @@ static const char *first_given(const hl_opt *opts, const char *const *names)
     return NULL;
 }
 
+static const char *const command_names[CMD_COUNT] = {
+    "ablate", "importance", "prune", "scores", "maps", "circuits", "report",
+    "eval", "generate", "export", "patch", "paths", "attrib", "logit-lens"};
+
 static command parse_command(int argc, char **argv)
 {
-    static const char *const names[CMD_COUNT] = {"ablate", "importance", "prune", "scores",
-                                                 "maps", "circuits", "report", "eval",
-                                                 "generate", "export", "patch", "paths",
-                                                 "attrib", "logit-lens"};
+    const char *const *names = command_names;
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
         return CMD_COUNT; /* the usage, printed by parse_options */
     /* The message and where to read more, not the whole usage. */
@@ -170,6 +171,38 @@ static command parse_command(int argc, char **argv)
     heads_bad_input("unknown command %s (scores, maps, circuits, report, ablate, importance, "
                     "prune, eval, generate, export, patch, paths, attrib or logit-lens; heads "
                     "--help for the rest)", argv[1]);
+}
+
+#define ON(c) (1u << (c))
+#define PATCHING (ON(CMD_PATCH) | ON(CMD_PATHS) | ON(CMD_ATTRIB) | ON(CMD_LOGIT_LENS))
+#define STUDY (ON(CMD_ABLATE) | ON(CMD_IMPORTANCE) | ON(CMD_PRUNE) | ON(CMD_REPORT))
+
+/* The flags that only some commands read: given to another, one would be
+ * ignored, so it is refused (exit 2), naming the commands that read it. */
+static void check_flag_commands(const options *o, const hl_opt *opts)
+{
+    static const struct {
+        const char *flag;
+        unsigned commands;
+        const char *readers;
+    } rules[] = {
+        {"seed", STUDY | ON(CMD_GENERATE) | PATCHING,
+         "ablate, importance, prune and report (toy models), generate, and the induction task "
+         "of patch, paths, attrib and logit-lens"},
+        {"sequences", STUDY | ON(CMD_SCORES) | ON(CMD_CIRCUITS) | PATCHING,
+         "ablate, importance, prune, report, scores, circuits, patch, paths, attrib and "
+         "logit-lens"},
+        {"batch", STUDY, "ablate, importance, prune and report"},
+        {"windows", STUDY | ON(CMD_SCORES), "ablate, importance, prune, report and scores"},
+        {"timing-runs", ON(CMD_PRUNE) | ON(CMD_REPORT), "prune and report"},
+        {"data", STUDY | ON(CMD_SCORES) | ON(CMD_MAPS),
+         "ablate, importance, prune, report, scores and maps"},
+    };
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
+        if (first_given(opts, (const char *const[]){rules[i].flag, NULL}) &&
+            !(rules[i].commands & ON(o->cmd)))
+            heads_bad_input("%s does not read --%s (%s do)", command_names[o->cmd],
+                            rules[i].flag, rules[i].readers);
 }
 
 /* The combinations of flags that make no sense; exits 2 on one. */
@@ -230,6 +263,7 @@ static void check_combinations(const options *o, const hl_opt *opts)
             heads_bad_input("eval needs its input: --text STR or --token-ids FILE");
         if (o->cmd == CMD_EXPORT && (o->text || o->token_ids))
             heads_bad_input("export writes the model alone: drop --text and --token-ids");
+        check_flag_commands(o, opts);
         return;
     }
     if (o->token_ids)
@@ -263,6 +297,7 @@ static void check_combinations(const options *o, const hl_opt *opts)
         heads_bad_input("prune needs --heads L.H,... (or --curve)");
     if (o->curve && o->heads)
         heads_bad_input("prune --curve chooses the heads itself; drop --heads");
+    check_flag_commands(o, opts);
 }
 
 static options parse_options(int argc, char **argv)

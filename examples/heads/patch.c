@@ -216,12 +216,15 @@ static patch_in open_patch_model(const options *o)
     else
         induction_task(o, &in);
     in.t.metric = o->metric_diff ? HL_METRIC_LOGIT_DIFF : HL_METRIC_LOSS;
-    double clean, corrupt;
-    if (hl_patch_baselines(in.m, &in.t, &clean, &corrupt, &err) != HL_OK)
+    double clean = NAN, corrupt = NAN;
+    /* The logit lens reads the clean run alone (the corrupted text gives the
+     * wrong tokens): two runs that score the same leave it its work. */
+    if (hl_patch_baselines(in.m, &in.t, &clean, &corrupt, &err) != HL_OK &&
+        !(o->cmd == CMD_LOGIT_LENS && !isnan(clean) && !isnan(corrupt)))
         heads_bad_input("%s", err.message);
     printf("%s\n%s\n%s: clean %.4f, corrupted %.4f (scores: 0 = as corrupted, 1 = as clean)\n",
            o->model, in.what, o->metric_diff ? "logit difference" : "loss", clean, corrupt);
-    if (fabs(clean - corrupt) < 0.05)
+    if (fabs(clean - corrupt) < 0.05 && o->cmd != CMD_LOGIT_LENS)
         printf("note: the runs differ by %.4f only; every score below is a ratio to that "
                "difference, and small changes make large ratios\n", fabs(clean - corrupt));
     return in;

@@ -184,6 +184,13 @@ study heads_open_study(const options *o)
     if (c->n_heads > HL_HEADS_MAX)
         heads_bad_input("%s has %d heads per layer; this program handles up to %d", o->model,
                   c->n_heads, HL_HEADS_MAX);
+    /* A pretrained folder without a tokenizer headlab reads has no text to
+     * evaluate on: say so once, rather than ask for --data and refuse it. */
+    if (!strcmp(s.meta.task, "pretrained") && !s.meta.vocab)
+        heads_bad_input("%s has no tokenizer headlab reads (%s): ablate, importance and prune "
+                        "evaluate on text in its tokens; scores, circuits, the patching "
+                        "commands and eval --token-ids work without one", o->model,
+                        s.meta.vocab_note);
     if (o->data) {
         if (!strcmp(s.meta.task, "toy_heads"))
             heads_bad_input("%s is a toy_heads model, evaluated on the toy task: drop --data",
