@@ -1007,6 +1007,11 @@ static void load_text(run *r)
         hl_dist_abort(1);
     }
     free(text);
+    if (r->o.vocab && !r->o.resume && hl_vocab_size(r->vocab) < r->o.vocab && r->lead)
+        printf("note: --vocab %d: the text gives %d tokens (%s)\n", r->o.vocab,
+               hl_vocab_size(r->vocab), r->o.tokenizer && !strcmp(r->o.tokenizer, "bpe")
+                                            ? "no more pairs occur twice"
+                                            : "it has no more words");
     r->train = (text_span){.tokens = r->tokens[0], .size = n[0]};
     r->val = (text_span){.tokens = r->tokens[1], .size = n[1]};
 }
