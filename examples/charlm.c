@@ -396,7 +396,9 @@ static options parse_options(int argc, char **argv)
         hl_cli_bad_input("charlm", "--no-mlp with --mlp %s", o.mlp);
     if (o.no_layernorm && o.norm_given && strcmp(o.norm, "none"))
         hl_cli_bad_input("charlm", "--no-layernorm with --norm %s", o.norm);
-    if (o.rope_base_given && strcmp(o.pos, "rope"))
+    /* (A checkpoint's or a pretrained model's positions are its own: the
+     * refusal below says so, whatever --pos says.) */
+    if (o.rope_base_given && strcmp(o.pos, "rope") && !o.resume && !o.init_from)
         hl_cli_bad_input("charlm", "--rope-base belongs to --pos rope (--pos is %s)", o.pos);
     const bool architecture = o.model_given || o.norm_given || o.mlp_given ||
                               o.rope_base_given || o.tie || o.smear || o.no_mlp ||

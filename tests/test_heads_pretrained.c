@@ -314,7 +314,7 @@ START_TEST(test_eos_generate_finetune_export)
 {
     make_folder();
     const int eos = greedy_after_prompt();
-    char command[1024], out[16384];
+    char command[2048], out[16384];
     const int other = eos == 3 ? 4 : 3; /* a second id in the list */
     snprintf(command, sizeof command, "printf '{\"eos_token_id\": [%d, %d]}' > "
              "%s/llama/generation_config.json", eos, other, temp_dir);

@@ -61,17 +61,18 @@ static const hl_usage usage = {
         "              repeated once: toy models 15 of their 16 tokens after BOS, charlm\n"
         "              models n_ctx/2 letters a..z, or learnt words for a model of\n"
         "              charlm --vocab), with --data also on windows of the text:\n"
-        "              previous_token A[t,t-1];\n"
+        "              previous_token A[t,t-1]; two_back A[t,t-2];\n"
         "              duplicate_token, attention to earlier copies of the query's token;\n"
         "              induction, on the probe attention from\n"
         "              a second-half token to the token after its first occurrence, on text\n"
-        "              to tokens after earlier copies of the query's token; copying, from\n"
+        "              to tokens after copies of the query's token 4 or more back; copying, from\n"
         "              the weights: sum(l)/sum(|l|) over the eigenvalues l of the OV circuit\n"
         "              W_U W_O W_V W_E (Olsson et al. 2022; +1 = raises the logit of the\n"
         "              token attended to); first_token A[t,0]; local, within 3 back; self;\n"
         "              entropy (nats). Role thresholds: previous-token >= 0.5,\n"
-        "              duplicate-token >= 0.5, induction >= 0.3, copying >= 0.5,\n"
-        "              first-token >= 0.5, local >= 0.7 (not previous-token), self >= 0.5.\n"
+        "              two-back >= 0.5, duplicate-token >= 0.5, induction >= 0.3,\n"
+        "              copying >= 0.5, first-token >= 0.5, local >= 0.7 (neither\n"
+        "              previous-token nor two-back), self >= 0.5.\n"
         "              The _tl columns: previous-token, duplicate-token and induction as\n"
         "              TransformerLens's detect_head computes them (\"mul\": sum(A*P)/sum(A)\n"
         "              over every row, the mean over sequences; no role thresholds).\n"
@@ -181,27 +182,29 @@ static command parse_command(int argc, char **argv)
  * ignored, so it is refused (exit 2), naming the commands that read it. */
 static void check_flag_commands(const options *o, const hl_opt *opts)
 {
-    static const struct {
+    const struct {
         const char *flag;
         unsigned commands;
         const char *readers;
     } rules[] = {
         {"seed", STUDY | ON(CMD_GENERATE) | PATCHING,
          "ablate, importance, prune and report (toy models), generate, and the induction task "
-         "of patch, paths, attrib and logit-lens"},
+         "of patch, paths, attrib and logit-lens read it"},
         {"sequences", STUDY | ON(CMD_SCORES) | ON(CMD_CIRCUITS) | PATCHING,
          "ablate, importance, prune, report, scores, circuits, patch, paths, attrib and "
-         "logit-lens"},
-        {"batch", STUDY, "ablate, importance, prune and report"},
-        {"windows", STUDY | ON(CMD_SCORES), "ablate, importance, prune, report and scores"},
-        {"timing-runs", ON(CMD_PRUNE) | ON(CMD_REPORT), "prune and report"},
+         "logit-lens read it"},
+        {"batch", STUDY, "ablate, importance, prune and report read it"},
+        {"windows", STUDY | ON(CMD_SCORES), "ablate, importance, prune, report and scores read it"},
+        {"timing-runs", ON(CMD_PRUNE) | (o->curve ? ON(CMD_REPORT) : 0),
+         "prune and report --curve read it"},
+        {"out", ~ON(CMD_GENERATE), "generate writes no file"},
         {"data", STUDY | ON(CMD_SCORES) | ON(CMD_MAPS),
-         "ablate, importance, prune, report, scores and maps"},
+         "ablate, importance, prune, report, scores and maps read it"},
     };
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
         if (first_given(opts, (const char *const[]){rules[i].flag, NULL}) &&
             !(rules[i].commands & ON(o->cmd)))
-            heads_bad_input("%s does not read --%s (%s do)", command_names[o->cmd],
+            heads_bad_input("%s does not read --%s (%s)", command_names[o->cmd],
                             rules[i].flag, rules[i].readers);
 }
 
@@ -325,7 +328,8 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_TEXT("heads", &o.heads, "L.H,...",
                        "heads by layer and head index, e.g. 1.3,0.2 or L1H3,L0H2"),
         HL_OPTION_TEXT("text", &o.text, "STR",
-                       "maps, report: the input (charlm: text, in the model's vocabulary)"),
+                       "maps, report, eval: the input (charlm: text, in the model's "
+                       "vocabulary)"),
         HL_OPTION_INT("offset", &o.offset, 0, 2147483647, "N",
                       "maps, report with --data: the token the input starts at"),
         HL_OPTION_TEXT("data", &o.data, "FILE",
