@@ -38,8 +38,9 @@ hl_status hl_tokenize_block(const hl_vocab *v, const unsigned char *text, size_t
         return hl_error_set(err, HL_ERR_NOMEM, "tokenize: out of memory");
     const size_t k = cut_chunks(v, text, n, chunk, last, p, max);
     /* The chunks' sizes are alike, so a dynamic schedule keeps both threads
-     * busy; the tokens do not depend on which thread encoded them. */
-#pragma omp parallel for schedule(dynamic, 1)
+     * busy; the tokens do not depend on which thread encoded them. A block
+     * of one chunk (a short document) runs without waking the team. */
+#pragma omp parallel for schedule(dynamic, 1) if (k > 1)
     for (long i = 0; i < (long)k; i++)
         hl_vocab_encode(v, text + p[i].begin, p[i].end - p[i].begin, &p[i].tokens,
                         &p[i].n_tokens, &p[i].err);
