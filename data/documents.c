@@ -93,6 +93,18 @@ size_t hl_docs_window_starts(const uint64_t *starts, size_t n_docs, size_t size,
     return lo;
 }
 
+uint64_t hl_docs_window_coverage(const uint64_t *starts, size_t k, size_t size, size_t window)
+{
+    uint64_t covered = 0, end = 0; /* the union of [start, start + window) */
+    for (size_t i = 0; i < k; i++) {
+        const uint64_t from = starts[i] > end ? starts[i] : end;
+        const uint64_t to = starts[i] + window < size ? starts[i] + window : size;
+        covered += to > from ? to - from : 0;
+        end = to > end ? to : end;
+    }
+    return covered;
+}
+
 size_t hl_docs_draw(size_t k, double u)
 {
     const size_t i = (size_t)(u * (double)k);

@@ -43,6 +43,11 @@ hl_status hl_docs_encode(const hl_vocab *v, const unsigned char *text, size_t si
  * size tokens: starts[0..k) with starts[i] + window <= size. */
 size_t hl_docs_window_starts(const uint64_t *starts, size_t n_docs, size_t size, size_t window);
 
+/* How many of the size tokens the windows from the first k starts read
+ * together: a document longer than the window is read in its first
+ * `window` tokens only, the rest of it never. */
+uint64_t hl_docs_window_coverage(const uint64_t *starts, size_t k, size_t size, size_t window);
+
 /* Which of the k documents hl_docs_window_starts allows a uniform u in [0,1)
  * picks (k > 0). */
 size_t hl_docs_draw(size_t k, double u);

@@ -1136,9 +1136,17 @@ static void setup_doc_windows(run *r)
                 "tokens before its end\n", r->T + 1);
         hl_dist_abort(2);
     }
+    /* Windows start at documents only, as the speedruns' aligned batches
+     * do: a document longer than the window is read in its first T + 1
+     * tokens, which the share below says. */
+    const double read = (double)hl_docs_window_coverage(r->doc_starts, r->doc_windows,
+                                                        r->train.size, (size_t)r->T + 1) /
+                        (double)r->train.size;
     if (r->lead)
-        printf("documents: %zu in the training text, %zu of them start a window\n", r->n_docs,
-               r->doc_windows);
+        printf("documents: %zu in the training text, %zu of them start a window; the windows "
+               "read %.1f%% of the training tokens%s\n", r->n_docs, r->doc_windows, 100 * read,
+               read < 0.999 ? " (a document longer than a window is read in its first "
+                              "--ctx + 1 tokens only)" : "");
 }
 
 /* Exits 2 when the text is too short for the context. */

@@ -46,6 +46,10 @@ START_TEST(test_documents_encode_and_windows)
     ck_assert_uint_eq(hl_docs_window_starts(starts, n_docs, n, 9), 2);
     ck_assert_uint_eq(hl_docs_window_starts(starts, n_docs, n, 28), 1);
     ck_assert_uint_eq(hl_docs_window_starts(starts, n_docs, n, 29), 0);
+    /* windows of 9 from 0 and 8 read 0..16; of 10 from 0, 8 and 21 (n 28):
+     * 0..17 and 21..27 */
+    ck_assert_uint_eq(hl_docs_window_coverage(starts, 2, n, 9), 17);
+    ck_assert_uint_eq(hl_docs_window_coverage(starts, 3, n, 10), 18 + 7);
     ck_assert_uint_eq(hl_docs_draw(2, 0), 0);
     ck_assert_uint_eq(hl_docs_draw(2, 0.99), 1);
     /* the ids of positions 6..25: a new id at 8, 21 and 23 */
