@@ -1145,8 +1145,9 @@ static void setup_doc_windows(run *r)
     if (r->lead)
         printf("documents: %zu in the training text, %zu of them start a window; the windows "
                "read %.1f%% of the training tokens%s\n", r->n_docs, r->doc_windows, 100 * read,
-               read < 0.999 ? " (a document longer than a window is read in its first "
-                              "--ctx + 1 tokens only)" : "");
+               read < 0.999 ? " (they start at documents only: a document longer than a window "
+                              "is read in its first --ctx + 1 tokens, and the last documents "
+                              "may leave no whole window)" : "");
 }
 
 /* Exits 2 when the text is too short for the context. */

@@ -35,6 +35,9 @@ static model_in open_model(const options *o)
         heads_bad_input("%s has %d heads per layer; this program handles up to %d", o->model,
                         c->n_heads, HL_HEADS_MAX);
     const bool toy = c->vocab_in == HL_TOY_VOCAB + 1 && c->vocab_out == HL_TOY_VOCAB;
+    if (o->data && !in.meta.vocab && !strcmp(in.meta.task, "pretrained"))
+        heads_bad_input("%s has no tokenizer headlab reads (%s): --data needs one to read the "
+                        "text in its tokens", o->model, in.meta.vocab_note);
     if (o->data && !in.meta.vocab)
         heads_bad_input("%s is not a text model (vocabulary %d in, %d out, and no \"vocab\" in "
                         "the file): --data needs a charlm model", o->model, c->vocab_in,
@@ -422,6 +425,9 @@ int heads_run_report(const options *o)
     study s = {0};
     if (toy || o->data)
         s = heads_open_study(o);
+    else if (o->curve && !in.meta.vocab)
+        heads_bad_input("--curve needs a text to evaluate on, and %s has no tokenizer headlab "
+                        "reads (%s)", o->model, in.meta.vocab_note);
     else if (o->curve)
         heads_bad_input("--curve on a text model needs --data FILE to evaluate on");
     int T;

@@ -182,17 +182,19 @@ static command parse_command(int argc, char **argv)
  * ignored, so it is refused (exit 2), naming the commands that read it. */
 static void check_flag_commands(const options *o, const hl_opt *opts)
 {
+    const unsigned curve = o->curve ? ON(CMD_PRUNE) | ON(CMD_REPORT) : 0;
     const struct {
         const char *flag;
         unsigned commands;
         const char *readers;
     } rules[] = {
-        {"seed", STUDY | ON(CMD_GENERATE) | PATCHING,
+        {"seed", STUDY | ON(CMD_GENERATE) | (o->clean || o->pairs ? 0 : PATCHING),
          "ablate, importance, prune and report (toy models), generate, and the induction task "
-         "of patch, paths, attrib and logit-lens read it"},
-        {"sequences", STUDY | ON(CMD_SCORES) | ON(CMD_CIRCUITS) | PATCHING,
-         "ablate, importance, prune, report, scores, circuits, patch, paths, attrib and "
-         "logit-lens read it"},
+         "of patch, paths, attrib and logit-lens (without --clean or --pairs) read it"},
+        {"sequences",
+         STUDY | ON(CMD_SCORES) | ON(CMD_CIRCUITS) | (o->clean || o->pairs ? 0 : PATCHING),
+         "ablate, importance, prune, report, scores, circuits, and the induction task of patch, "
+         "paths, attrib and logit-lens read it"},
         {"batch", STUDY, "ablate, importance, prune and report read it"},
         {"windows", STUDY | ON(CMD_SCORES), "ablate, importance, prune, report and scores read it"},
         {"timing-runs", ON(CMD_PRUNE) | (o->curve ? ON(CMD_REPORT) : 0),
@@ -200,6 +202,13 @@ static void check_flag_commands(const options *o, const hl_opt *opts)
         {"out", ~ON(CMD_GENERATE), "generate writes no file"},
         {"data", STUDY | ON(CMD_SCORES) | ON(CMD_MAPS),
          "ablate, importance, prune, report, scores and maps read it"},
+        {"repeat", ON(CMD_ABLATE) | ON(CMD_IMPORTANCE), "ablate and importance read it"},
+        {"token-ids", ON(CMD_EVAL), "eval reads it"},
+        {"step-fraction", curve, "prune and report with --curve read it"},
+        {"finetune", curve, "prune and report with --curve read it"},
+        {"lr", o->finetune ? curve : 0, "prune and report --curve with --finetune N read it"},
+        {"finetune-data", o->finetune ? curve : 0,
+         "prune and report --curve with --finetune N read it"},
     };
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
         if (first_given(opts, (const char *const[]){rules[i].flag, NULL}) &&

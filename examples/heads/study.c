@@ -188,8 +188,9 @@ study heads_open_study(const options *o)
      * evaluate on: say so once, rather than ask for --data and refuse it. */
     if (!strcmp(s.meta.task, "pretrained") && !s.meta.vocab)
         heads_bad_input("%s has no tokenizer headlab reads (%s): ablate, importance and prune "
-                        "evaluate on text in its tokens; scores, circuits, the patching "
-                        "commands and eval --token-ids work without one", o->model,
+                        "evaluate on text in its tokens; scores, maps, circuits, report, "
+                        "the patching commands, export and eval --token-ids work without one",
+                        o->model,
                         s.meta.vocab_note);
     if (o->data) {
         if (!strcmp(s.meta.task, "toy_heads"))
