@@ -53,6 +53,7 @@ typedef struct {
     int vocab, val_windows, kv_heads, rotary_dims;
     int copy_span;
     double lr, dropout, temperature, clip, emb_std, rope_base, copy_windows, muon_lr, decay_frac;
+    double beta1, beta2; /* AdamW's */
     bool no_mlp, no_layernorm, no_report, tie, smear, parallel, no_bias, no_head_bias, zero_init;
     bool ctx_given, muon_lr_given, decay_frac_given, copy_span_given;
     bool model_given, rope_base_given, mlp_given, norm_given; /* flags the user wrote */
@@ -76,8 +77,10 @@ static const hl_usage usage = {
  * soft-capped at 30, Muon on the hidden matrices with AdamW on the rest, a
  * short warm-up, then a stable, decay schedule. AdamW's rate (embeddings,
  * head, gains) is high, 1e-2: those parameters are few and take the largest
- * steps in the speedruns too. Muon's, 0.01, is half modded-nanogpt's 0.02:
- * lower beat higher at d 128 and at d 384
+ * steps in the speedruns too; its betas are modded-nanogpt's (0.8, 0.95):
+ * moments that forget faster. Muon's rate, 0.01, is half modded-nanogpt's
+ * 0.02: lower beat higher at d 128 and at d 384. The decay takes the last
+ * 0.8 of the steps: it beat 0.5 and 0.7 on the three texts tried, and 1 on two
  * (docs/studies/2026-11-26-speedrun-recipe.md). It sets defaults: flags
  * after it (or before) still override each one. Returns false for an
  * unknown name. */
@@ -94,9 +97,11 @@ static bool apply_preset(options *o, const char *name)
     o->optim = "muon";
     o->muon_lr = 0.01;
     o->lr = 1e-2;
+    o->beta1 = 0.8;
+    o->beta2 = 0.95;
     o->warmup = 20;
     o->schedule = "wsd";
-    o->decay_frac = 0.5;
+    o->decay_frac = 0.8;
     return true;
 }
 
@@ -105,9 +110,9 @@ static bool apply_preset(options *o, const char *name)
 static void print_preset(const options *o)
 {
     printf("preset %s: --pos %s --norm %s --mlp %s%s%s --softcap %g --optim %s --muon-lr %g "
-           "--lr %g --warmup %d --schedule %s", o->preset, o->pos, o->norm, o->mlp,
-           o->qk_norm ? " --qk-norm" : "", o->zero_init ? " --zero-init" : "", o->softcap,
-           o->optim, o->muon_lr, o->lr, o->warmup, o->schedule);
+           "--lr %g --beta1 %g --beta2 %g --warmup %d --schedule %s", o->preset, o->pos, o->norm,
+           o->mlp, o->qk_norm ? " --qk-norm" : "", o->zero_init ? " --zero-init" : "",
+           o->softcap, o->optim, o->muon_lr, o->lr, o->beta1, o->beta2, o->warmup, o->schedule);
     if (!strcmp(o->schedule, "wsd"))
         printf(" --decay-frac %g", o->decay_frac);
     printf("\n");
@@ -119,9 +124,10 @@ static void print_preset(const options *o)
  * fine-tuning), copy_span the copied spans' length when --copy-windows. */
 static void format_training(const options *o, int T, int copy_span, char *out, size_t size)
 {
-    int n = snprintf(out, size, "--optim %s --lr %.17g --muon-lr %.17g --warmup %d --schedule %s "
-                     "--decay-frac %.17g --clip %.17g --batch %d --ctx %d", o->optim, o->lr,
-                     o->muon_lr, o->warmup, o->schedule, o->decay_frac, o->clip, o->batch, T);
+    int n = snprintf(out, size, "--optim %s --lr %.17g --beta1 %.17g --beta2 %.17g "
+                     "--muon-lr %.17g --warmup %d --schedule %s --decay-frac %.17g --clip %.17g "
+                     "--batch %d --ctx %d", o->optim, o->lr, o->beta1, o->beta2, o->muon_lr,
+                     o->warmup, o->schedule, o->decay_frac, o->clip, o->batch, T);
     if (o->copy_windows > 0 && n > 0 && (size_t)n < size)
         n += snprintf(out + n, size - (size_t)n, " --copy-windows %.17g --copy-span %d",
                       o->copy_windows, copy_span);
@@ -132,8 +138,8 @@ static void format_training(const options *o, int T, int copy_span, char *out, s
 /* The flags format_training writes, the only ones read_training takes; all
  * but the last have a value. */
 static const char *const training_flags[] = {
-    "--optim", "--lr",    "--muon-lr",      "--warmup",      "--schedule",   "--decay-frac",
-    "--clip",  "--batch", "--ctx",          "--copy-windows", "--copy-span", "--doc-windows"};
+    "--optim", "--lr", "--beta1", "--beta2", "--muon-lr", "--warmup", "--schedule", "--decay-frac",
+    "--clip", "--batch", "--ctx", "--copy-windows", "--copy-span", "--doc-windows"};
 #define N_TRAINING_FLAGS (int)(sizeof training_flags / sizeof training_flags[0])
 
 /* 2 for a training flag with a value, 1 for --doc-windows, 0 for others. */
@@ -189,7 +195,8 @@ static options parse_options(int argc, char **argv)
         .d_model = 128, .heads = 4, .layers = 4, .eval_every = 200, .sample = 400, .lr = 1e-3,
         .temperature = 0.8, .clip = 1.0, .warmup = 100, .schedule = "cosine",
         .pos_init = "normal", .emb_std = 0.02, .pos = "learned", .norm = "layernorm",
-        .mlp = "gelu", .rope_base = 10000, .optim = "adamw", .muon_lr = 0.02, .decay_frac = 0.2};
+        .mlp = "gelu", .rope_base = 10000, .optim = "adamw", .muon_lr = 0.02, .decay_frac = 0.2,
+        .beta1 = 0.9, .beta2 = 0.99};
     options o = defaults;
     const hl_opt opts[] = {
         HL_OPTION_TEXT("data", &o.data, "FILE",
@@ -208,14 +215,16 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_TEXT("out", &o.out, "DIR", "where train.csv and checkpoint.safetensors go"),
         HL_OPTION_TEXT("resume", &o.resume, "CKPT",
                        "continue a run from its checkpoint (the model config comes from the "
-                       "checkpoint, and so do --optim, --lr, --muon-lr, --warmup, --schedule, "
-                       "--decay-frac, --clip, --batch, --ctx, --copy-windows, --copy-span and "
-                       "--doc-windows unless given; --steps is the new total)"),
+                       "checkpoint, and so do --optim, --lr, --beta1, --beta2, --muon-lr, "
+                       "--warmup, --schedule, --decay-frac, --clip, --batch, --ctx, "
+                       "--copy-windows, --copy-span and --doc-windows unless given; --steps is "
+                       "the new total)"),
         HL_OPTION_TEXT("preset", &o.preset, "NAME",
                        "speedrun: the recipe of today's small-GPT speedruns (rope, rmsnorm, "
                        "--qk-norm, --mlp relu2, --zero-init, --softcap 30, --optim muon, "
-                       "--muon-lr 0.01, --lr 1e-2, --warmup 20, --schedule wsd --decay-frac "
-                       "0.5), printed at the start; any of those flags given overrides it"),
+                       "--muon-lr 0.01, --lr 1e-2, --beta1 0.8, --beta2 0.95, --warmup 20, "
+                       "--schedule wsd --decay-frac 0.8), printed at the start; any of those "
+                       "flags given overrides it"),
         HL_OPTION_TEXT("init-from", &o.init_from, "DIR",
                        "fine-tune a pretrained model: a Hugging Face folder (GPT-2, Pythia, "
                        "Llama; config.json, model.safetensors and its tokenizer) or a headlab "
@@ -289,6 +298,10 @@ static options parse_options(int argc, char **argv)
                        "adamw or muon: Muon on the hidden matrices (attention q, k, v, out_proj, "
                        "MLP fc, proj), AdamW on the rest"),
         HL_OPTION_REAL("lr", &o.lr, 0, 10, "X", "peak learning rate of AdamW"),
+        HL_OPTION_REAL("beta1", &o.beta1, 0, 0.99999, "X",
+                       "AdamW's decay of its running mean of the gradient (PyTorch's betas[0])"),
+        HL_OPTION_REAL("beta2", &o.beta2, 0, 0.99999, "X",
+                       "AdamW's decay of its running mean of the squared gradient (betas[1])"),
         HL_OPTION_REAL("muon-lr", &o.muon_lr, 0, 10, "X", "peak learning rate of Muon's group",
                        .given = &o.muon_lr_given),
         HL_OPTION_REAL("dropout", &o.dropout, 0, 0.99, "X",
@@ -1442,8 +1455,8 @@ static hl_optim *new_optimizer(hl_gpt *m, const options *o, hl_error *err)
     const bool muon = !strcmp(o->optim, "muon");
     const hl_optim_groups groups = {
         .n = muon ? 2 : 1, .group_of = muon ? hl_gpt_param_group : NULL, .ctx = m,
-        .cfg = {[HL_GPT_GROUP_OTHER] = {.kind = HL_OPTIM_ADAMW, .lr = o->lr, .beta1 = 0.9,
-                                        .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.01},
+        .cfg = {[HL_GPT_GROUP_OTHER] = {.kind = HL_OPTIM_ADAMW, .lr = o->lr, .beta1 = o->beta1,
+                                        .beta2 = o->beta2, .eps = 1e-8, .weight_decay = 0.01},
                 [HL_GPT_GROUP_HIDDEN] = {.kind = HL_OPTIM_MUON, .lr = o->muon_lr,
                                          .momentum = 0.95}}};
     return hl_optim_new_groups(m->params, &groups, err);
@@ -1461,10 +1474,11 @@ static void print_training(const run *r)
                 values += hl_params_tensor(r->m->params, i)->numel;
             }
         printf("  optimizer: Muon (lr %g, momentum 0.95, 5 Newton-Schulz steps) on %zu hidden "
-               "matrices (%zu values), AdamW (lr %g, weight decay 0.01) on the rest\n",
-               o->muon_lr, hidden, values, o->lr);
+               "matrices (%zu values), AdamW (lr %g, betas %g, %g, weight decay 0.01) on the "
+               "rest\n", o->muon_lr, hidden, values, o->lr, o->beta1, o->beta2);
     } else {
-        printf("  optimizer: AdamW (lr %g, weight decay 0.01)\n", o->lr);
+        printf("  optimizer: AdamW (lr %g, betas %g, %g, weight decay 0.01)\n", o->lr, o->beta1,
+               o->beta2);
     }
     printf("  schedule: %d warm-up steps, then %s", o->warmup, o->schedule);
     if (!strcmp(o->schedule, "wsd"))

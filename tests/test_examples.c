@@ -566,7 +566,8 @@ START_TEST(test_charlm_preset)
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
     ck_assert_msg(strstr(out, "preset speedrun: --pos rope --norm rmsnorm --mlp relu2 --qk-norm "
                               "--zero-init --softcap 30 --optim muon --muon-lr 0.01 --lr 0.01 "
-                              "--warmup 10 --schedule wsd --decay-frac 0.25"), "%s", out);
+                              "--beta1 0.8 --beta2 0.95 --warmup 10 --schedule wsd "
+                              "--decay-frac 0.25"), "%s", out);
     ck_assert_msg(strstr(out, "optimizer: Muon"), "%s", out);
     char file[256];
     snprintf(file, sizeof file, "%s/lm/model.safetensors", temp_dir);
@@ -633,9 +634,10 @@ START_TEST(test_charlm_resume_keeps_training)
     snprintf(command, sizeof command, resume, path, temp_dir, "a", temp_dir, "--heads 2");
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
     ck_assert_msg(strstr(out, "resumed from") && strstr(out, "optimizer: Muon (lr 0.01,") &&
-                      strstr(out, "AdamW (lr 0.01, weight decay 0.01) on the rest") &&
+                      strstr(out, "AdamW (lr 0.01, betas 0.8, 0.95, weight decay 0.01) on the "
+                             "rest") &&
                       strstr(out, "schedule: 4 warm-up steps, then wsd (linear decay to 0 "
-                                  "over the last 0.5 of the steps)"),
+                                  "over the last 0.8 of the steps)"),
                   "%s", out);
     snprintf(command, sizeof command, resume, path, temp_dir, "b", temp_dir, "--lr 0.002");
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
@@ -662,7 +664,8 @@ START_TEST(test_charlm_resume_keeps_training)
 END_TEST
 
 /* A resumed run keeps the data flags too (--batch, --copy-windows,
- * --copy-span, --doc-windows, and the window of a fine-tuning run's --ctx):
+ * --copy-span, --doc-windows, and the window of a fine-tuning run's --ctx),
+ * and AdamW's betas:
  * stopped at 10 steps and resumed to 20 without them, it writes the model of
  * 20 steps straight (before, they fell back to their defaults without a
  * word), and the same heads.png (read back from the logs, the first run's
@@ -678,7 +681,7 @@ START_TEST(test_charlm_resume_keeps_data_flags)
     tu_run_ok(command);
     static const char *const runs[][2] = {
         {"--ctx 16 --d-model 16 --heads 2 --layers 1",
-         "--batch 4 --copy-windows 0.5 --copy-span 3 --doc-windows"},
+         "--batch 4 --copy-windows 0.5 --copy-span 3 --doc-windows --beta1 0.7 --beta2 0.9"},
         {"--init-from %s/docs/model.safetensors", "--ctx 8 --batch 3"},
     };
     for (int i = 0; i < 2; i++) {
