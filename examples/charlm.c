@@ -1001,6 +1001,11 @@ static void load_text(run *r)
         fprintf(stderr, "charlm: cannot read %s: %s\n", r->o.data, strerror(errno));
         hl_dist_abort(2);
     }
+    if (hl_token_magic(text, r->size)) { /* its header and ids would train as bytes */
+        fprintf(stderr, "charlm: %s is a token file of build/tokenize: give its folder with "
+                "--tokens DIR\n", r->o.data);
+        hl_dist_abort(2);
+    }
     const size_t n_val = r->size / 10, n_train = r->size - n_val;
     hl_error err = {0};
     if (!r->vocab)

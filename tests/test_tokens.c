@@ -277,6 +277,8 @@ START_TEST(test_bad_token_files)
     expect_failure(HL_BUILD_DIR "/charlm --tokens /nonexistent", 2, "/nonexistent/train.tok");
     expect_failure(HL_BUILD_DIR "/charlm --tokens x --data y", 2, "one of");
     expect_failure(HL_BUILD_DIR "/charlm --tokens x --vocab 300", 2, "token files");
+    snprintf(command, sizeof command, HL_BUILD_DIR "/charlm --data %s/good/train.tok", dir);
+    expect_failure(command, 2, "train.tok is a token file of build/tokenize");
     /* tokenize's bad input */
     expect_failure(HL_BUILD_DIR "/tokenize --out /tmp/x", 2, "no text files");
     expect_failure(HL_BUILD_DIR "/tokenize /nonexistent.txt --out /tmp/x", 2,
