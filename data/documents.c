@@ -10,12 +10,13 @@ size_t hl_docs_form_feed_end(const unsigned char *text, size_t n, bool line_star
     for (size_t i = 0; i < n; i++) {
         if (text[i] != '\f' || !(i ? text[i - 1] == '\n' : line_start))
             continue;
-        if (i + 1 == n) {
+        const size_t eol = i + 1 < n && text[i + 1] == '\r' ? i + 2 : i + 1; /* "\f\r\n" too */
+        if (eol == n) { /* the line's end is not in the text yet */
             *safe = i;
             return 0;
         }
-        if (text[i + 1] == '\n')
-            return i + 2;
+        if (text[eol] == '\n')
+            return eol + 1;
     }
     return 0;
 }

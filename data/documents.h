@@ -3,8 +3,9 @@
  * them (docs/token-files.md, "Documents").
  *
  * The rule: a document ends at the end of each input file and after each
- * line holding only a form feed ("\f\n" at the start of a line), which stays
- * the last line of the document it ends. Each document is encoded on its own,
+ * line holding only a form feed ("\f\n", or "\f\r\n" in a text of CRLF
+ * lines, at the start of a line), which stays the last line of the document
+ * it ends. Each document is encoded on its own,
  * so no token spans two. Token files keep the starts (hl_token_file_docs);
  * charlm --data --doc-windows finds them with the same rule.
  *
@@ -27,8 +28,8 @@
 /* Where the first document of text[0..n) ends: just after its first
  * form-feed line (text[0] starts a line when line_start), or 0 when there
  * is none. *safe is how much of the text can be encoded without cutting such
- * a line in two: n, or the start of a lone "\f" at the end whose line may go
- * on (a stream reads more before deciding). */
+ * a line in two: n, or the start of a lone "\f" (or "\f\r") at the end whose
+ * line may go on (a stream reads more before deciding). */
 size_t hl_docs_form_feed_end(const unsigned char *text, size_t n, bool line_start, size_t *safe);
 
 /* text[0..size) (one input file) encoded by v document by document: *tokens

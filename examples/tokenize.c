@@ -10,8 +10,8 @@
  * (charlm's split: the last size/10 bytes for 0.1) go to DIR/val.tok, the
  * rest to DIR/train.tok. The files keep the documents of the text
  * (hl_token_file_docs): each input file ends one, and so does each line
- * holding only a form feed ("\f\n"), which stays the last line of the
- * document it ends (data/documents.h). Each document is encoded on its own
+ * holding only a form feed ("\f\n" or "\f\r\n"), which stays the last line
+ * of the document it ends (data/documents.h). Each document is encoded on its own
  * (no token spans two). The text is streamed in blocks of BLOCK bytes, each
  * encoded in parallel chunks (data/tokenize.h), so memory does not grow with
  * the corpus and the files are the same for any thread count. A learnt

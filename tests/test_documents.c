@@ -21,6 +21,14 @@ START_TEST(test_documents_form_feed_rule)
     const unsigned char *s = (const unsigned char *)"\f\nz";
     ck_assert_uint_eq(hl_docs_form_feed_end(s, 3, true, &safe), 2);
     ck_assert_uint_eq(hl_docs_form_feed_end(s, 3, false, &safe), 0);
+    /* CRLF lines: "\f\r\n" ends a document too; "\f\r" at the end may be
+     * one whose "\n" is not read yet; "\f\rx" is no form-feed line. */
+    const unsigned char *c = (const unsigned char *)"a\r\n\f\r\nb\r\n\f\rx\r\n\f\r";
+    const size_t nc = strlen((const char *)c);
+    ck_assert_uint_eq(hl_docs_form_feed_end(c, nc, true, &safe), 6);
+    ck_assert_uint_eq(safe, nc);
+    ck_assert_uint_eq(hl_docs_form_feed_end(c + 6, nc - 6, true, &safe), 0);
+    ck_assert_uint_eq(safe, nc - 6 - 2);
 }
 END_TEST
 
