@@ -459,6 +459,31 @@ START_TEST(test_sparse_multi_gb_file_trains_in_little_memory)
 }
 END_TEST
 
+/* --val-fraction F: the last size·F bytes validate, size·F taken as the
+ * decimal F is (100 bytes at 0.29: 29, where the double 0.29 gives 28.99..). */
+START_TEST(test_tokenize_val_fraction)
+{
+    make_dir();
+    write_text();
+    char command[512], out[2048];
+    static const struct {
+        const char *fraction;
+        int val;
+    } cases[] = {{"0.29", 29}, {"0.1", 10}, {"0.57", 57}, {"0.333", 33}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(command, sizeof command,
+                 "head -c 100 %s/text.txt > %s/100.txt && " HL_BUILD_DIR "/tokenize "
+                 "%s/100.txt --out %s/split --val-fraction %s", dir, dir, dir, dir,
+                 cases[i].fraction);
+        ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+        char want[64];
+        snprintf(want, sizeof want, "val.tok (%d tokens)", cases[i].val);
+        ck_assert_msg(strstr(out, want), "--val-fraction %s: %s", cases[i].fraction, out);
+    }
+    remove_dir();
+}
+END_TEST
+
 Suite *tokens_suite(void)
 {
     Suite *s = suite_create("tokens");
@@ -467,6 +492,7 @@ Suite *tokens_suite(void)
     tcase_add_test(tc, test_tokenize_same_for_any_thread_count);
     tcase_add_test(tc, test_charlm_tokens_bitwise_and_resume);
     tcase_add_test(tc, test_bad_token_files);
+    tcase_add_test(tc, test_tokenize_val_fraction);
     tcase_add_test(tc, test_tokenize_pretrained);
     tcase_add_test(tc, test_sparse_multi_gb_file_trains_in_little_memory);
     suite_add_tcase(s, tc);
