@@ -80,10 +80,10 @@ static const hl_usage usage = {
  * steps in the speedruns too; its betas are modded-nanogpt's (0.8, 0.95):
  * moments that forget faster. Muon's rate, 0.01, is half modded-nanogpt's
  * 0.02: lower beat higher at d 128 and at d 384. The decay takes the last
- * 0.8 of the steps: it beat 0.5 and 0.7 on the three texts tried, and 1 on two
- * (docs/studies/2026-11-26-speedrun-recipe.md). It sets defaults: flags
- * after it (or before) still override each one. Returns false for an
- * unknown name. */
+ * 0.8 of the steps: with those betas it beat 0.7 on the three texts tried,
+ * and 1 on two of them (docs/studies/2026-11-26-speedrun-recipe.md). It
+ * sets defaults: flags after it (or before) still override each one.
+ * Returns false for an unknown name. */
 static bool apply_preset(options *o, const char *name)
 {
     if (strcmp(name, "speedrun"))
