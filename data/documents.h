@@ -5,9 +5,9 @@
  * The rule: a document ends at the end of each input file and after each
  * line holding only a form feed ("\f\n", or "\f\r\n" in a text of CRLF
  * lines, at the start of a line), which stays the last line of the document
- * it ends. Each document is encoded on its own,
- * so no token spans two. Token files keep the starts (hl_token_file_docs);
- * charlm --data --doc-windows finds them with the same rule.
+ * it ends. Each document is encoded on its own, so no token spans two. Token
+ * files keep the starts (hl_token_file_docs); charlm --data --doc-windows
+ * finds them with the same rule.
  *
  *     int32_t *tokens; uint64_t *starts; size_t n, n_docs;
  *     hl_docs_encode(vocab, text, size, &tokens, &n, &starts, &n_docs, &err);
