@@ -1,6 +1,7 @@
 /* Text into a token file in parallel chunks: see tokenize.h. */
 #include "data/tokenize.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 typedef struct {
@@ -56,4 +57,14 @@ hl_status hl_tokenize_block(const hl_vocab *v, const unsigned char *text, size_t
         *used = k ? p[k - 1].end : 0;
     free(p);
     return st;
+}
+
+/* F as p/10⁹. Each term fits in 64 bits: q·p ≤ size, and r·p < 10¹⁸. */
+#define VAL_PLACES 1000000000ULL
+
+uint64_t hl_tokenize_val_bytes(uint64_t size, double fraction)
+{
+    const uint64_t p = (uint64_t)llround(fraction * (double)VAL_PLACES);
+    const uint64_t q = size / VAL_PLACES, r = size % VAL_PLACES;
+    return q * p + r * p / VAL_PLACES;
 }

@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/error.h"
 #include "data/token_file.h"
@@ -28,5 +29,12 @@
  * give a longer block). HL_ERR_NOMEM, or the writer's error. */
 hl_status hl_tokenize_block(const hl_vocab *v, const unsigned char *text, size_t n, size_t chunk,
                             bool last, hl_token_writer *w, size_t *used, hl_error *err);
+
+/* The bytes of a text of `size` that the fraction `fraction` (0 ≤ F < 1) of
+ * it makes: floor(size·F), with F taken as the decimal of 9 places nearest
+ * its double and the product computed in integers. A double product floors
+ * 100 × 0.29 (the double 0.28999...) to 28; this gives 29, and size/10 for
+ * 0.1, as charlm's split. */
+uint64_t hl_tokenize_val_bytes(uint64_t size, double fraction);
 
 #endif

@@ -22,7 +22,6 @@
  * ids of one file's text to stdout instead of token files.
  */
 #include <errno.h>
-#include <float.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -379,11 +378,8 @@ int main(int argc, char **argv)
         return print_ids(&o);
     stream s;
     stream_open(&s, argv + 1, first - 1);
-    /* As charlm: the validation text is the last size*F bytes, rounded down
-     * (size/10 for 0.1). F is the decimal written, whose double may lie just
-     * below it (0.29 is 0.28999...): a product meant to be whole (100 × 0.29)
-     * is taken as whole, not one byte short. */
-    const uint64_t n_val = (uint64_t)((double)s.size * o.val_fraction * (1 + 8 * DBL_EPSILON));
+    /* As charlm: the validation text is the last size·F bytes, rounded down. */
+    const uint64_t n_val = hl_tokenize_val_bytes(s.size, o.val_fraction);
     const uint64_t n_train = s.size - n_val;
     if (n_train == 0)
         hl_cli_bad_input(program, "the text is empty");

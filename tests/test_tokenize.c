@@ -157,6 +157,39 @@ START_TEST(test_blocks_equal_the_whole_text)
 }
 END_TEST
 
+/* The validation split, floor(size·F) for F as written: products meant to
+ * be whole (100 × 0.29, where the double 0.29 is 0.28999...), products just
+ * below a whole number at large sizes (where a double product nudged up
+ * by a few ulps gave one byte more), and size/10 for 0.1. */
+START_TEST(test_val_bytes)
+{
+    static const struct {
+        uint64_t size;
+        double fraction;
+        uint64_t bytes;
+    } cases[] = {
+        {100, 0.29, 29},
+        {100, 0.57, 57},
+        {100, 0.333, 33},
+        {526919393, 0.987743, 520460941},      /* × F = ...941.999999 */
+        {3818025495, 0.815101, 3112076398},    /* ...398.999995 */
+        {1099509628643, 0.493, 542058246920},  /* ...920.999 */
+        {(uint64_t)1 << 40, 0.5, (uint64_t)1 << 39},
+        {7, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        ck_assert_msg(hl_tokenize_val_bytes(cases[i].size, cases[i].fraction) == cases[i].bytes,
+                      "%llu × %g: %llu, want %llu", (unsigned long long)cases[i].size,
+                      cases[i].fraction,
+                      (unsigned long long)hl_tokenize_val_bytes(cases[i].size, cases[i].fraction),
+                      (unsigned long long)cases[i].bytes);
+    for (uint64_t size = 0; size < 100000; size++)
+        ck_assert_uint_eq(hl_tokenize_val_bytes(size, 0.1), size / 10);
+    const uint64_t big = ((uint64_t)1 << 40) - 7;
+    ck_assert_uint_eq(hl_tokenize_val_bytes(big, 0.1), big / 10);
+}
+END_TEST
+
 Suite *tokenize_suite(void)
 {
     Suite *s = suite_create("tokenize");
@@ -164,6 +197,7 @@ Suite *tokenize_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_cuts_keep_the_tokens);
     tcase_add_test(tc, test_blocks_equal_the_whole_text);
+    tcase_add_test(tc, test_val_bytes);
     suite_add_tcase(s, tc);
     return s;
 }
