@@ -17,6 +17,7 @@
 typedef double hl_real;
 #define HL_REAL_NAME "double"
 #define HL_REAL_MAX DBL_MAX /* the largest finite hl_real */
+#define HL_REAL_MIN DBL_MIN /* the smallest normal positive hl_real */
 #define HL_EXP exp
 #define HL_LOG log
 #define HL_SQRT sqrt
@@ -27,6 +28,7 @@ typedef double hl_real;
 typedef float hl_real;
 #define HL_REAL_NAME "float"
 #define HL_REAL_MAX FLT_MAX
+#define HL_REAL_MIN FLT_MIN
 #define HL_EXP expf
 #define HL_LOG logf
 #define HL_SQRT sqrtf

@@ -94,6 +94,18 @@ static bool get_real(const config_src *c, const cJSON *obj, const char *key, dou
     return true;
 }
 
+/* A norm's epsilon: as get_real in (0, 1), and no smaller than the smallest
+ * normal hl_real, so that it does not round to 0 (the norms need eps > 0). */
+static bool get_eps(const config_src *c, const char *key, double fallback, double *out)
+{
+    if (!get_real(c, c->root, key, 0, 1, fallback, out))
+        return false;
+    if (*out < HL_REAL_MIN)
+        return fail(c, "\"%s\" %.3g is below the smallest normal %s, %.3g", key, *out,
+                    HL_REAL_NAME, (double)HL_REAL_MIN);
+    return true;
+}
+
 static bool get_bool(const config_src *c, const char *key, bool fallback, bool *out)
 {
     const cJSON *v = item(c->root, key);
@@ -225,7 +237,7 @@ static bool parse_gpt2(const config_src *c, hl_gpt_config *cfg)
         !get_int(c, KEYS("vocab_size"), 1, 50257, &cfg->vocab_in) ||
         !get_int(c, KEYS("n_inner"), 1, 0, &inner) ||
         !get_gelu(c, "activation_function", "gelu_new", &cfg->mlp) ||
-        !get_real(c, c->root, "layer_norm_epsilon", 0, 1, 1e-5, &cfg->norm_eps) ||
+        !get_eps(c, "layer_norm_epsilon", 1e-5, &cfg->norm_eps) ||
         !get_bool(c, "tie_word_embeddings", true, &cfg->tie_embeddings) ||
         !refuse_true(c, "scale_attn_by_inverse_layer_idx", "scaling attention by the layer") ||
         !refuse_true(c, "add_cross_attention", "cross-attention"))
@@ -258,7 +270,7 @@ static bool parse_neox(const config_src *c, hl_gpt_config *cfg)
         !get_int(c, KEYS("max_position_embeddings"), 1, 2048, &cfg->n_ctx) ||
         !get_int(c, KEYS("vocab_size"), 1, -1, &cfg->vocab_in) ||
         !get_gelu(c, "hidden_act", "gelu", &cfg->mlp) ||
-        !get_real(c, c->root, "layer_norm_eps", 0, 1, 1e-5, &cfg->norm_eps) ||
+        !get_eps(c, "layer_norm_eps", 1e-5, &cfg->norm_eps) ||
         !get_bool(c, "use_parallel_residual", true, &cfg->parallel_residual) ||
         !get_bool(c, "tie_word_embeddings", false, &cfg->tie_embeddings) ||
         !get_bool(c, "attention_bias", true, &bias) || !get_rope(c, true, &base, &fraction))
@@ -293,7 +305,7 @@ static bool parse_llama(const config_src *c, hl_hf_arch arch, hl_gpt_config *cfg
         !get_int(c, KEYS("vocab_size"), 1, -1, &cfg->vocab_in) ||
         !get_int(c, KEYS("head_dim"), 1, 0, &head_dim) ||
         !get_int(c, KEYS("sliding_window"), 1, 0, &window) ||
-        !get_real(c, c->root, "rms_norm_eps", 0, 1, 1e-6, &cfg->norm_eps) ||
+        !get_eps(c, "rms_norm_eps", 1e-6, &cfg->norm_eps) ||
         !get_bool(c, "tie_word_embeddings", false, &cfg->tie_embeddings) ||
         !get_bool(c, "attention_bias", false, &attn_bias) ||
         !get_bool(c, "mlp_bias", false, &mlp_bias) || !get_rope(c, false, &base, &fraction))

@@ -1,5 +1,6 @@
 /* Loading a Hugging Face model folder: see hf.h. */
 #include <cjson/cJSON.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,6 +293,45 @@ hl_status hl_hf_read_config(const char *dir, hl_gpt_config *cfg, hl_hf_arch *arc
     return st;
 }
 
+/* The values of the folder's tensors that are not buffers (each tensor's
+ * bytes lie in its file, so the sum does not overflow). */
+static uint64_t weight_values(const hf_weights *w)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < w->n_files; i++)
+        for (size_t k = 0; k < hl_safetensors_count(w->files[i]); k++) {
+            const hl_safetensors_entry_info *e = hl_safetensors_entry(w->files[i], k);
+            if (!hl_hf_is_buffer(e->name))
+                n += e->nbytes / hl_dtype_size(e->dtype);
+        }
+    return n;
+}
+
+/* The model of cfg with the folder's weights. Every parameter is read from
+ * tensors of its own, so weights holding fewer values belong to another
+ * model. One that asks for over twice the values the weights hold is refused
+ * before it is built (a config of another size could ask for gigabytes); a
+ * nearer miss is built, for load_params to name the tensor at fault. */
+static hl_gpt *load_model(hf_weights *w, const hl_gpt_config *cfg, hl_hf_arch arch,
+                          hl_error *err)
+{
+    if (open_weights(w, err) != HL_OK)
+        return NULL;
+    const uint64_t want = hl_gpt_parameter_count(cfg), have = weight_values(w);
+    if (want / 2 > have)
+        return hl_error_set(err, HL_ERR_FORMAT, "%s: config.json asks for %" PRIu64 " parameter "
+                            "values; the weights hold %" PRIu64, w->dir, want, have), NULL;
+    hl_error local = {0};
+    hl_gpt *m = hl_gpt_new(cfg, &local);
+    if (!m)
+        return hl_error_set(err, local.status, "%s/config.json: %s", w->dir, local.message), NULL;
+    if (load_params(w, arch, m, err) != HL_OK) {
+        hl_gpt_free(m);
+        return NULL;
+    }
+    return m;
+}
+
 hl_gpt *hl_hf_load(const char *dir, hl_error *err)
 {
     hl_gpt_config cfg;
@@ -301,16 +341,10 @@ hl_gpt *hl_hf_load(const char *dir, hl_error *err)
     if (hl_hf_read_config(dir, &cfg, &arch, err) != HL_OK)
         return NULL;
     hl_error local = {0};
-    hl_gpt *m = hl_gpt_new(&cfg, &local);
-    if (!m) {
-        hl_error_set(err, local.status, "%s/config.json: %s", dir, local.message);
-        return NULL;
-    }
+    if (hl_gpt_config_check(&cfg, &local) != HL_OK)
+        return hl_error_set(err, local.status, "%s/config.json: %s", dir, local.message), NULL;
     hf_weights w = {.dir = dir};
-    if (open_weights(&w, err) != HL_OK || load_params(&w, arch, m, err) != HL_OK) {
-        hl_gpt_free(m);
-        m = NULL;
-    }
+    hl_gpt *m = load_model(&w, &cfg, arch, err);
     weights_free(&w);
     return m;
 }

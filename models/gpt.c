@@ -154,61 +154,52 @@ static void fill_sinusoids(hl_real *dst, int T, int D, double std)
         }
 }
 
-hl_gpt *hl_gpt_new(const hl_gpt_config *cfg, hl_error *err)
+hl_status hl_gpt_config_check(const hl_gpt_config *cfg, hl_error *err)
 {
-
     if (!cfg || cfg->vocab_in < 1 || cfg->vocab_out < 1 || cfg->n_ctx < 1 || cfg->d_model < 1 ||
         cfg->n_heads < 1 || cfg->n_layers < 1 || cfg->n_layers > HL_GPT_MAX_LAYERS ||
         !(cfg->dropout >= 0 && cfg->dropout < 1) || !(cfg->emb_std > 0) ||
         (unsigned)cfg->pos >= HL_GPT_POS_KINDS || (unsigned)cfg->norm >= HL_GPT_NORM_KINDS ||
         (unsigned)cfg->mlp >= HL_GPT_MLP_KINDS || !(cfg->rope_base >= 0) ||
         cfg->n_kv_heads < 0 || cfg->rotary_dims < 0 || cfg->mlp_width < 0 ||
-        !(cfg->norm_eps >= 0 && cfg->norm_eps < 1) ||
-        !(cfg->softcap >= 0 && isfinite(cfg->softcap))) {
-        hl_error_set(err, HL_ERR_ARG,
-                     "gpt: bad config (vocab_in, vocab_out, n_ctx, d_model, n_heads >= 1; "
-                     "1 <= n_layers <= %d; 0 <= dropout < 1; emb_std > 0; known pos, norm "
-                     "and mlp; rope_base >= 0; n_kv_heads, rotary_dims, mlp_width >= 0; "
-                     "0 <= norm_eps < 1; softcap >= 0, finite)",
-                     HL_GPT_MAX_LAYERS);
-        return NULL;
-    }
-    if (cfg->n_kv_heads > cfg->n_heads || (cfg->n_kv_heads && cfg->n_heads % cfg->n_kv_heads)) {
-        hl_error_set(err, HL_ERR_ARG, "gpt: %d key/value heads do not divide %d heads",
-                     cfg->n_kv_heads, cfg->n_heads);
-        return NULL;
-    }
+        !(cfg->norm_eps == 0 || (cfg->norm_eps >= HL_REAL_MIN && cfg->norm_eps < 1)) ||
+        !(cfg->softcap >= 0 && isfinite(cfg->softcap)))
+        return hl_error_set(err, HL_ERR_ARG,
+                            "gpt: bad config (vocab_in, vocab_out, n_ctx, d_model, n_heads >= 1; "
+                            "1 <= n_layers <= %d; 0 <= dropout < 1; emb_std > 0; known pos, "
+                            "norm and mlp; rope_base >= 0; n_kv_heads, rotary_dims, mlp_width "
+                            ">= 0; norm_eps 0 or a normal %s below 1; softcap >= 0, finite)",
+                            HL_GPT_MAX_LAYERS, HL_REAL_NAME);
+    if (cfg->n_kv_heads > cfg->n_heads || (cfg->n_kv_heads && cfg->n_heads % cfg->n_kv_heads))
+        return hl_error_set(err, HL_ERR_ARG, "gpt: %d key/value heads do not divide %d heads",
+                            cfg->n_kv_heads, cfg->n_heads);
     if (cfg->rotary_dims && (cfg->pos != HL_GPT_POS_ROPE || cfg->rotary_dims % 2 ||
                              cfg->n_heads > cfg->d_model ||
-                             cfg->rotary_dims > cfg->d_model / cfg->n_heads)) {
-        hl_error_set(err, HL_ERR_ARG, "gpt: rotary_dims %d needs rope positions and must be "
-                     "even and at most the head width", cfg->rotary_dims);
-        return NULL;
-    }
-    if (cfg->tie_embeddings && cfg->vocab_in != cfg->vocab_out) {
-        hl_error_set(err, HL_ERR_ARG, "gpt: tied embeddings need vocab_in = vocab_out, not %d "
-                     "and %d", cfg->vocab_in, cfg->vocab_out);
-        return NULL;
-    }
+                             cfg->rotary_dims > cfg->d_model / cfg->n_heads))
+        return hl_error_set(err, HL_ERR_ARG, "gpt: rotary_dims %d needs rope positions and must "
+                            "be even and at most the head width", cfg->rotary_dims);
+    if (cfg->tie_embeddings && cfg->vocab_in != cfg->vocab_out)
+        return hl_error_set(err, HL_ERR_ARG, "gpt: tied embeddings need vocab_in = vocab_out, "
+                            "not %d and %d", cfg->vocab_in, cfg->vocab_out);
     if (cfg->pos == HL_GPT_POS_ROPE && cfg->n_heads <= cfg->d_model &&
-        (cfg->d_model / cfg->n_heads) % 2) {
-        hl_error_set(err, HL_ERR_ARG, "gpt: rotary positions need an even head width, not "
-                     "d_model %d / n_heads %d", cfg->d_model, cfg->n_heads);
-        return NULL;
-    }
-
+        (cfg->d_model / cfg->n_heads) % 2)
+        return hl_error_set(err, HL_ERR_ARG, "gpt: rotary positions need an even head width, "
+                            "not d_model %d / n_heads %d", cfg->d_model, cfg->n_heads);
     for (int l = 0; l < cfg->n_layers; l++)
-        if (cfg->layer_heads[l] < 0 || cfg->layer_heads[l] > cfg->n_heads) {
-            hl_error_set(err, HL_ERR_ARG, "gpt: layer %d has %d heads; it may have 1 to %d", l,
-                         cfg->layer_heads[l], cfg->n_heads);
-            return NULL;
-        }
-    if (cfg->d_model % cfg->n_heads) {
-        hl_error_set(err, HL_ERR_ARG, "gpt: d_model %d is not divisible by n_heads %d",
-                     cfg->d_model, cfg->n_heads);
-        return NULL;
-    }
-    if (!size_ok(cfg, err))
+        if (cfg->layer_heads[l] < 0 || cfg->layer_heads[l] > cfg->n_heads)
+            return hl_error_set(err, HL_ERR_ARG, "gpt: layer %d has %d heads; it may have 1 to "
+                                "%d", l, cfg->layer_heads[l], cfg->n_heads);
+    if (cfg->d_model % cfg->n_heads)
+        return hl_error_set(err, HL_ERR_ARG, "gpt: d_model %d is not divisible by n_heads %d",
+                            cfg->d_model, cfg->n_heads);
+    return size_ok(cfg, err) ? HL_OK : HL_ERR_ARG;
+}
+
+uint64_t hl_gpt_parameter_count(const hl_gpt_config *cfg) { return parameter_count(cfg); }
+
+hl_gpt *hl_gpt_new(const hl_gpt_config *cfg, hl_error *err)
+{
+    if (hl_gpt_config_check(cfg, err) != HL_OK)
         return NULL;
     hl_gpt *m = calloc(1, sizeof *m);
     if (!m || !(m->params = hl_params_new())) {
@@ -712,7 +703,7 @@ static bool parse_option(const char **p, hl_gpt_config *c)
             return false;
     } else if (!strcmp(key, "norm_eps")) {
         c->norm_eps = strtod(value, &end);
-        if (*end || !(c->norm_eps > 0 && c->norm_eps < 1))
+        if (*end || !(c->norm_eps >= HL_REAL_MIN && c->norm_eps < 1))
             return false;
     } else if (!strcmp(key, "softcap")) {
         c->softcap = strtod(value, &end);

@@ -22,9 +22,10 @@ hl_status hl_mha_declare(hl_mha *m, hl_params *p, const char *prefix,
     if (!cfg || cfg->embed_dim < 1 || cfg->num_heads < 1 || cfg->kdim < 0 || cfg->vdim < 0 ||
         cfg->head_dim < 0)
         return hl_error_set(err, HL_ERR_ARG, "mha: embed_dim and num_heads must be positive");
-    if (!(cfg->qk_norm_eps >= 0 && cfg->qk_norm_eps < 1))
-        return hl_error_set(err, HL_ERR_ARG, "mha: qk_norm_eps %g must be in [0, 1)",
-                            cfg->qk_norm_eps);
+    if (!(cfg->qk_norm_eps == 0 || (cfg->qk_norm_eps >= HL_REAL_MIN && cfg->qk_norm_eps < 1)))
+        return hl_error_set(err, HL_ERR_ARG,
+                            "mha: qk_norm_eps %g must be 0 (the default) or a normal %s below 1",
+                            cfg->qk_norm_eps, HL_REAL_NAME);
     /* The base is used as an hl_real: one beyond its range would be inf. */
     if (!(cfg->rotary_base == 0 || (cfg->rotary_base > 1 && cfg->rotary_base <= HL_REAL_MAX)))
         return hl_error_set(err, HL_ERR_ARG, "mha: rotary_base %g must be 0 (off) or in (1, %g]",

@@ -914,6 +914,26 @@ START_TEST(test_program_bad_input)
              model, out_dir);
     expect_failure(command, "cannot create");
 
+    /* A text model of one position: the induction probe does not fit in it,
+     * bad input found before a report's folder is made. */
+    snprintf(path, sizeof path, "%s/char/checkpoint.safetensors", work);
+    hl_gpt_meta meta = {0};
+    m = hl_gpt_load_meta(path, &meta, &err);
+    ck_assert_msg(m, "%s", err.message);
+    hl_gpt_config one_position = m->cfg;
+    one_position.n_ctx = 1;
+    hl_gpt *one = hl_gpt_new(&one_position, &err);
+    ck_assert_msg(one, "%s", err.message);
+    snprintf(path, sizeof path, "%s/ctx1.safetensors", work);
+    ck_assert_int_eq(hl_gpt_save_meta(path, one, &meta, &err), HL_OK);
+    hl_gpt_free(one);
+    hl_gpt_free(m);
+    hl_gpt_meta_clear(&meta);
+    snprintf(command, sizeof command, HEADS "report --model %s --out %s/never", path, work);
+    expect_failure(command, "do not fit in the model's context of 1");
+    snprintf(path, sizeof path, "%s/never", work);
+    ck_assert_msg(access(path, F_OK) != 0, "%s was made", path);
+
     /* Nothing was overwritten and nothing was left behind. */
     size_t size;
     snprintf(path, sizeof path, "%s/ablation.csv", out_dir);

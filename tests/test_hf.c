@@ -269,6 +269,19 @@ START_TEST(test_config_styles_and_refusals)
     expect_refused("{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE
                    ",\"rope_theta\":1e300}", "\"rope_theta\" must be a number in (1, ");
 #endif
+    /* An epsilon that would round to 0 (or lose precision) as hl_real: the
+     * norms need it above 0. */
+    expect_refused("{\"architectures\":[\"GPT2LMHeadModel\"],\"layer_norm_epsilon\":1e-320}",
+                   "\"layer_norm_epsilon\" 1e-320 is below the smallest normal " HL_REAL_NAME);
+    expect_refused("{\"architectures\":[\"GPTNeoXForCausalLM\"]," LLAMA_BASE
+                   ",\"layer_norm_eps\":1e-320}", "\"layer_norm_eps\" 1e-320 is below");
+#ifndef HL_REAL_DOUBLE
+    expect_refused("{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE
+                   ",\"rms_norm_eps\":1e-40}", "\"rms_norm_eps\" 1e-40 is below");
+#endif
+    ck_assert_msg(parse("{\"architectures\":[\"LlamaForCausalLM\"]," LLAMA_BASE
+                        ",\"rms_norm_eps\":1e-30}", &cfg, &err) == HL_OK, "%s", err.message);
+    ck_assert(cfg.norm_eps == 1e-30);
     expect_refused("{\"architectures\":[\"LlamaForCausalLM\"],\"hidden_size\":64}",
                    "\"num_attention_heads\" is missing");
     expect_refused("{\"architectures\":[\"GPT2LMHeadModel\"],\"n_embd\":-3}", "\"n_embd\"");
@@ -412,6 +425,17 @@ static void rewrite_weights(const char *dir, rewrite r)
     hl_safetensors_free(f);
 }
 
+/* Writes text as dir/name. */
+static void write_text_file(const char *dir, const char *name, const char *text)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f, "cannot write %s", path);
+    fputs(text, f);
+    ck_assert(fclose(f) == 0);
+}
+
 START_TEST(test_bad_folders)
 {
     char dir[64], path[128];
@@ -430,6 +454,15 @@ START_TEST(test_bad_folders)
     expect_load_error(dir, "\"gpt_neox.layers.0.mlp.dense_h_to_4h.weight\" has shape (255,64)");
     remove_folder(dir);
 
+    /* A config of a larger model than the weights: refused by the values
+     * counted, before that model is built. */
+    copy_folder(HF "gpt2_tiny", dir, sizeof dir);
+    write_text_file(dir, "config.json", "{\"architectures\":[\"GPT2LMHeadModel\"],"
+                    "\"n_embd\":512,\"n_head\":8,\"n_layer\":4,\"vocab_size\":512}");
+    expect_load_error(dir, "config.json asks for 13396992 parameter values; the weights hold "
+                      "136960");
+    remove_folder(dir);
+
     copy_folder(HF "gpt2_tiny", dir, sizeof dir);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     ck_assert(unlink(path) == 0);
@@ -446,17 +479,6 @@ START_TEST(test_bad_folders)
     expect_load_error("/nonexistent/folder", "/nonexistent/folder");
 }
 END_TEST
-
-/* Writes text as dir/name. */
-static void write_text_file(const char *dir, const char *name, const char *text)
-{
-    char path[256];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    ck_assert_msg(f, "cannot write %s", path);
-    fputs(text, f);
-    ck_assert(fclose(f) == 0);
-}
 
 /* Parses json over *ids, expecting success. */
 static void parse_ids_ok(const char *json, hl_hf_token_ids *ids)

@@ -421,6 +421,13 @@ int heads_run_report(const options *o)
 {
     model_in in = open_model(o);
     const bool toy = in.probe.bos >= 0;
+    /* A probe that does not fit the model is bad input, found before --out
+     * is made (the report builds its own). */
+    hl_error err = {0};
+    hl_probe p;
+    if (hl_probe_new(in.m, &in.probe, &p, &err) != HL_OK)
+        heads_bad_input("%s", err.message);
+    hl_probe_free(&p);
     /* An evaluation set for the ablation and importance tables where there is one. */
     study s = {0};
     if (toy || o->data)
@@ -451,7 +458,6 @@ int heads_run_report(const options *o)
                               .text = s.text, .text_tokens = s.text_tokens,
                               .text_windows = o->windows, .eval = s.set,
                               .curve_png = o->curve ? out_path(o, "prune_curve.png", curve) : NULL};
-    hl_error err = {0};
     if (hl_head_report_write(in.m, &ro, o->out, &err) != HL_OK)
         heads_fail(&err);
     printf("wrote %s/report.html (and the CSV and PNG files behind it)\n", o->out);
