@@ -57,8 +57,9 @@ typedef struct {
     bool no_mlp, no_layernorm, no_report, tie, smear, parallel, no_bias, no_head_bias, zero_init;
     bool ctx_given, muon_lr_given, decay_frac_given, copy_span_given;
     bool model_given, rope_base_given, mlp_given, norm_given; /* flags the user wrote */
-    bool emb_std_given, pos_init_given;
-    bool d_model_given, heads_given, layers_given, dropout_given;
+    bool emb_std_given, pos_init_given, softcap_given, kv_heads_given, rotary_dims_given;
+    bool d_model_given, heads_given, layers_given, dropout_given, vocab_given, seed_given;
+    bool qk_norm_given, zero_init_given; /* the switches themselves, not the preset's */
     bool qk_norm, doc_windows; /* the training recipe's options */
     bool no_qk_norm, no_zero_init, no_doc_windows; /* the preset's or a checkpoint's, off */
     double softcap;
@@ -106,13 +107,17 @@ static bool apply_preset(options *o, const char *name)
 }
 
 /* The flags the preset leaves in force, later flags' overrides included
- * (--decay-frac only where it applies, with --schedule wsd). */
+ * (--muon-lr and --decay-frac only where they apply: --optim muon, --schedule
+ * wsd). */
 static void print_preset(const options *o)
 {
-    printf("preset %s: --pos %s --norm %s --mlp %s%s%s --softcap %g --optim %s --muon-lr %g "
-           "--lr %g --beta1 %g --beta2 %g --warmup %d --schedule %s", o->preset, o->pos, o->norm,
-           o->mlp, o->qk_norm ? " --qk-norm" : "", o->zero_init ? " --zero-init" : "",
-           o->softcap, o->optim, o->muon_lr, o->lr, o->beta1, o->beta2, o->warmup, o->schedule);
+    printf("preset %s: --pos %s --norm %s --mlp %s%s%s --softcap %g --optim %s", o->preset,
+           o->pos, o->norm, o->mlp, o->qk_norm ? " --qk-norm" : "",
+           o->zero_init ? " --zero-init" : "", o->softcap, o->optim);
+    if (!strcmp(o->optim, "muon"))
+        printf(" --muon-lr %g", o->muon_lr);
+    printf(" --lr %g --beta1 %g --beta2 %g --warmup %d --schedule %s", o->lr, o->beta1, o->beta2,
+           o->warmup, o->schedule);
     if (!strcmp(o->schedule, "wsd"))
         printf(" --decay-frac %g", o->decay_frac);
     printf("\n");
@@ -207,7 +212,8 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_INT("vocab", &o.vocab, 0, HL_VOCAB_MAX, "N",
                       "tokens: 0 = the bytes; N > 256 = the bytes and the N-256 most frequent "
                       "words of the training text, stored with the model (a word is a run of "
-                      "letters with the space before it, a run of digits, or one other byte)"),
+                      "letters with the space before it, a run of digits, or one other byte)",
+                      .given = &o.vocab_given),
         HL_OPTION_TEXT("tokenizer", &o.tokenizer, "NAME",
                        "bytes, words or bpe: byte-level BPE of N tokens (--vocab N), GPT-2's "
                        "merges learnt from the training text",
@@ -253,10 +259,11 @@ static options parse_options(int argc, char **argv)
                        .given = &o.mlp_given),
         HL_OPTION_FLAG("qk-norm", &o.qk_norm,
                        "RMSNorm of every head's q and k before rotation, with a learned gain "
-                       "per layer (QK-norm)"),
+                       "per layer (QK-norm)", .given = &o.qk_norm_given),
         HL_OPTION_FLAG("no-qk-norm", &o.no_qk_norm, "without QK-norm (over --preset's)"),
         HL_OPTION_REAL("softcap", &o.softcap, 0, 1e6, "C",
-                       "the loss reads C*tanh(logits/C): logit soft-capping (0: off)"),
+                       "the loss reads C*tanh(logits/C): logit soft-capping (0: off)",
+                       .given = &o.softcap_given),
         HL_OPTION_FLAG("doc-windows", &o.doc_windows,
                        "training windows start where a document does, and attention never "
                        "crosses a document boundary inside one (documents: the token files' "
@@ -265,10 +272,10 @@ static options parse_options(int argc, char **argv)
                        "windows anywhere (over a resumed checkpoint's --doc-windows)"),
         HL_OPTION_INT("kv-heads", &o.kv_heads, 0, 256, "N",
                       "key/value heads, dividing --heads: grouped-query attention (0: one per "
-                      "head)"),
+                      "head)", .given = &o.kv_heads_given),
         HL_OPTION_INT("rotary-dims", &o.rotary_dims, 0, 8192, "N",
                       "with --pos rope: rotate only the first N (even) dims of each head, as "
-                      "GPT-NeoX (0: all)"),
+                      "GPT-NeoX (0: all)", .given = &o.rotary_dims_given),
         HL_OPTION_FLAG("parallel", &o.parallel,
                        "parallel residual: attention and MLP both read the block's input "
                        "(GPT-NeoX)"),
@@ -291,7 +298,7 @@ static options parse_options(int argc, char **argv)
                        "of RMS --emb-std)", .given = &o.pos_init_given),
         HL_OPTION_FLAG("zero-init", &o.zero_init,
                        "start every block's attention out_proj and MLP proj weights and the head "
-                       "weight (unless tied) at zero"),
+                       "weight (unless tied) at zero", .given = &o.zero_init_given),
         HL_OPTION_FLAG("no-zero-init", &o.no_zero_init,
                        "the usual initialisation of those weights (over --preset's)"),
         HL_OPTION_TEXT("optim", &o.optim, "NAME",
@@ -325,7 +332,8 @@ static options parse_options(int argc, char **argv)
                       .given = &o.copy_span_given),
         HL_OPTION_INT("eval-every", &o.eval_every, 1, 1e8, "N", "validation interval"),
         HL_OPTION_INT("seed", &o.seed, 0, 1 << 30, "N",
-                      "seed of the initial weights, the batches, dropout and the sampling"),
+                      "seed of the initial weights, the batches, dropout and the sampling",
+                      .given = &o.seed_given),
         HL_OPTION_INT("val-windows", &o.val_windows, 0, 1 << 20, "N",
                       "validation windows of ctx+1 tokens, evenly spread (0: as many as the "
                       "validation text holds apart, at most 512)"),
@@ -357,9 +365,8 @@ static options parse_options(int argc, char **argv)
         hl_cli_parse_or_exit("charlm", &usage, opts, argc, argv);
     }
     /* The off flags win over the preset's on; against a flag given, refused. */
-    const char *both = o.preset ? NULL
-                       : o.qk_norm && o.no_qk_norm ? "qk-norm"
-                       : o.zero_init && o.no_zero_init ? "zero-init"
+    const char *both = o.qk_norm_given && o.no_qk_norm       ? "qk-norm"
+                       : o.zero_init_given && o.no_zero_init ? "zero-init"
                        : o.doc_windows && o.no_doc_windows && !o.resume ? "doc-windows"
                                                                         : NULL;
     if (both)
@@ -378,9 +385,11 @@ static options parse_options(int argc, char **argv)
         hl_cli_bad_input("charlm", "--preset with %s: the model and its training come from %s",
                          o.resume ? "--resume" : "--init-from",
                          o.resume ? "the checkpoint" : "the pretrained model");
-    if (!o.data == !o.tokens)
+    if (o.data && o.tokens)
+        hl_cli_bad_input("charlm", "--data and --tokens: give one");
+    if (!o.data && !o.tokens)
         hl_cli_bad_input("charlm", "one of --data FILE or --tokens DIR is required (see --help)");
-    if (o.tokens && (o.vocab || o.tokenizer))
+    if (o.tokens && (o.vocab_given || o.tokenizer))
         hl_cli_bad_input("charlm", "--vocab or --tokenizer with --tokens: the vocabulary comes "
                          "from the token files");
     if (strcmp(o.schedule, "cosine") && strcmp(o.schedule, "constant") && strcmp(o.schedule, "wsd"))
@@ -415,21 +424,21 @@ static options parse_options(int argc, char **argv)
         hl_cli_bad_input("charlm", "--rope-base belongs to --pos rope (--pos is %s)", o.pos);
     const bool architecture = o.model_given || o.norm_given || o.mlp_given ||
                               o.rope_base_given || o.tie || o.smear || o.no_mlp ||
-                              o.no_layernorm || o.kv_heads || o.rotary_dims || o.parallel ||
-                              o.no_bias || o.no_head_bias;
+                              o.no_layernorm || o.kv_heads_given || o.rotary_dims_given ||
+                              o.parallel || o.no_bias || o.no_head_bias;
     if ((o.resume || o.init_from) && architecture)
         hl_cli_bad_input("charlm", "--pos, --norm, --mlp, --rope-base, --tie, --smear, --no-mlp, "
                          "--no-layernorm, --kv-heads, --rotary-dims, --parallel, --no-bias and "
                          "--no-head-bias with %s: the model comes from %s",
                          o.resume ? "--resume" : "--init-from",
                          o.resume ? "the checkpoint" : "the pretrained model");
-    if ((o.resume || o.init_from) && (o.qk_norm || o.softcap > 0))
+    if ((o.resume || o.init_from) && (o.qk_norm || o.softcap_given))
         hl_cli_bad_input("charlm", "--qk-norm or --softcap with %s: the model comes from %s",
                          o.resume ? "--resume" : "--init-from",
                          o.resume ? "the checkpoint" : "the pretrained model");
     if (o.resume && o.init_from)
         hl_cli_bad_input("charlm", "--init-from starts a run; --resume continues one: give one");
-    if (o.init_from && (o.vocab || o.tokenizer))
+    if (o.init_from && (o.vocab_given || o.tokenizer))
         hl_cli_bad_input("charlm", "--vocab or --tokenizer with --init-from: the vocabulary is "
                          "the pretrained model's");
     if (o.rotary_dims && strcmp(o.pos, "rope"))
@@ -458,7 +467,7 @@ static options parse_options(int argc, char **argv)
                          HL_VOCAB_BYTES);
     if (o.copy_span_given && !o.copy_windows)
         hl_cli_bad_input("charlm", "--copy-span without --copy-windows F, F > 0");
-    if (o.vocab && o.resume)
+    if (o.vocab_given && o.resume)
         hl_cli_bad_input("charlm", "--vocab with --resume: the vocabulary comes from the "
                          "checkpoint");
     return o;
@@ -545,6 +554,7 @@ typedef struct {
                                gathered before each evaluation for the checkpoint */
     bool batch_failed;      /* the last batch could not be read */
     int64_t start;
+    int64_t saved_step;     /* the last checkpoint this run wrote; 0: none yet */
     hl_lr_schedule schedule;
     double t0;              /* when training started: train.csv's seconds */
     double seconds_before;  /* a resumed run's seconds at its checkpoint, read back */
@@ -859,17 +869,26 @@ static hl_status record(void *ctx, int64_t step, const hl_step_result *last, hl_
                                   [CURVE_ICL] = icl, [CURVE_ICL_BYTE] = icl_byte};
     if (write_position_loss(r, step, err) != HL_OK || track_heads(r, step, point, err) != HL_OK)
         return err->status;
-    return step > r->start ? save_checkpoint(r, step, err) : HL_OK;
+    if (step <= r->start)
+        return HL_OK;
+    const hl_status saved = save_checkpoint(r, step, err);
+    if (saved == HL_OK)
+        r->saved_step = step;
+    return saved;
+}
+
+/* The learning-rate schedule the flags ask for. */
+static hl_lr_schedule schedule_of(const options *o)
+{
+    return (hl_lr_schedule){.warmup_steps = o->warmup, .total_steps = o->steps,
+                            .cosine = !strcmp(o->schedule, "cosine"), .min_scale = 0.1,
+                            .decay_frac = !strcmp(o->schedule, "wsd") ? o->decay_frac : 0};
 }
 
 /* Steps start..steps (train/run.h), evaluating on rank 0 every eval_every. */
 static void train(run *r)
 {
-    r->schedule = (hl_lr_schedule){.warmup_steps = r->o.warmup, .total_steps = r->o.steps,
-                                   .cosine = !strcmp(r->o.schedule, "cosine"),
-                                   .min_scale = 0.1,
-                                   .decay_frac = !strcmp(r->o.schedule, "wsd") ? r->o.decay_frac
-                                                                               : 0};
+    r->schedule = schedule_of(&r->o);
     const hl_run_hooks hooks = {.ctx = r, .batch = next_batch, .loss = shard_loss,
                                 .record = record,
                                 .gather = hl_dist_size() > 1 ? gather_dropout : NULL};
@@ -885,9 +904,13 @@ static void train(run *r)
         fprintf(stderr, "charlm: %s\n", err.message);
         hl_dist_abort(2);
     }
-    if (r->lead)
-        fprintf(stderr, "charlm: %s; the last checkpoint keeps the last good state\n",
-                err.message);
+    if (r->lead && r->saved_step)
+        fprintf(stderr, "charlm: %s; %s/checkpoint.safetensors keeps the last good state, step "
+                "%lld's\n", err.message, r->o.out, (long long)r->saved_step);
+    else if (r->lead)
+        fprintf(stderr, "charlm: %s; no checkpoint was written (the first comes at the first "
+                "evaluation after step %lld)%s\n", err.message, (long long)r->start,
+                r->o.resume ? "; the one resumed from is as it was" : "");
     hl_dist_abort(err.status == HL_ERR_IO ? 2 : 1);
 }
 
@@ -1301,7 +1324,10 @@ static void start_model(run *r)
         if (!r->lead && !found)
             hl_graph_seed(r->g, hl_rng_next(&r->g->rng) + (uint64_t)hl_dist_rank());
         if (r->lead)
-            printf("resumed from %s at step %lld\n", r->o.resume, (long long)r->start);
+            printf("resumed from %s at step %lld%s\n", r->o.resume, (long long)r->start,
+                   r->o.seed_given ? " (--seed unused: the batches, dropout and sampling go on "
+                                     "from the checkpoint's random state)"
+                                   : "");
     }
     hl_dist_broadcast_params(r->m->params);
 }
@@ -1340,13 +1366,7 @@ static hl_status read_log(const run *r, const char *name, hl_csv_table *t, hl_er
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", r->o.out, name);
-    size_t size;
-    char *text = (char *)hl_fs_read_file(path, &size);
-    if (!text)
-        return hl_error_set(err, HL_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-    const hl_status s = hl_csv_parse(text, size, path, t, err);
-    free(text);
-    return s;
+    return hl_csv_read(path, t, err);
 }
 
 /* track_heads' three best scores of one step from heads.csv's rows, the
@@ -1488,11 +1508,17 @@ static void print_training(const run *r)
     printf("  schedule: %d warm-up steps, then %s", o->warmup, o->schedule);
     if (!strcmp(o->schedule, "wsd"))
         printf(" (linear decay to 0 over the last %g of the steps)", o->decay_frac);
-    printf("%s\n", o->zero_init ? "; zero-initialised projections and head" : "");
-    if (o->warmup > o->steps && o->steps > 0)
+    printf("%s\n", !o->zero_init ? ""
+                   : o->tie      ? "; zero-initialised projections (the head is the embedding)"
+                                 : "; zero-initialised projections and head");
+    if (o->warmup > o->steps && o->steps > 0) {
+        const hl_lr_schedule schedule = schedule_of(o);
+        double most = 0;
+        for (int k = 0; k < o->steps; k++)
+            most = fmax(most, hl_lr_scale(&schedule, k));
         printf("  note: the %d steps end inside the %d-step warm-up: the rate reaches %.2g of "
-               "its peak at most (--warmup N sets a shorter one)\n", o->steps, o->warmup,
-               (double)o->steps / o->warmup);
+               "its peak at most (--warmup N sets a shorter one)\n", o->steps, o->warmup, most);
+    }
 }
 
 static void setup(run *r, const options *o)

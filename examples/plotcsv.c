@@ -10,7 +10,6 @@
  * column, when there are several). --where COL=VALUE keeps the rows
  * whose COL equals VALUE (e.g. one head of heads.csv). Run with --help.
  */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,15 +93,10 @@ int main(int argc, char **argv)
     int n = 0;
     for (int f = 0; f < o.files.n; f++) {
         const char *path = o.files.item[f];
-        size_t size;
-        char *text = (char *)hl_fs_read_file(path, &size);
-        if (!text)
-            hl_cli_bad_input("plotcsv", "cannot read %s: %s", path, strerror(errno));
         hl_error err = {0};
         hl_csv_table *t = &tables[f];
-        if (hl_csv_parse(text, size, path, t, &err) != HL_OK)
+        if (hl_csv_read(path, t, &err) != HL_OK)
             hl_cli_bad_input("plotcsv", "%s", err.message);
-        free(text);
         int where_col[HL_OPT_LIST_MAX];
         double where_value[HL_OPT_LIST_MAX];
         for (int w = 0; w < o.where.n; w++) {

@@ -82,6 +82,19 @@ static size_t stream_read_file(stream *s, unsigned char *buf, size_t n, bool *fi
     return got;
 }
 
+/* Whether the file at path starts as a token file does (data/token_file.h):
+ * its header and ids must not be read as text, nor as a model. */
+static bool is_token_file(const char *path)
+{
+    unsigned char head[8];
+    FILE *f = fopen(path, "rb");
+    const bool magic = f && fread(head, 1, sizeof head, f) == sizeof head &&
+                       hl_token_magic(head, sizeof head);
+    if (f)
+        fclose(f);
+    return magic;
+}
+
 static void stream_open(stream *s, char **paths, int n)
 {
     *s = (stream){.paths = paths, .n = n};
@@ -91,6 +104,8 @@ static void stream_open(stream *s, char **paths, int n)
             hl_cli_bad_input(program, "cannot read %s: %s", paths[i], strerror(errno));
         if (!S_ISREG(st.st_mode))
             hl_cli_bad_input(program, "%s is not a regular file", paths[i]);
+        if (is_token_file(paths[i]))
+            hl_cli_bad_input(program, "%s is a token file of tokenize, not text", paths[i]);
         s->size += (uint64_t)st.st_size;
     }
 }
@@ -256,6 +271,10 @@ static hl_vocab *make_vocab(const options *o, stream *s, uint64_t n_train)
     }
     if (o->vocab_from) {
         hl_vocab *v;
+        if (is_token_file(o->vocab_from))
+            hl_cli_bad_input(program, "--vocab-from %s is a token file; it takes a model (a "
+                             "charlm model or checkpoint, or a Hugging Face folder)",
+                             o->vocab_from);
         if (hl_gpt_load_vocab(o->vocab_from, &v, &err) != HL_OK)
             hl_cli_bad_input(program, "%s", err.message);
         if (!v)

@@ -354,8 +354,10 @@ typedef struct {
     hl_rng data_rng;       /* the same on every rank */
     heldout_set heldout;
     int64_t start;         /* the step training starts from */
+    int64_t saved_step;    /* the last checkpoint this run wrote; 0: none yet */
     FILE *log;             /* train.csv (rank 0) */
     double t0;             /* when training started: train.csv's seconds */
+    double seconds_before; /* a resumed run's seconds at its checkpoint, read back */
     hl_thread_tuner tuner;  /* each step's thread count, unless the user fixed it */
 } run;
 
@@ -434,8 +436,9 @@ static hl_status record(void *ctx, int64_t step, const hl_step_result *last, hl_
                          strerror(errno));
     if (s == HL_OK && is_snapshot_step(step))
         s = write_grid_step(r->o.out, &r->heldout, &e, (int)step, err);
-    if (s == HL_OK && step > 0)
-        s = save_model(r, "checkpoint.safetensors", true, step, err);
+    if (s == HL_OK && step > r->start &&
+        (s = save_model(r, "checkpoint.safetensors", true, step, err)) == HL_OK)
+        r->saved_step = step;
     evaluation_free(&e);
     return s;
 }
@@ -460,12 +463,16 @@ static void train(run *r)
                               .schedule = {.warmup_steps = 100}, .lead = r->lead,
                               .check_sync = r->o.check_sync, .progress = stdout,
                               .tuner = &r->tuner};
-    r->t0 = hl_seconds();
+    r->t0 = hl_seconds() - r->seconds_before;
     hl_error err = {0};
     if (hl_run_train(r->g, r->m->params, r->opt, &opts, &hooks, &err) != HL_OK) {
-        if (r->lead)
-            fprintf(stderr, "toy_heads: %s; the last checkpoint keeps the last good state\n",
-                    err.message);
+        if (r->lead && r->saved_step)
+            fprintf(stderr, "toy_heads: %s; %s/checkpoint.safetensors keeps the last good "
+                    "state, step %lld's\n", err.message, r->o.out, (long long)r->saved_step);
+        else if (r->lead)
+            fprintf(stderr, "toy_heads: %s; no checkpoint was written (the first comes at the "
+                    "first evaluation after step %lld)%s\n", err.message, (long long)r->start,
+                    r->o.resume ? "; the one resumed from is as it was" : "");
         hl_dist_abort(err.status == HL_ERR_IO ? 2 : 1);
     }
 }
@@ -511,6 +518,24 @@ static void start_model(run *r)
     hl_dist_broadcast_params(r->m->params);
 }
 
+/* A resumed run's train.csv seconds go on from its last row kept, the
+ * checkpoint's (0 without rows). */
+static double seconds_at_checkpoint(const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/train.csv", dir);
+    hl_error err = {0};
+    hl_csv_table t;
+    if (hl_csv_read(path, &t, &err) != HL_OK) {
+        fprintf(stderr, "toy_heads: %s\n", err.message);
+        hl_dist_abort(2);
+    }
+    const int col = hl_csv_column(&t, "seconds");
+    const double seconds = t.n_rows && col >= 0 ? hl_csv_value(&t, t.n_rows - 1, col) : 0;
+    hl_csv_table_free(&t);
+    return isfinite(seconds) && seconds > 0 ? seconds : 0;
+}
+
 /* train.csv: new, or when resuming its rows up to the checkpoint's step
  * (io/csv_log.h). */
 static FILE *open_log(const char *dir, int64_t resume_step)
@@ -551,6 +576,8 @@ static void setup(run *r, const options *o)
     }
     start_model(r);
     r->log = r->lead ? open_log(o->out, r->start > 0 ? r->start : -1) : NULL;
+    if (r->log && r->start > 0)
+        r->seconds_before = seconds_at_checkpoint(o->out);
     if (r->lead)
         printf("toy_heads: seed %d, %d steps, batch %d over %d rank(s), %zu parameters, out %s\n",
                o->seed, o->steps, BATCH, hl_dist_size(), hl_params_n_values(r->m->params),

@@ -1,9 +1,12 @@
 /* Numeric CSV tables: see csv_read.h. */
 #include "io/csv_read.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "files/fs.h"
 
 void hl_csv_table_free(hl_csv_table *t)
 {
@@ -127,5 +130,17 @@ hl_status hl_csv_parse(const char *text, size_t n, const char *name, hl_csv_tabl
     }
     if (s != HL_OK)
         hl_csv_table_free(t);
+    return s;
+}
+
+hl_status hl_csv_read(const char *path, hl_csv_table *t, hl_error *err)
+{
+    memset(t, 0, sizeof *t);
+    size_t size;
+    char *text = (char *)hl_fs_read_file(path, &size);
+    if (!text)
+        return hl_error_set(err, HL_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+    const hl_status s = hl_csv_parse(text, size, path, t, err);
+    free(text);
     return s;
 }

@@ -39,6 +39,9 @@ typedef struct hl_csv_table {
  * holds nothing to free. */
 hl_status hl_csv_parse(const char *text, size_t n, const char *name, hl_csv_table *t,
                        hl_error *err);
+/* hl_csv_parse of the file at path; HL_ERR_IO naming it when it cannot be
+ * read. */
+hl_status hl_csv_read(const char *path, hl_csv_table *t, hl_error *err);
 void hl_csv_table_free(hl_csv_table *t);
 
 /* The index of the column called name, or -1. */

@@ -4,11 +4,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "io/checkpoint.h"
 #include "io/hf.h"
 #include "io/internal.h"
 #include "io/safetensors.h"
+
+/* A model file at path, whole or its header alone; a folder (not a Hugging
+ * Face one, which the callers load as such) is refused saying what a model
+ * path is. */
+static hl_status read_model_file(const char *path, bool header_only, hl_safetensors **f,
+                                 hl_error *err)
+{
+    struct stat st;
+    if (path && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return hl_error_set(err, HL_ERR_IO, "%s is a folder without config.json: a model is a "
+                            "headlab model file or a Hugging Face folder holding config.json",
+                            path);
+    return header_only ? hl_safetensors_read_header(path, f, err)
+                       : hl_safetensors_read(path, f, err);
+}
 
 /* The model a file's config describes, with its weights; messages do not
  * name the file. */
@@ -42,7 +58,7 @@ hl_gpt *hl_gpt_load(const char *path, hl_error *err)
     if (hl_hf_is_folder(path))
         return hl_hf_load(path, err);
     hl_safetensors *f = NULL;
-    if (hl_safetensors_read(path, &f, err) != HL_OK)
+    if (read_model_file(path, false, &f, err) != HL_OK)
         return NULL;
     hl_error local = {0};
     hl_gpt *m = gpt_from_file(f, &local);
@@ -128,7 +144,7 @@ hl_gpt *hl_gpt_load_meta(const char *path, hl_gpt_meta *meta, hl_error *err)
     if (hl_hf_is_folder(path))
         return load_folder(path, meta, err);
     hl_safetensors *f = NULL;
-    if (hl_safetensors_read(path, &f, err) != HL_OK)
+    if (read_model_file(path, false, &f, err) != HL_OK)
         return NULL; /* the message names the file */
     /* A private record, so the message can be prefixed with the path. */
     hl_error local = {0};
@@ -165,7 +181,7 @@ hl_status hl_gpt_load_vocab(const char *path, hl_vocab **out, hl_error *err)
         return folder_vocab(path, &cfg, out, err);
     }
     hl_safetensors *f = NULL;
-    if (hl_safetensors_read_header(path, &f, err) != HL_OK)
+    if (read_model_file(path, true, &f, err) != HL_OK)
         return err->status;
     hl_error local = {0};
     if (hl_gpt_config_parse(hl_safetensors_metadata(f, "config"), &cfg, &local) == HL_OK)

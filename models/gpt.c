@@ -173,11 +173,13 @@ hl_status hl_gpt_config_check(const hl_gpt_config *cfg, hl_error *err)
     if (cfg->n_kv_heads > cfg->n_heads || (cfg->n_kv_heads && cfg->n_heads % cfg->n_kv_heads))
         return hl_error_set(err, HL_ERR_ARG, "gpt: %d key/value heads do not divide %d heads",
                             cfg->n_kv_heads, cfg->n_heads);
-    if (cfg->rotary_dims && (cfg->pos != HL_GPT_POS_ROPE || cfg->rotary_dims % 2 ||
-                             cfg->n_heads > cfg->d_model ||
+    if (cfg->rotary_dims && cfg->pos != HL_GPT_POS_ROPE)
+        return hl_error_set(err, HL_ERR_ARG, "gpt: rotary_dims %d needs rope positions",
+                            cfg->rotary_dims);
+    if (cfg->rotary_dims && (cfg->rotary_dims % 2 || cfg->n_heads > cfg->d_model ||
                              cfg->rotary_dims > cfg->d_model / cfg->n_heads))
-        return hl_error_set(err, HL_ERR_ARG, "gpt: rotary_dims %d needs rope positions and must "
-                            "be even and at most the head width", cfg->rotary_dims);
+        return hl_error_set(err, HL_ERR_ARG, "gpt: rotary_dims %d must be even and at most the "
+                            "head width, %d", cfg->rotary_dims, cfg->d_model / cfg->n_heads);
     if (cfg->tie_embeddings && cfg->vocab_in != cfg->vocab_out)
         return hl_error_set(err, HL_ERR_ARG, "gpt: tied embeddings need vocab_in = vocab_out, "
                             "not %d and %d", cfg->vocab_in, cfg->vocab_out);

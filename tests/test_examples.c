@@ -198,6 +198,19 @@ START_TEST(test_toy_heads_short_run)
              temp_dir, temp_dir);
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "resumed from"));
+    /* ... train.csv's seconds going on from the checkpoint's row (they
+     * started again from 0). */
+    snprintf(path, sizeof path, "%s/toy/train.csv", temp_dir);
+    hl_csv_table log;
+    hl_error err = {0};
+    ck_assert_msg(hl_csv_read(path, &log, &err) == HL_OK, "%s", err.message);
+    const int seconds = hl_csv_column(&log, "seconds");
+    ck_assert(log.n_rows == 4 && seconds >= 0);
+    for (size_t r = 1; r < log.n_rows; r++)
+        ck_assert_msg(hl_csv_value(&log, r, seconds) >= hl_csv_value(&log, r - 1, seconds),
+                      "row %zu: %g seconds after %g", r, hl_csv_value(&log, r, seconds),
+                      hl_csv_value(&log, r - 1, seconds));
+    hl_csv_table_free(&log);
     /* A checkpoint at or past --steps has nothing to train: exit 2, nothing written. */
     snprintf(path, sizeof path, "%s/toy/model.safetensors", temp_dir);
     struct stat before, after;
@@ -610,6 +623,23 @@ START_TEST(test_charlm_preset)
     hl_gpt_free(m);
     expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --qk-norm --no-qk-norm", 2,
                    "--qk-norm and --no-qk-norm: give one");
+    /* ... with the preset too (the off flag won), and --muon-lr is no flag
+     * of AdamW's. */
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --preset speedrun --zero-init "
+                   "--no-zero-init", 2, "--zero-init and --no-zero-init: give one");
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/charlm --data %s --ctx 16 --d-model 32 --heads 2 --layers 1 "
+             "--batch 2 --steps 10 --preset speedrun --optim adamw --tie --out %s/adamw "
+             "--sample 0 --no-report", path, temp_dir);
+    ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "--optim adamw --lr 0.01 ") && !strstr(out, "--muon-lr"), "%s",
+                  out);
+    ck_assert_msg(strstr(out, "zero-initialised projections (the head is the embedding)\n"),
+                  "%s", out);
+    /* 10 steps of a 20-step warm-up, the decay over the last 8: the rate's
+     * most is step 7's, 3/8 (the decay's) where the ramp is at 8/20, not the
+     * 10/20 the ramp would reach alone. */
+    ck_assert_msg(strstr(out, "the rate reaches 0.38 of its peak at most"), "%s", out);
     tu_remove_dir(temp_dir);
 }
 END_TEST
@@ -879,6 +909,20 @@ START_TEST(test_charlm_bad_input)
                    "--no-mlp with --mlp swiglu");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --resume x --smear", 2,
                    "the model comes from the checkpoint");
+    /* A model flag given as its "off" value is given all the same (these
+     * were dropped without a word). */
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --resume x --softcap 0", 2,
+                   "--qk-norm or --softcap with --resume");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --resume x --kv-heads 0", 2,
+                   "the model comes from the checkpoint");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --resume x --rotary-dims 0", 2,
+                   "the model comes from the checkpoint");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --resume x --vocab 0", 2,
+                   "--vocab with --resume");
+    expect_failure(HL_BUILD_DIR "/charlm --tokens x --vocab 0", 2,
+                   "--vocab or --tokenizer with --tokens");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --tokens x", 2,
+                   "--data and --tokens: give one");
     /* initialisation flags: the weights come from the file (they were ignored) */
     expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --resume x --emb-std 0.1", 2,
                    "--emb-std starts new weights; --resume brings its own");

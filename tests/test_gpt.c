@@ -472,6 +472,17 @@ START_TEST(test_gpt_config_round_trip)
     err = (hl_error){0};
     ck_assert_ptr_null(hl_gpt_new(&odd, &err));
     ck_assert_ptr_nonnull(strstr(err.message, "even head width"));
+    /* Partial rotary: the message says which condition failed. */
+    hl_gpt_config partial = {.vocab_in = 5, .vocab_out = 5, .n_ctx = 4, .d_model = 8,
+                             .n_heads = 2, .n_layers = 1, .emb_std = 1, .rotary_dims = 6};
+    err = (hl_error){0};
+    ck_assert_ptr_null(hl_gpt_new(&partial, &err));
+    ck_assert_msg(strstr(err.message, "rotary_dims 6 needs rope positions"), "%s", err.message);
+    partial.pos = HL_GPT_POS_ROPE;
+    err = (hl_error){0};
+    ck_assert_ptr_null(hl_gpt_new(&partial, &err));
+    ck_assert_msg(strstr(err.message, "rotary_dims 6 must be even and at most the head width, 4"),
+                  "%s", err.message);
     /* A context without a learned table to pay for it is still bounded. */
     odd.d_model = 4;
     odd.n_ctx = HL_GPT_MAX_CTX + 1;

@@ -146,11 +146,15 @@ START_TEST(test_charlm_tokens_bitwise_and_resume)
         ck_assert_msg(tu_same_file(a, b), "%s: --tokens and --data train different models",
                       kinds[k][1]);
     }
-    /* resume: more steps from the checkpoint */
+    /* resume: more steps from the checkpoint (the same command's --seed
+     * said to be unused) */
     snprintf(command, sizeof command,
              HL_BUILD_DIR "/charlm --tokens %s/tok1 " TINY " --steps 12 --out %s/tokens1 "
              "--resume %s/tokens1/checkpoint.safetensors", dir, dir, dir);
-    tu_run_ok(command);
+    char said[8192];
+    ck_assert_int_eq(tu_run(command, said, sizeof said), 0);
+    ck_assert_msg(strstr(said, "at step 8 (--seed unused: the batches, dropout and sampling go "
+                               "on from the checkpoint's random state)"), "%s", said);
     /* another corpus with the same vocabulary: refused */
     snprintf(command, sizeof command,
              "head -c 20000 %s/text.txt > %s/short.txt && " HL_BUILD_DIR "/tokenize "
@@ -275,10 +279,24 @@ START_TEST(test_bad_token_files)
         expect_failure(command, 2, dst);
     }
     expect_failure(HL_BUILD_DIR "/charlm --tokens /nonexistent", 2, "/nonexistent/train.tok");
-    expect_failure(HL_BUILD_DIR "/charlm --tokens x --data y", 2, "one of");
+    expect_failure(HL_BUILD_DIR "/charlm --tokens x --data y", 2, "give one");
     expect_failure(HL_BUILD_DIR "/charlm --tokens x --vocab 300", 2, "token files");
     snprintf(command, sizeof command, HL_BUILD_DIR "/charlm --data %s/good/train.tok", dir);
     expect_failure(command, 2, "train.tok is a token file of build/tokenize");
+    /* ... nor text to tokenize, nor a model whose vocabulary to take; nor is
+     * a folder without config.json a model (read as a file before). */
+    snprintf(command, sizeof command, HL_BUILD_DIR "/tokenize %s/good/val.tok --out %s/t", dir,
+             dir);
+    expect_failure(command, 2, "val.tok is a token file of tokenize, not text");
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/tokenize tests/main.c --vocab-from %s/good/val.tok --out %s/t", dir,
+             dir);
+    expect_failure(command, 2, "--vocab-from");
+    expect_failure(command, 2, "val.tok is a token file; it takes a model");
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/tokenize tests/main.c --vocab-from %s/good --out %s/t", dir, dir);
+    expect_failure(command, 2, "good is a folder without config.json: a model is a headlab "
+                               "model file or a Hugging Face folder");
     /* tokenize's bad input */
     expect_failure(HL_BUILD_DIR "/tokenize --out /tmp/x", 2, "no text files");
     expect_failure(HL_BUILD_DIR "/tokenize /nonexistent.txt --out /tmp/x", 2,
