@@ -232,6 +232,18 @@ void hl_cli_bad_input(const char *program, const char *fmt, ...)
     exit(2);
 }
 
+void hl_cli_training_failed(const char *program, const char *message, const char *out,
+                            int64_t saved_step, int64_t start, bool resumed)
+{
+    if (saved_step > 0)
+        fprintf(stderr, "%s: %s; %s/checkpoint.safetensors keeps the last good state, step "
+                "%lld's\n", program, message, out, (long long)saved_step);
+    else
+        fprintf(stderr, "%s: %s; no checkpoint was written (the first comes at the first "
+                "evaluation after step %lld)%s\n", program, message, (long long)start,
+                resumed ? "; the one resumed from is as it was" : "");
+}
+
 void hl_cli_init(void)
 {
     signal(SIGXFSZ, SIG_IGN);

@@ -30,6 +30,7 @@
 #define HL_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define HL_OPT_LIST_MAX 32
@@ -109,6 +110,14 @@ void hl_cli_parse_or_exit(const char *program, const hl_usage *usage, const hl_o
 /* Prints "program: message" on stderr and exits 2 (bad input). */
 _Noreturn void hl_cli_bad_input(const char *program, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* Prints why a training run failed, "program: message; ", then what is left
+ * of it: out/checkpoint.safetensors of step saved_step when the run wrote one
+ * (saved_step > 0), else that none was written, the first coming at the first
+ * evaluation after step start (and that the checkpoint resumed from, if
+ * resumed, is as it was). */
+void hl_cli_training_failed(const char *program, const char *message, const char *out,
+                            int64_t saved_step, int64_t start, bool resumed);
 
 /* Process set-up: a write past a file-size limit (a full disk or quota) fails
  * as an error the writer reports, instead of SIGXFSZ killing the program; the

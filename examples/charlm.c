@@ -904,13 +904,9 @@ static void train(run *r)
         fprintf(stderr, "charlm: %s\n", err.message);
         hl_dist_abort(2);
     }
-    if (r->lead && r->saved_step)
-        fprintf(stderr, "charlm: %s; %s/checkpoint.safetensors keeps the last good state, step "
-                "%lld's\n", err.message, r->o.out, (long long)r->saved_step);
-    else if (r->lead)
-        fprintf(stderr, "charlm: %s; no checkpoint was written (the first comes at the first "
-                "evaluation after step %lld)%s\n", err.message, (long long)r->start,
-                r->o.resume ? "; the one resumed from is as it was" : "");
+    if (r->lead)
+        hl_cli_training_failed("charlm", err.message, r->o.out, r->saved_step, r->start,
+                               r->o.resume != NULL);
     hl_dist_abort(err.status == HL_ERR_IO ? 2 : 1);
 }
 

@@ -466,13 +466,9 @@ static void train(run *r)
     r->t0 = hl_seconds() - r->seconds_before;
     hl_error err = {0};
     if (hl_run_train(r->g, r->m->params, r->opt, &opts, &hooks, &err) != HL_OK) {
-        if (r->lead && r->saved_step)
-            fprintf(stderr, "toy_heads: %s; %s/checkpoint.safetensors keeps the last good "
-                    "state, step %lld's\n", err.message, r->o.out, (long long)r->saved_step);
-        else if (r->lead)
-            fprintf(stderr, "toy_heads: %s; no checkpoint was written (the first comes at the "
-                    "first evaluation after step %lld)%s\n", err.message, (long long)r->start,
-                    r->o.resume ? "; the one resumed from is as it was" : "");
+        if (r->lead)
+            hl_cli_training_failed("toy_heads", err.message, r->o.out, r->saved_step,
+                                   r->start, r->o.resume != NULL);
         hl_dist_abort(err.status == HL_ERR_IO ? 2 : 1);
     }
 }

@@ -322,6 +322,11 @@ START_TEST(test_charlm_non_finite_weight)
                       strstr(out, "the first op whose output is not finite is linear"),
                       "ctx %d, %s poisoned: %s", cases[c].ctx,
                       cases[c].attention ? "in_proj_weight" : "fc_w", out);
+        /* It says that no checkpoint came of this run (it named "the last
+         * checkpoint" as if one had). */
+        ck_assert_msg(strstr(out, "no checkpoint was written (the first comes at the first "
+                                  "evaluation after step 10); the one resumed from is as it "
+                                  "was"), "%s", out);
         ck_assert_msg(tu_same_file(ckpt, copy), "the checkpoint was overwritten");
         hl_optim_free(opt);
         hl_gpt_free(m);

@@ -258,7 +258,7 @@ double hl_eval_icl_score(const double *position_loss, const double *position_wei
 {
     int e0, e1, l0, l1;
     hl_eval_icl_ranges(T, &e0, &e1, &l0, &l1);
-    if (e1 <= e0 || l1 <= l0) /* T < 9: a range holds no position */
+    if (e1 <= e0 || l1 <= l0) /* T of 2-4, 7 or 8: a range holds no position */
         return NAN;
     double early = 0, late = 0, early_weight = 0, late_weight = 0;
     for (int t = e0; t < e1; t++) {
