@@ -93,6 +93,27 @@ static bool store(const hl_opt *o, const char *text, FILE *errors, const char *p
     return false;
 }
 
+/* A flag getopt_long did not take: unknown, or a prefix of several flags'
+ * names (getopt_long takes a prefix of one alone), which are listed. */
+static void refuse_unknown(const hl_opt *opts, const char *flag, FILE *errors,
+                           const char *program)
+{
+    const char *name = flag + strspn(flag, "-");
+    const size_t len = strcspn(name, "=");
+    int matches = 0;
+    for (const hl_opt *o = opts; o->name && len; o++)
+        matches += !strncmp(o->name, name, len);
+    if (matches < 2 || flag[0] != '-' || flag[1] != '-') {
+        fprintf(errors, "%s: unknown option %s (see --help)\n", program, flag);
+        return;
+    }
+    fprintf(errors, "%s: %.*s is the start of several flags:", program, (int)(len + 2), flag);
+    for (const hl_opt *o = opts; o->name; o++)
+        if (!strncmp(o->name, name, len))
+            fprintf(errors, " --%s", o->name);
+    fprintf(errors, "\n");
+}
+
 hl_cli_status hl_cli_parse(const char *program, const hl_opt *opts, int first, int argc,
                            char **argv, FILE *errors)
 {
@@ -118,8 +139,7 @@ hl_cli_status hl_cli_parse(const char *program, const hl_opt *opts, int first, i
             fprintf(errors, "%s: %s needs a value (see --help)\n", program, flag),
                 status = HL_CLI_BAD;
         else if (c == '?')
-            fprintf(errors, "%s: unknown option %s (see --help)\n", program, flag),
-                status = HL_CLI_BAD;
+            refuse_unknown(opts, flag, errors, program), status = HL_CLI_BAD;
         else if (!store(&opts[c - 256], optarg, errors, program))
             status = HL_CLI_BAD;
     }

@@ -59,7 +59,8 @@ typedef struct {
     bool model_given, rope_base_given, mlp_given, norm_given; /* flags the user wrote */
     bool emb_std_given, pos_init_given, softcap_given, kv_heads_given, rotary_dims_given;
     bool d_model_given, heads_given, layers_given, dropout_given, vocab_given, seed_given;
-    bool qk_norm_given, zero_init_given; /* the switches themselves, not the preset's */
+    bool qk_norm_given, zero_init_given, doc_windows_given; /* the switches themselves, not
+                                                              * the preset's or checkpoint's */
     bool qk_norm, doc_windows; /* the training recipe's options */
     bool no_qk_norm, no_zero_init, no_doc_windows; /* the preset's or a checkpoint's, off */
     double softcap;
@@ -267,7 +268,8 @@ static options parse_options(int argc, char **argv)
         HL_OPTION_FLAG("doc-windows", &o.doc_windows,
                        "training windows start where a document does, and attention never "
                        "crosses a document boundary inside one (documents: the token files' "
-                       "index, or for --data the lines holding only a form feed)"),
+                       "index, or for --data the lines holding only a form feed)",
+                       .given = &o.doc_windows_given),
         HL_OPTION_FLAG("no-doc-windows", &o.no_doc_windows,
                        "windows anywhere (over a resumed checkpoint's --doc-windows)"),
         HL_OPTION_INT("kv-heads", &o.kv_heads, 0, 256, "N",
@@ -361,14 +363,14 @@ static options parse_options(int argc, char **argv)
         if (resume)
             read_training(resume, opts);
         /* the checkpoint's are not given */
-        o.muon_lr_given = o.decay_frac_given = o.copy_span_given = false;
+        o.muon_lr_given = o.decay_frac_given = o.copy_span_given = o.doc_windows_given = false;
         hl_cli_parse_or_exit("charlm", &usage, opts, argc, argv);
     }
     /* The off flags win over the preset's on; against a flag given, refused. */
     const char *both = o.qk_norm_given && o.no_qk_norm       ? "qk-norm"
                        : o.zero_init_given && o.no_zero_init ? "zero-init"
-                       : o.doc_windows && o.no_doc_windows && !o.resume ? "doc-windows"
-                                                                        : NULL;
+                       : o.doc_windows_given && o.no_doc_windows ? "doc-windows"
+                                                                 : NULL;
     if (both)
         hl_cli_bad_input("charlm", "--%s and --no-%s: give one", both, both);
     if ((o.resume || o.init_from) && (o.no_qk_norm || o.no_zero_init))
@@ -556,7 +558,8 @@ typedef struct {
     int64_t start;
     int64_t saved_step;     /* the last checkpoint this run wrote; 0: none yet */
     hl_lr_schedule schedule;
-    double t0;              /* when training started: train.csv's seconds */
+    double t0;              /* train.csv's seconds count from it: when training started,
+                               less a resumed run's seconds before */
     double seconds_before;  /* a resumed run's seconds at its checkpoint, read back */
     hl_thread_tuner tuner;  /* each step's thread count, unless the user fixed it */
     FILE *log;

@@ -368,6 +368,8 @@ static int print_ids(const options *o)
     unsigned char *text = hl_fs_read_file(o->print, &n);
     if (!text)
         hl_cli_bad_input(program, "cannot read %s: %s", o->print, strerror(errno));
+    if (hl_token_magic(text, n))
+        hl_cli_bad_input(program, "%s is a token file of tokenize, not text", o->print);
     hl_vocab *v = make_vocab(o, NULL, 0);
     int32_t *tokens = NULL;
     size_t n_tokens = 0;

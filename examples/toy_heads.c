@@ -28,7 +28,7 @@
 
 typedef struct {
     int seed, steps, threads, eval_every, heldout;
-    bool check_sync, no_report;
+    bool check_sync, no_report, seed_given;
     const char *out, *resume;
 } options;
 
@@ -49,7 +49,8 @@ static options parse_options(int argc, char **argv)
                  .out = "out/toy_heads"};
     const hl_opt opts[] = {
         HL_OPTION_INT("seed", &o.seed, 0, 1 << 30, "N",
-                      "seed of the model's initialisation and of the training data"),
+                      "seed of the model's initialisation and of the training data",
+                      .given = &o.seed_given),
         HL_OPTION_INT("steps", &o.steps, 0, 1e8, "N", "training steps; with --resume, the new total"),
         HL_OPTION_INT("threads", &o.threads, 1, HL_CLI_MAX_THREADS, "N",
                       "OpenMP threads; without it OMP_NUM_THREADS, else each step takes 1, 2, "
@@ -356,7 +357,8 @@ typedef struct {
     int64_t start;         /* the step training starts from */
     int64_t saved_step;    /* the last checkpoint this run wrote; 0: none yet */
     FILE *log;             /* train.csv (rank 0) */
-    double t0;             /* when training started: train.csv's seconds */
+    double t0;             /* train.csv's seconds count from it: when training started,
+                              less a resumed run's seconds before */
     double seconds_before; /* a resumed run's seconds at its checkpoint, read back */
     hl_thread_tuner tuner;  /* each step's thread count, unless the user fixed it */
 } run;
@@ -509,7 +511,10 @@ static void start_model(run *r)
             hl_dist_abort(2);
         }
         if (r->lead)
-            printf("resumed from %s at step %lld\n", r->o.resume, (long long)r->start);
+            printf("resumed from %s at step %lld%s\n", r->o.resume, (long long)r->start,
+                   r->o.seed_given ? " (--seed unused: the weights and the training data go "
+                                     "on from the checkpoint)"
+                                   : "");
     }
     hl_dist_broadcast_params(r->m->params);
 }

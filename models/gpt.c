@@ -102,6 +102,8 @@ static uint64_t parameter_count(const hl_gpt_config *cfg)
         const uint64_t rows = inner + product(2, hl_gpt_layer_kv_heads(cfg, l), head_dim);
         n = sum(n, product(rows + inner, d, 1)); /* in- and out-projections */
         n = sum(n, (cfg->no_qkv_bias ? 0 : rows) + (cfg->no_qkv_bias || cfg->no_out_bias ? 0 : d));
+        if (cfg->qk_norm)
+            n = sum(n, 2 * head_dim); /* q's and k's gains */
         if (cfg->smear_keys)
             n = sum(n, heads);
         n = sum(n, product(cfg->mlp ? 2 : 1, norm, 1));
@@ -160,16 +162,17 @@ hl_status hl_gpt_config_check(const hl_gpt_config *cfg, hl_error *err)
         cfg->n_heads < 1 || cfg->n_layers < 1 || cfg->n_layers > HL_GPT_MAX_LAYERS ||
         !(cfg->dropout >= 0 && cfg->dropout < 1) || !(cfg->emb_std > 0) ||
         (unsigned)cfg->pos >= HL_GPT_POS_KINDS || (unsigned)cfg->norm >= HL_GPT_NORM_KINDS ||
-        (unsigned)cfg->mlp >= HL_GPT_MLP_KINDS || !(cfg->rope_base >= 0) ||
+        (unsigned)cfg->mlp >= HL_GPT_MLP_KINDS ||
         cfg->n_kv_heads < 0 || cfg->rotary_dims < 0 || cfg->mlp_width < 0 ||
         !(cfg->norm_eps == 0 || (cfg->norm_eps >= HL_REAL_MIN && cfg->norm_eps < 1)) ||
+        !(cfg->rope_base == 0 || (cfg->rope_base > 1 && cfg->rope_base <= HL_REAL_MAX)) ||
         !(cfg->softcap >= 0 && isfinite(cfg->softcap)))
         return hl_error_set(err, HL_ERR_ARG,
                             "gpt: bad config (vocab_in, vocab_out, n_ctx, d_model, n_heads >= 1; "
                             "1 <= n_layers <= %d; 0 <= dropout < 1; emb_std > 0; known pos, "
-                            "norm and mlp; rope_base >= 0; n_kv_heads, rotary_dims, mlp_width "
-                            ">= 0; norm_eps 0 or a normal %s below 1; softcap >= 0, finite)",
-                            HL_GPT_MAX_LAYERS, HL_REAL_NAME);
+                            "norm and mlp; rope_base 0 or in (1, %g]; n_kv_heads, rotary_dims, "
+                            "mlp_width >= 0; norm_eps 0 or a normal %s below 1; softcap >= 0, "
+                            "finite)", HL_GPT_MAX_LAYERS, (double)HL_REAL_MAX, HL_REAL_NAME);
     if (cfg->n_kv_heads > cfg->n_heads || (cfg->n_kv_heads && cfg->n_heads % cfg->n_kv_heads))
         return hl_error_set(err, HL_ERR_ARG, "gpt: %d key/value heads do not divide %d heads",
                             cfg->n_kv_heads, cfg->n_heads);
@@ -681,7 +684,7 @@ static bool parse_option(const char **p, hl_gpt_config *c)
         c->pos = (hl_gpt_pos)pos;
     } else if (!strcmp(key, "rope_base")) {
         c->rope_base = strtod(value, &end);
-        if (*end || !(c->rope_base >= 0))
+        if (*end || !(c->rope_base == 0 || (c->rope_base > 1 && c->rope_base <= HL_REAL_MAX)))
             return false;
     } else if (!strcmp(key, "tie") || !strcmp(key, "smear") || !strcmp(key, "parallel") ||
                !strcmp(key, "qk_norm")) {

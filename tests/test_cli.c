@@ -84,6 +84,14 @@ START_TEST(test_cli_bad_input)
     expect_bad("--lr 11", "0..10");
     expect_bad("--eps 0", "--eps needs a number above 0 and at most 1");
     expect_bad("--bogus", "unknown option --bogus");
+    /* A prefix of one flag is that flag; of several, refused naming them
+     * (it was "unknown option"). */
+    parsed p;
+    char errors[256] = "";
+    ck_assert_int_eq(parse("--qu --ste 5", &p, errors, sizeof errors), HL_CLI_OK);
+    ck_assert(p.quiet && p.steps == 5);
+    expect_bad("--o x", "prog: --o is the start of several flags: --out --op\n");
+    expect_bad("--o=x", "prog: --o is the start of several flags: --out --op\n");
     expect_bad("--steps 3 stray", "unexpected argument 'stray'");
     char many[512] = "";
     for (int i = 0; i <= HL_OPT_LIST_MAX; i++)

@@ -193,11 +193,12 @@ START_TEST(test_toy_heads_short_run)
     /* Resuming from its checkpoint continues to the new total. */
     snprintf(command, sizeof command,
              HL_BUILD_DIR "/toy_heads --steps 30 --eval-every 10 --heldout 100 --no-report "
-             "--out %s/toy "
+             "--out %s/toy --seed 3 "
              "--resume %s/toy/checkpoint.safetensors",
              temp_dir, temp_dir);
     ck_assert_msg(tu_run(command, out, sizeof out) == 0, "%s", out);
-    ck_assert_ptr_nonnull(strstr(out, "resumed from"));
+    ck_assert_msg(strstr(out, "at step 20 (--seed unused: the weights and the training data go "
+                              "on from the checkpoint)"), "%s", out);
     /* ... train.csv's seconds going on from the checkpoint's row (they
      * started again from 0). */
     snprintf(path, sizeof path, "%s/toy/train.csv", temp_dir);
@@ -923,6 +924,8 @@ START_TEST(test_charlm_bad_input)
                    "--vocab or --tokenizer with --tokens");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --tokens x", 2,
                    "--data and --tokens: give one");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --resume x --doc-windows "
+                   "--no-doc-windows", 2, "--doc-windows and --no-doc-windows: give one");
     /* initialisation flags: the weights come from the file (they were ignored) */
     expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --resume x --emb-std 0.1", 2,
                    "--emb-std starts new weights; --resume brings its own");

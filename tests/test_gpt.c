@@ -656,6 +656,60 @@ START_TEST(test_gpt_size_limits)
 }
 END_TEST
 
+/* hl_gpt_config_check refuses what hl_gpt_new would (an epsilon that is 0 or
+ * subnormal as hl_real, a rotary base the attention refuses: it passed the
+ * check before), and hl_gpt_parameter_count is the values the model holds,
+ * QK-norm's gains included (they were left out). */
+START_TEST(test_gpt_config_check_and_count)
+{
+    hl_error err = {0};
+    hl_gpt_config cfg = hl_toy_gpt_config();
+    cfg.norm = HL_GPT_NORM_RMS;
+    cfg.norm_eps = 1e-320;
+    ck_assert_int_eq(hl_gpt_config_check(&cfg, &err), HL_ERR_ARG);
+    ck_assert_msg(strstr(err.message, "norm_eps 0 or a normal " HL_REAL_NAME), "%s",
+                  err.message);
+    hl_error_clear(&err);
+    ck_assert_ptr_null(hl_gpt_new(&cfg, &err));
+    hl_error_clear(&err);
+    hl_gpt_config parsed;
+    ck_assert_int_eq(hl_gpt_config_parse("vocab_in=5 vocab_out=5 n_ctx=4 d_model=4 n_heads=1 "
+                                         "n_layers=1 norm_eps=1e-320", &parsed, &err),
+                     HL_ERR_FORMAT);
+    hl_error_clear(&err);
+    cfg.norm_eps = 0;
+    cfg.pos = HL_GPT_POS_ROPE;
+    cfg.rope_base = 0.5;
+    ck_assert_int_eq(hl_gpt_config_check(&cfg, &err), HL_ERR_ARG);
+    ck_assert_msg(strstr(err.message, "rope_base 0 or in (1, "), "%s", err.message);
+    hl_error_clear(&err);
+    cfg.rope_base = 0;
+    hl_mha m;
+    hl_params *p = hl_params_new();
+    ck_assert_int_eq(hl_mha_declare(&m, p, "a.", &(hl_mha_config){.embed_dim = 4,
+                                                                    .num_heads = 1,
+                                                                    .qk_norm = true,
+                                                                    .qk_norm_eps = 1e-320},
+                                    &err), HL_ERR_ARG);
+    ck_assert_msg(strstr(err.message, "qk_norm_eps"), "%s", err.message);
+    hl_error_clear(&err);
+    hl_params_free(p);
+    for (int variant = 0; variant < 3; variant++) {
+        cfg.qk_norm = variant > 0;
+        cfg.tie_embeddings = variant == 2;
+        cfg.vocab_out = cfg.vocab_in;
+        ck_assert_int_eq(hl_gpt_config_check(&cfg, &err), HL_OK);
+        hl_gpt *g = hl_gpt_new(&cfg, &err);
+        ck_assert_msg(g, "%s", err.message);
+        ck_assert_msg(hl_gpt_parameter_count(&cfg) == hl_params_n_values(g->params),
+                      "variant %d: counted %llu, built %zu", variant,
+                      (unsigned long long)hl_gpt_parameter_count(&cfg),
+                      hl_params_n_values(g->params));
+        hl_gpt_free(g);
+    }
+}
+END_TEST
+
 /* Sinusoidal positions: sin and cos of t / 10000^(2i/d), of RMS emb_std, in
  * place of the noise. */
 START_TEST(test_gpt_sinusoidal_positions)
@@ -717,6 +771,7 @@ Suite *gpt_suite(void)
     tcase_add_test(tc, test_gpt_errors);
     tcase_add_test(tc, test_gpt_recipe);
     tcase_add_test(tc, test_gpt_size_limits);
+    tcase_add_test(tc, test_gpt_config_check_and_count);
     tcase_add_test(tc, test_gpt_grouped_odd_head_width);
     suite_add_tcase(s, tc);
     return s;

@@ -289,6 +289,10 @@ START_TEST(test_bad_token_files)
              dir);
     expect_failure(command, 2, "val.tok is a token file of tokenize, not text");
     snprintf(command, sizeof command,
+             HL_BUILD_DIR "/tokenize --pretrained tests/fixtures/gpt2-tokenizer --print "
+             "%s/good/val.tok", dir);
+    expect_failure(command, 2, "val.tok is a token file of tokenize, not text");
+    snprintf(command, sizeof command,
              HL_BUILD_DIR "/tokenize tests/main.c --vocab-from %s/good/val.tok --out %s/t", dir,
              dir);
     expect_failure(command, 2, "--vocab-from");
