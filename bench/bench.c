@@ -160,8 +160,18 @@ static void bad_option(const char *fmt, const char *what)
     exit(2);
 }
 
+/* A comma list with no empty item ("1,,2", ",gemm" and "gemm," were taken
+ * in part). */
+static bool items_whole(const char *list)
+{
+    const size_t n = strlen(list);
+    return n && list[0] != ',' && list[n - 1] != ',' && !strstr(list, ",,");
+}
+
 static void parse_threads(options *o, const char *list)
 {
+    if (!items_whole(list))
+        bad_option("--threads needs up to 8 counts in 1..256 like 1,2, got \"%s\"", list);
     o->n_threads = 0;
     for (const char *p = list; *p;) {
         char *end;
@@ -190,6 +200,8 @@ static void parse_sections(options *o, const char *list)
                  {"busy", SECTION_BUSY}, {"gpt2", SECTION_GPT2}, {"muon", SECTION_MUON},
                  {"batched", SECTION_BATCHED}, {"phases", SECTION_PHASES},
                  {"profile", SECTION_PROFILE}};
+    if (!items_whole(list))
+        bad_option("--only takes some of " SECTION_NAMES ", got \"%s\"", list);
     o->sections = 0;
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ",");
@@ -208,6 +220,8 @@ static void parse_sections(options *o, const char *list)
 
 static void parse_isas(options *o, const char *list)
 {
+    if (!items_whole(list))
+        bad_option("--isa takes some of avx512,avx2,portable, got \"%s\"", list);
     o->n_isas = 0;
     for (const char *p = list; *p;) {
         char name[16];

@@ -5,6 +5,8 @@
 
 hl_status hl_error_set(hl_error *err, hl_status status, const char *fmt, ...)
 {
+    if (!err)
+        return status;
     if (err->status != HL_OK)
         return err->status;
     err->status = status;

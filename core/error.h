@@ -33,7 +33,8 @@ typedef struct hl_error {
 } hl_error;
 
 /* Record an error unless one is already recorded; returns the stored status
- * (so `return hl_error_set(...)` reports the first error, not this one). */
+ * (so `return hl_error_set(...)` reports the first error, not this one). With
+ * err NULL nothing is recorded and status is returned. */
 hl_status hl_error_set(hl_error *err, hl_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

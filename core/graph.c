@@ -229,6 +229,9 @@ hl_status hl_graph_backward_from(hl_graph *g, hl_tensor *out, const hl_real *gra
         return hl_error_set(&g->error, HL_ERR_ARG,
                             "backward: %s does not require grad (no recorded op leads to it)",
                             out->name);
+    if (out->node && out->node->graph != g)
+        return hl_error_set(&g->error, HL_ERR_ARG,
+                            "backward: %s was recorded on another graph", out->name);
     forget_intermediate_grads(g);
     if (!out->grad) {
         out->grad = hl_graph_grad_alloc(g, out, true);

@@ -31,6 +31,7 @@ struct hl_node {
     int ints[HL_NODE_MAX_INTS];         /* op-specific integer parameters */
     hl_real reals[HL_NODE_MAX_REALS];   /* op-specific scalar parameters */
     struct hl_node *prev;               /* the node recorded before this one */
+    const struct hl_graph *graph;       /* the graph it was recorded on */
 };
 
 /* A gradient buffer of t->numel values for backward: one that an earlier

@@ -66,13 +66,13 @@ uint32_t hl_rng_below(hl_rng *rng, uint32_t n)
 
 void hl_init_uniform(hl_tensor *t, hl_rng *rng, double lo, double hi)
 {
-    for (size_t i = 0; i < t->numel; i++)
+    for (size_t i = 0; t && t->data && i < t->numel; i++)
         t->data[i] = (hl_real)(lo + (hi - lo) * hl_rng_uniform(rng));
 }
 
 void hl_init_normal(hl_tensor *t, hl_rng *rng, double mean, double std)
 {
-    for (size_t i = 0; i < t->numel; i++)
+    for (size_t i = 0; t && t->data && i < t->numel; i++)
         t->data[i] = (hl_real)(mean + std * hl_rng_normal(rng));
 }
 

@@ -30,7 +30,8 @@ double hl_rng_uniform(hl_rng *rng);
 double hl_rng_normal(hl_rng *rng);
 uint32_t hl_rng_below(hl_rng *rng, uint32_t n);
 
-/* In-place initialisers over t->data. */
+/* In-place initialisers over t->data (none drawn for a tensor without data:
+ * parameters whose hl_params_commit failed). */
 void hl_init_uniform(hl_tensor *t, hl_rng *rng, double lo, double hi);
 void hl_init_normal(hl_tensor *t, hl_rng *rng, double mean, double std);
 /* U(+-sqrt(6/(fan_in+fan_out))), as torch.nn.init.xavier_uniform_. */

@@ -9,7 +9,8 @@
 
 void hl_tensor_set_name(hl_tensor *t, const char *name)
 {
-    snprintf(t->name, sizeof t->name, "%s", name ? name : "");
+    if (t)
+        snprintf(t->name, sizeof t->name, "%s", name ? name : "");
 }
 
 bool hl_tensor_set_shape(hl_tensor *t, int rank, const int *shape)
@@ -105,12 +106,12 @@ size_t hl_tensor_span(const hl_tensor *t, int from, int to)
 
 void hl_tensor_fill(hl_tensor *t, hl_real value)
 {
-    for (size_t i = 0; i < t->numel; i++)
+    for (size_t i = 0; t && t->data && i < t->numel; i++)
         t->data[i] = value;
 }
 
 void hl_tensor_zero_grad(hl_tensor *t)
 {
-    if (t->grad)
+    if (t && t->grad)
         memset(t->grad, 0, t->numel * sizeof(hl_real));
 }

@@ -50,7 +50,7 @@ hl_tensor *hl_tensor_new_checked(const char *name, int rank, const int *shape,
                                  bool requires_grad, struct hl_error *err);
 void hl_tensor_free(hl_tensor *t);
 
-/* Sets the name (truncated to HL_NAME_MAX-1 characters). */
+/* Sets the name (truncated to HL_NAME_MAX-1 characters); a no-op on NULL. */
 void hl_tensor_set_name(hl_tensor *t, const char *name);
 
 /* Fills in rank, shape and numel; false when the rank or a dimension is out of
@@ -65,6 +65,7 @@ bool hl_tensor_same_shape(const hl_tensor *a, const hl_tensor *b);
 /* Product of dims [from, to). */
 size_t hl_tensor_span(const hl_tensor *t, int from, int to);
 
+/* Each value (or gradient) set; no-ops on NULL, or a tensor without them. */
 void hl_tensor_fill(hl_tensor *t, hl_real value);
 void hl_tensor_zero_grad(hl_tensor *t);
 

@@ -78,7 +78,7 @@ int main(int argc, char **argv)
     hl_graph *g = hl_graph_new(0);
     int32_t tokens[B * T], targets[B * T];
     const hl_real lr = 0.1f;
-    for (int step = 0; step <= steps; step++) {
+    for (int step = 0; step < steps; step++) {
         for (int i = 0; i < B * T; i++)
             tokens[i] = (int32_t)hl_rng_below(&rng, V);
         for (int i = 0; i < B * T; i++)
@@ -90,7 +90,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "demo_engine: step %d: %s\n", step, hl_graph_message(g));
             return 1;
         }
-        if (step % 50 == 0) {
+        if (step % 50 == 0 || step == steps - 1) {
             /* How much attention the last query puts on its previous token, per head. */
             printf("step %4d  loss %.4f  attention on t-1:", step, (double)loss->data[0]);
             for (int h = 0; h < H; h++) {
@@ -106,8 +106,8 @@ int main(int argc, char **argv)
             w[i] -= lr * dw[i];
         hl_graph_reset(g);
     }
-    printf("arena: %zu bytes at the high-water mark, %zu allocations over %d steps\n",
-           g->arena.high_water, g->arena.n_mallocs, steps + 1);
+    printf("arena: %zu bytes at the high-water mark, %zu allocations over %d step%s\n",
+           g->arena.high_water, g->arena.n_mallocs, steps, steps == 1 ? "" : "s");
     hl_graph_free(g);
     hl_params_free(m.params);
     return 0;

@@ -145,8 +145,9 @@ static int run(const options *o, hl_error *err)
     }
     if (dy)
         hl_graph_backward_from(g, y, dy->data);
-    if (hl_graph_failed(g)) {
-        hl_error_set(err, hl_graph_status(g), "%s", hl_graph_message(g));
+    if (hl_graph_failed(g)) { /* an op refused the files' tensors: name them */
+        hl_error_set(err, hl_graph_status(g), "%s with %s: %s", o->inputs, o->weights,
+                     hl_graph_message(g));
         goto done;
     }
     if (hl_safetensors_writer_add(w, "output", y, OUT_DTYPE, err) ||

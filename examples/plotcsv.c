@@ -161,7 +161,12 @@ int main(int argc, char **argv)
     for (int f = 0; f < o.files.n; f++)
         hl_csv_table_free(&tables[f]);
     if (s != HL_OK) {
-        fprintf(stderr, "plotcsv: %s\n", err.message);
+        fprintf(stderr, "plotcsv: %s (--x %s, --y %s", err.message, o.x, o.ys.item[0]);
+        for (int y = 1; y < o.ys.n; y++)
+            fprintf(stderr, ", %s", o.ys.item[y]);
+        for (int f = 0; f < o.files.n; f++)
+            fprintf(stderr, "%s%s", f ? ", " : " of ", o.files.item[f]);
+        fprintf(stderr, ")\n");
         return 2;
     }
     printf("wrote %s (%d series)\n", o.out, n);

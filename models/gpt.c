@@ -190,10 +190,17 @@ hl_status hl_gpt_config_check(const hl_gpt_config *cfg, hl_error *err)
         (cfg->d_model / cfg->n_heads) % 2)
         return hl_error_set(err, HL_ERR_ARG, "gpt: rotary positions need an even head width, "
                             "not d_model %d / n_heads %d", cfg->d_model, cfg->n_heads);
-    for (int l = 0; l < cfg->n_layers; l++)
+    const int kv_max = cfg->n_kv_heads ? cfg->n_kv_heads : cfg->n_heads;
+    for (int l = 0; l < cfg->n_layers; l++) {
         if (cfg->layer_heads[l] < 0 || cfg->layer_heads[l] > cfg->n_heads)
             return hl_error_set(err, HL_ERR_ARG, "gpt: layer %d has %d heads; it may have 1 to "
                                 "%d", l, cfg->layer_heads[l], cfg->n_heads);
+        if (cfg->layer_kv_heads[l] < 0 || cfg->layer_kv_heads[l] > kv_max ||
+            hl_gpt_layer_kv_heads(cfg, l) > hl_gpt_layer_heads(cfg, l))
+            return hl_error_set(err, HL_ERR_ARG, "gpt: layer %d has %d key/value heads for %d "
+                                "heads; it may have 1 to %d, and no more than its heads", l,
+                                cfg->layer_kv_heads[l], hl_gpt_layer_heads(cfg, l), kv_max);
+    }
     if (cfg->d_model % cfg->n_heads)
         return hl_error_set(err, HL_ERR_ARG, "gpt: d_model %d is not divisible by n_heads %d",
                             cfg->d_model, cfg->n_heads);
@@ -369,10 +376,19 @@ static hl_tensor *mlp(hl_graph *g, const hl_gpt *m, const hl_gpt_block *b, hl_te
     return hl_linear(g, hidden, b->proj_w, b->proj_b);
 }
 
-/* False, with the graph's error set, unless each of the run's patches names a
- * layer and an activation. */
-static bool patches_valid(hl_graph *g, const hl_gpt *m, const hl_gpt_run *run)
+/* False, with the graph's error set, unless there is a model and each of
+ * the run's patches names a layer and an activation. */
+static bool run_valid(hl_graph *g, const hl_gpt *m, const hl_gpt_run *run)
 {
+    if (!m) {
+        hl_error_set(&g->error, HL_ERR_ARG, "gpt: the model is NULL");
+        return false;
+    }
+    if (run && (run->n_patches < 0 || (run->n_patches > 0 && !run->patches))) {
+        hl_error_set(&g->error, HL_ERR_ARG, "gpt: %d patches at %s", run->n_patches,
+                     run->patches ? "patches" : "NULL");
+        return false;
+    }
     for (int i = 0; run && i < run->n_patches; i++)
         if (run->patches[i].layer < 0 || run->patches[i].layer >= m->cfg.n_layers ||
             run->patches[i].act < 0 || run->patches[i].act >= HL_ACTS) {
@@ -442,7 +458,11 @@ hl_tensor *hl_gpt_embed(hl_graph *g, const hl_gpt *m, const int32_t *tokens, int
 {
     if (hl_graph_failed(g))
         return &g->poison;
-    if (!tokens || B < 1 || T < 1 || T > m->cfg.n_ctx) {
+    if (!m || !tokens) {
+        hl_error_set(&g->error, HL_ERR_ARG, "gpt: %s NULL", m ? "the tokens are" : "the model is");
+        return &g->poison;
+    }
+    if (B < 1 || T < 1 || T > m->cfg.n_ctx) {
         hl_error_set(&g->error, HL_ERR_SHAPE,
                      "gpt: tokens (%d,%d) must be (B,T) with 1 <= T <= n_ctx %d", B, T,
                      m->cfg.n_ctx);
@@ -464,7 +484,7 @@ hl_tensor *hl_gpt_embed(hl_graph *g, const hl_gpt *m, const int32_t *tokens, int
 hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, int B, int T,
                           const hl_gpt_run *run)
 {
-    if (hl_graph_failed(g) || !patches_valid(g, m, run))
+    if (hl_graph_failed(g) || !run_valid(g, m, run))
         return &g->poison;
     hl_tensor *h = hl_gpt_embed(g, m, tokens, B, T), *branch;
     run_blocks(g, m, 0, run, &h, &branch);
@@ -480,7 +500,7 @@ hl_tensor *hl_gpt_forward(hl_graph *g, const hl_gpt *m, const int32_t *tokens, i
 hl_tensor *hl_gpt_forward_from(hl_graph *g, const hl_gpt *m, hl_tensor *h, int first,
                                const hl_gpt_run *run)
 {
-    if (hl_graph_failed(g))
+    if (hl_graph_failed(g) || !run_valid(g, m, run))
         return &g->poison;
     if (first < 0 || first >= m->cfg.n_layers || !h || h->rank != 3 ||
         h->shape[2] != m->cfg.d_model || h->shape[1] > m->cfg.n_ctx) {
@@ -490,8 +510,6 @@ hl_tensor *hl_gpt_forward_from(hl_graph *g, const hl_gpt *m, hl_tensor *h, int f
                      m->cfg.n_ctx);
         return &g->poison;
     }
-    if (!patches_valid(g, m, run))
-        return &g->poison;
     hl_tensor *branch;
     run_blocks(g, m, first, run, &h, &branch);
     if (branch)

@@ -353,6 +353,13 @@ hl_tensor *hl_mha_forward(hl_graph *g, const hl_mha *m, hl_tensor *query, hl_ten
         *trace = (hl_mha_trace){&g->poison, &g->poison, &g->poison, &g->poison, &g->poison};
     if (!check_inputs(g, m, query, key, value))
         return &g->poison;
+    if (run && ((unsigned)run->path > HL_MHA_FUSED || run->n_patches < 0 ||
+                (run->n_patches > 0 && !run->patches))) {
+        hl_error_set(&g->error, HL_ERR_ARG, "mha: the run's path %d (0..%d) or its %d patches "
+                     "at %p", (int)run->path, HL_MHA_FUSED, run->n_patches,
+                     (const void *)run->patches);
+        return &g->poison;
+    }
     const int H = m->cfg.num_heads, K = m->cfg.kv_heads, D = m->cfg.head_dim;
     hl_tensor *qh, *kh, *vh, *q_seen = NULL, *k_seen = NULL;
     if (m->packed && query == key && key == value && !m->smear && !m->q_norm &&

@@ -92,6 +92,9 @@ hl_tensor *hl_layernorm(hl_graph *g, hl_tensor *x, hl_tensor *gamma, hl_tensor *
 hl_tensor *hl_add_layernorm(hl_graph *g, hl_tensor *a, hl_tensor *b, hl_tensor *gamma,
                             hl_tensor *beta, hl_real eps, hl_tensor **sum)
 {
+    if (!sum)
+        return hl_op_fail(g, HL_OP_ADD_LAYERNORM, HL_ERR_ARG,
+                          "sum must point to a place for the residual sum");
     hl_tensor *s;
     if (!hl_residual_begin(g, HL_OP_ADD_LAYERNORM, a, b, &s)) {
         *sum = &g->poison;

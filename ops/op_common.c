@@ -47,6 +47,9 @@ bool hl_op_inputs_ok_as(hl_graph *g, const char *name, int n, hl_tensor *const *
             hl_op_fail_as(g, name, HL_ERR_STATE,
                           "input %d (%s) has no data (a parameter used before hl_params_commit?)",
                           i, t->name);
+        else if (t->node && t->node->graph != g) /* its backward would never run */
+            hl_op_fail_as(g, name, HL_ERR_ARG, "input %d (%s) was recorded on another graph", i,
+                          t->name);
         if (hl_graph_failed(g))
             return false;
     }
@@ -90,6 +93,7 @@ hl_node *hl_op_record(hl_graph *g, hl_op op, hl_tensor *out, int n, hl_tensor *c
     for (int i = 0; i < n; i++)
         node->inputs[i] = inputs[i];
     node->out = out;
+    node->graph = g;
     node->prev = g->tail;
     g->tail = node;
     g->n_nodes++;

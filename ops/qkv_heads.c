@@ -29,6 +29,11 @@ static hl_tensor *qkv_heads(hl_graph *g, const char *name, bool grouped, hl_tens
                             int heads, int kv_heads, hl_real rope_base, int rot_dims,
                             hl_tensor **k, hl_tensor **v)
 {
+    if (!k || !v) {
+        if (k || v)
+            *(k ? k : v) = &g->poison;
+        return hl_op_fail_as(g, name, HL_ERR_ARG, "k and v must point to places for the outputs");
+    }
     *k = *v = &g->poison;
     if (!hl_op_inputs_ok_as(g, name, 1, &qkv))
         return &g->poison;

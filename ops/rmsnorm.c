@@ -60,6 +60,9 @@ hl_tensor *hl_rmsnorm(hl_graph *g, hl_tensor *x, hl_tensor *gamma, hl_real eps)
 hl_tensor *hl_add_rmsnorm(hl_graph *g, hl_tensor *a, hl_tensor *b, hl_tensor *gamma, hl_real eps,
                           hl_tensor **sum)
 {
+    if (!sum)
+        return hl_op_fail(g, HL_OP_ADD_RMSNORM, HL_ERR_ARG,
+                          "sum must point to a place for the residual sum");
     hl_tensor *s;
     if (!hl_residual_begin(g, HL_OP_ADD_RMSNORM, a, b, &s)) {
         *sum = &g->poison;

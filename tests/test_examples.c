@@ -100,6 +100,9 @@ START_TEST(test_mha_run_bad_input)
              "--inputs tests/fixtures/mha/self/inputs.safetensors --out %s/o.safetensors "
              "--heads 2", temp_dir);
     expect_failure(command, 2, "kdim 6");
+    /* ... and so are the files (the op's message named neither) */
+    expect_failure(command, 2, "tests/fixtures/mha/self/inputs.safetensors with "
+                               "tests/fixtures/mha/cross/weights.safetensors: mha: ");
     /* Heads that do not divide E. */
     snprintf(command, sizeof command,
              HL_BUILD_DIR "/mha_run --weights tests/fixtures/mha/self/weights.safetensors "
@@ -518,6 +521,18 @@ START_TEST(test_charlm_modern)
              HL_BUILD_DIR "/plotcsv --file %s/lm/train.csv --x step --y nope --out %s/x.png",
              temp_dir, temp_dir);
     expect_failure(command, 2, "train.csv has no column nope (--y)");
+    /* Values no axis can show: the columns and files are named. */
+    snprintf(path, sizeof path, "%s/wide.csv", temp_dir);
+    FILE *wide = fopen(path, "w");
+    ck_assert_ptr_nonnull(wide);
+    fputs("step,loss\n1,1e308\n2,-1e308\n", wide);
+    fclose(wide);
+    snprintf(command, sizeof command,
+             HL_BUILD_DIR "/plotcsv --file %s --x step --y loss --out %s/w.png", path, temp_dir);
+    char want[512];
+    snprintf(want, sizeof want, "span more than an axis can show (--x step, --y loss of %s)",
+             path);
+    expect_failure(command, 2, want);
     snprintf(command, sizeof command,
              HL_BUILD_DIR "/plotcsv --file %s/lm/model.safetensors --x a --y b --out %s/x.png",
              temp_dir, temp_dir);

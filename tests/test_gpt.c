@@ -694,18 +694,50 @@ START_TEST(test_gpt_config_check_and_count)
     ck_assert_msg(strstr(err.message, "qk_norm_eps"), "%s", err.message);
     hl_error_clear(&err);
     hl_params_free(p);
+    /* A layer's key/value heads: more than the model's, than the layer's
+     * heads, or negative (hl_gpt_new refused them, naming no layer). */
+    hl_gpt_config grouped = hl_toy_gpt_config();
+    grouped.n_kv_heads = 2;
+    const int kv[][2] = {{-3, 0}, {3, 0}, {2, 1}};
+    for (int i = 0; i < 3; i++) {
+        grouped.layer_kv_heads[1] = kv[i][0];
+        grouped.layer_heads[1] = kv[i][1];
+        ck_assert_int_eq(hl_gpt_config_check(&grouped, &err), HL_ERR_ARG);
+        ck_assert_msg(strstr(err.message, "gpt: layer 1 has") &&
+                          strstr(err.message, "key/value heads"), "%s", err.message);
+        hl_error_clear(&err);
+    }
+    grouped.layer_kv_heads[1] = 1;
+    ck_assert_int_eq(hl_gpt_config_check(&grouped, &err), HL_OK);
+    /* No error record to fill: the status alone. */
+    ck_assert_ptr_null(hl_gpt_new(&(hl_gpt_config){0}, NULL));
+    /* No model, or patches at NULL: refused by the forward pass. */
+    hl_graph *g = hl_graph_new(0);
+    const int32_t tokens[2] = {1, 2};
+    tu_expect_error(g, hl_gpt_forward(g, NULL, tokens, 1, 2, NULL), "gpt: the model is NULL",
+                    NULL);
+    hl_graph_reset(g);
+    hl_gpt *toy = hl_gpt_new(&cfg, &err);
+    ck_assert_msg(toy, "%s", err.message);
+    tu_expect_error(g, hl_gpt_forward(g, toy, tokens, 1, 2, &(hl_gpt_run){.n_patches = 2}),
+                    "gpt: 2 patches at NULL", NULL);
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_gpt_forward(g, toy, NULL, 1, 2, NULL), "gpt: the tokens are NULL",
+                    NULL);
+    hl_gpt_free(toy);
+    hl_graph_free(g);
     for (int variant = 0; variant < 3; variant++) {
         cfg.qk_norm = variant > 0;
         cfg.tie_embeddings = variant == 2;
         cfg.vocab_out = cfg.vocab_in;
         ck_assert_int_eq(hl_gpt_config_check(&cfg, &err), HL_OK);
-        hl_gpt *g = hl_gpt_new(&cfg, &err);
-        ck_assert_msg(g, "%s", err.message);
-        ck_assert_msg(hl_gpt_parameter_count(&cfg) == hl_params_n_values(g->params),
+        hl_gpt *built = hl_gpt_new(&cfg, &err);
+        ck_assert_msg(built, "%s", err.message);
+        ck_assert_msg(hl_gpt_parameter_count(&cfg) == hl_params_n_values(built->params),
                       "variant %d: counted %llu, built %zu", variant,
                       (unsigned long long)hl_gpt_parameter_count(&cfg),
-                      hl_params_n_values(g->params));
-        hl_gpt_free(g);
+                      hl_params_n_values(built->params));
+        hl_gpt_free(built);
     }
 }
 END_TEST

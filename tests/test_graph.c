@@ -78,6 +78,34 @@ START_TEST(test_backward_needs_one_element)
 }
 END_TEST
 
+/* A tensor recorded on one graph is refused by another's ops and backward:
+ * its backward would never run there, and the gradient stopped without a
+ * word (hl_graph_backward returned HL_OK with the leaf's gradient 0). */
+START_TEST(test_other_graphs_tensors_refused)
+{
+    hl_graph *g1 = hl_graph_new(0), *g2 = hl_graph_new(0);
+    hl_tensor *x = tu_random("x", 1, (int[]){3}, true, 1, -1, 1);
+    hl_tensor *y = hl_scale(g1, x, 2);
+    hl_tensor *loss = hl_sum(g1, y);
+    ck_assert_int_eq(hl_graph_backward(g2, loss), HL_ERR_ARG);
+    ck_assert_msg(strstr(hl_graph_message(g2), "was recorded on another graph"), "%s",
+                  hl_graph_message(g2));
+    hl_graph_reset(g2);
+    ck_assert(hl_tensor_is_poison(hl_sum(g2, y)));
+    ck_assert_msg(strstr(hl_graph_message(g2), "sum: input 0") &&
+                      strstr(hl_graph_message(g2), "was recorded on another graph"),
+                  "%s", hl_graph_message(g2));
+    /* Leaves and values of a graph without grad belong to no graph. */
+    hl_graph_reset(g2);
+    ck_assert_int_eq(hl_graph_backward(g2, hl_sum(g2, x)), HL_OK);
+    ck_assert_int_eq(hl_graph_backward(g1, loss), HL_OK);
+    ck_assert(x->grad[0] == 3);
+    hl_tensor_free(x);
+    hl_graph_free(g1);
+    hl_graph_free(g2);
+}
+END_TEST
+
 START_TEST(test_errors_are_sticky_and_reset_clears)
 {
     hl_graph *g = hl_graph_new(0);
@@ -189,6 +217,7 @@ Suite *graph_suite(void)
     tcase_add_test(tc, test_no_grad_records_nothing);
     tcase_add_test(tc, test_backward_needs_one_element);
     tcase_add_test(tc, test_errors_are_sticky_and_reset_clears);
+    tcase_add_test(tc, test_other_graphs_tensors_refused);
     tcase_add_test(tc, test_backward_recycles_intermediate_gradients);
     tcase_add_test(tc, test_steps_allocate_nothing_after_the_first);
     tcase_add_test(tc, test_first_nonfinite_names_the_op);

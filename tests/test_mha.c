@@ -564,6 +564,15 @@ START_TEST(test_mha_errors)
                     hl_mha_forward(g, &s.mha, s.x, s.x, s.x, &masks,
                                    &(hl_mha_run){.trace = &trace}),
                     "mask_key_padding", "(2,4)", NULL);
+    /* A path that is none of the three, patches at NULL (taken before). */
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_mha_forward(g, &s.mha, s.x, s.x, s.x, NULL,
+                                      &(hl_mha_run){.path = (hl_mha_path)7}),
+                    "mha: the run's path 7", NULL);
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_mha_forward(g, &s.mha, s.x, s.x, s.x, NULL,
+                                      &(hl_mha_run){.n_patches = 2}),
+                    "its 2 patches", NULL);
     hl_tensor_free(pad);
     hl_tensor_free(wrong);
     hl_graph_free(g);

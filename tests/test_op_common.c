@@ -42,6 +42,25 @@ START_TEST(test_null_and_poisoned_inputs)
     hl_tensor *poison = &g->poison;
     hl_graph_reset(g);
     tu_expect_error(g, hl_scale(g, poison, 2), "scale: input 0 is a poisoned tensor", NULL);
+    /* An output's place NULL (they wrote through it); the tensor helpers
+     * take NULL as hl_tensor_free does. */
+    hl_graph_reset(g);
+    hl_tensor *w = tu_random("w", 1, (int[]){3}, false, 1, -1, 1);
+    tu_expect_error(g, hl_add_layernorm(g, x, x, w, NULL, (hl_real)1e-5, NULL),
+                    "add_layernorm: sum must point to a place", NULL);
+    hl_graph_reset(g);
+    tu_expect_error(g, hl_add_rmsnorm(g, x, x, w, (hl_real)1e-5, NULL),
+                    "add_rmsnorm: sum must point to a place", NULL);
+    hl_graph_reset(g);
+    hl_tensor *qkv = tu_random("qkv", 3, (int[]){1, 2, 6}, false, 1, -1, 1), *k;
+    tu_expect_error(g, hl_qkv_heads(g, qkv, 1, 0, &k, NULL), "qkv_heads: k and v must point",
+                    NULL);
+    ck_assert(hl_tensor_is_poison(k));
+    hl_tensor_fill(NULL, 1);
+    hl_tensor_zero_grad(NULL);
+    hl_tensor_set_name(NULL, "x");
+    hl_tensor_free(qkv);
+    hl_tensor_free(w);
     hl_tensor_free(x);
     hl_graph_free(g);
 }

@@ -353,6 +353,19 @@ START_TEST(test_optim_errors)
                                                           .beta1 = 1.0, .beta2 = 0.9, .eps = 1e-8},
                                     &err));
     ck_assert_ptr_nonnull(strstr(err.message, "betas"));
+    /* Infinities: the weights were -inf after one step. */
+    const double infinite[][3] = {{INFINITY, 0, 1e-8}, {1e-3, INFINITY, 1e-8},
+                                  {1e-3, 0, INFINITY}};
+    for (int i = 0; i < 3; i++) {
+        hl_error_clear(&err);
+        ck_assert_ptr_null(hl_optim_new(p, &(hl_optim_config){.kind = HL_OPTIM_ADAMW,
+                                                              .lr = infinite[i][0],
+                                                              .weight_decay = infinite[i][1],
+                                                              .eps = infinite[i][2],
+                                                              .beta1 = 0.9, .beta2 = 0.99},
+                                        &err));
+        ck_assert_msg(strstr(err.message, "bad hyper-parameters"), "%s", err.message);
+    }
     hl_params_free(p);
 }
 END_TEST

@@ -49,10 +49,11 @@ struct hl_optim_plan {
 
 static hl_status check_config(const hl_optim_config *c, int group, hl_error *err)
 {
-    bool ok = c->lr >= 0 && c->weight_decay >= 0;
+    bool ok = c->lr >= 0 && isfinite(c->lr) && c->weight_decay >= 0 && isfinite(c->weight_decay);
     switch (c->kind) {
     case HL_OPTIM_ADAMW:
-        ok = ok && c->beta1 >= 0 && c->beta1 < 1 && c->beta2 >= 0 && c->beta2 < 1 && c->eps > 0;
+        ok = ok && c->beta1 >= 0 && c->beta1 < 1 && c->beta2 >= 0 && c->beta2 < 1 && c->eps > 0 &&
+             isfinite(c->eps);
         break;
     case HL_OPTIM_SGD:
         ok = ok && c->momentum >= 0 && c->momentum < 1;
