@@ -259,10 +259,30 @@ static void scaling_threads(options *o)
     o->threads[o->n_threads++] = cores > 1 ? cores : 1;
 }
 
+/* The worker of the source tree bench was built in, found from the program's
+ * own path (build/bench: ../bench/torch_worker.py) when run from elsewhere
+ * than the tree's root; the default path otherwise. */
+static const char *default_worker(void)
+{
+    static const char relative[] = "bench/torch_worker.py";
+    static char beside[4096];
+    if (access(relative, R_OK) == 0)
+        return relative;
+    char exe[4096 - sizeof relative - 4];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return relative;
+    *slash = '\0';
+    snprintf(beside, sizeof beside, "%s/../%s", exe, relative);
+    return access(beside, R_OK) == 0 ? beside : relative;
+}
+
 static options parse_options(int argc, char **argv)
 {
     options o = {.csv = "bench.csv", .python = "/usr/bin/python3",
-                 .worker = "bench/torch_worker.py", .openblas = "libopenblas.so.0",
+                 .worker = default_worker(), .openblas = "libopenblas.so.0",
                  .threads = {1, 2}, .n_threads = 2,
                  .sections = SECTION_GEMM | SECTION_MHA | SECTION_TOY | SECTION_GPT |
                              SECTION_GPT2 | SECTION_MUON | SECTION_RSS | SECTION_LONG |

@@ -105,6 +105,12 @@ hl_status hl_csv_parse(const char *text, size_t n, const char *name, hl_csv_tabl
     memset(t, 0, sizeof *t);
     if (memchr(text, '\0', n))
         return hl_error_set(err, HL_ERR_FORMAT, "%s: a NUL byte; not a CSV text file", name);
+    /* A UTF-8 byte-order mark (spreadsheets write one) is no part of the
+     * first column's name. */
+    if (n >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) {
+        text += 3;
+        n -= 3;
+    }
     size_t next, end = line_end(text, n, 0, &next);
     if (n == 0 || end == 0)
         return hl_error_set(err, HL_ERR_FORMAT, "%s line 1: no header naming the columns", name);

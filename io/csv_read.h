@@ -10,7 +10,8 @@
  *         use(hl_csv_value(&t, r, step), hl_csv_value(&t, r, loss));
  *     hl_csv_table_free(&t);
  *
- * The first line names the columns; every later line holds one number a
+ * The first line names the columns (after a UTF-8 byte-order mark, if the
+ * text starts with one); every later line holds one number a
  * column (strtod's syntax: "nan" and "inf" too; an empty field is NaN).
  * Lines end in \n or \r\n, and a last line may lack its end; an empty line
  * is a row of one empty field (NaN in a one-column table, refused in a wider

@@ -37,6 +37,11 @@ START_TEST(test_csv_read_table)
     ck_assert_int_eq(hl_csv_parse(big, (size_t)n, "big.csv", &t, &err), HL_OK);
     ck_assert(hl_csv_value(&t, 0, 0) == -DBL_MAX);
     hl_csv_table_free(&t);
+    /* A byte-order mark before the header (its column was "\xEF\xBB\xBFstep"). */
+    ck_assert_int_eq(hl_csv_parse("\xEF\xBB\xBFstep,x\n1,2\n", 14, "bom.csv", &t, &err), HL_OK);
+    ck_assert_int_eq(hl_csv_column(&t, "step"), 0);
+    ck_assert(hl_csv_value(&t, 0, 1) == 2);
+    hl_csv_table_free(&t);
 }
 END_TEST
 
