@@ -53,6 +53,18 @@ static model_in open_model(const options *o)
     return in;
 }
 
+/* The model's induction probe, or an exit: 2 when it does not fit the model
+ * (bad input), 1 when out of memory. */
+static void make_probe(const model_in *in, hl_probe *p)
+{
+    hl_error err = {0};
+    if (hl_probe_new(in->m, &in->probe, p, &err) == HL_OK)
+        return;
+    if (err.status == HL_ERR_NOMEM)
+        heads_fail(&err);
+    heads_bad_input("%s", err.message);
+}
+
 static void close_model(model_in *in)
 {
     hl_gpt_free(in->m);
@@ -120,8 +132,11 @@ int heads_run_scores(const options *o)
     hl_probe p;
     const size_t cells = (size_t)in.m->cfg.n_layers * in.m->cfg.n_heads;
     hl_head_scores *s = malloc(sizeof *s * cells), *ts = malloc(sizeof *ts * cells);
-    if (!s || !ts || hl_probe_new(in.m, &in.probe, &p, &err) != HL_OK)
-        heads_bad_input("%s", err.message[0] ? err.message : "out of memory");
+    if (!s || !ts) {
+        hl_error_set(&err, HL_ERR_NOMEM, "out of memory");
+        heads_fail(&err);
+    }
+    make_probe(&in, &p);
     if (o->data && text_scores(o, &in, ts, &err) != HL_OK)
         heads_fail(&err);
     heads_make_out_dir(o);
@@ -352,8 +367,7 @@ int heads_run_circuits(const options *o)
     const hl_gpt_config *c = &in.m->cfg;
     if (c->n_layers < 2)
         heads_bad_input("%s has one layer: no heads in different layers to compose", o->model);
-    if (hl_probe_new(in.m, &in.probe, &p, &err) != HL_OK)
-        heads_bad_input("%s", err.message);
+    make_probe(&in, &p);
     const int N = hl_gpt_total_heads(c);
     double *comp[HL_COMPOSE_KINDS], base[HL_COMPOSE_KINDS];
     hl_head_scores *s = malloc(sizeof *s * (size_t)c->n_layers * c->n_heads);
@@ -423,11 +437,10 @@ int heads_run_report(const options *o)
     const bool toy = in.probe.bos >= 0;
     /* A probe that does not fit the model is bad input, found before --out
      * is made (the report builds its own). */
-    hl_error err = {0};
     hl_probe p;
-    if (hl_probe_new(in.m, &in.probe, &p, &err) != HL_OK)
-        heads_bad_input("%s", err.message);
+    make_probe(&in, &p);
     hl_probe_free(&p);
+    hl_error err = {0};
     /* An evaluation set for the ablation and importance tables where there is one. */
     study s = {0};
     if (toy || o->data)
