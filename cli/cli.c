@@ -252,8 +252,8 @@ void hl_cli_bad_input(const char *program, const char *fmt, ...)
     exit(2);
 }
 
-void hl_cli_training_failed(const char *program, const char *message, const char *out,
-                            int64_t saved_step, int64_t start, bool resumed)
+void hl_cli_report_failed_run(const char *program, const char *message, const char *out,
+                              int64_t saved_step, int64_t start, bool resumed)
 {
     if (saved_step > 0)
         fprintf(stderr, "%s: %s; %s/checkpoint.safetensors keeps the last good state, step "

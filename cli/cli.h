@@ -116,8 +116,8 @@ _Noreturn void hl_cli_bad_input(const char *program, const char *fmt, ...)
  * (saved_step > 0), else that none was written, the first coming at the first
  * evaluation after step start (and that the checkpoint resumed from, if
  * resumed, is as it was). */
-void hl_cli_training_failed(const char *program, const char *message, const char *out,
-                            int64_t saved_step, int64_t start, bool resumed);
+void hl_cli_report_failed_run(const char *program, const char *message, const char *out,
+                              int64_t saved_step, int64_t start, bool resumed);
 
 /* Process set-up: a write past a file-size limit (a full disk or quota) fails
  * as an error the writer reports, instead of SIGXFSZ killing the program; the

@@ -908,8 +908,8 @@ static void train(run *r)
         hl_dist_abort(2);
     }
     if (r->lead)
-        hl_cli_training_failed("charlm", err.message, r->o.out, r->saved_step, r->start,
-                               r->o.resume != NULL);
+        hl_cli_report_failed_run("charlm", err.message, r->o.out, r->saved_step, r->start,
+                                 r->o.resume != NULL);
     hl_dist_abort(err.status == HL_ERR_IO ? 2 : 1);
 }
 

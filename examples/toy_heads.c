@@ -469,8 +469,8 @@ static void train(run *r)
     hl_error err = {0};
     if (hl_run_train(r->g, r->m->params, r->opt, &opts, &hooks, &err) != HL_OK) {
         if (r->lead)
-            hl_cli_training_failed("toy_heads", err.message, r->o.out, r->saved_step,
-                                   r->start, r->o.resume != NULL);
+            hl_cli_report_failed_run("toy_heads", err.message, r->o.out, r->saved_step,
+                                     r->start, r->o.resume != NULL);
         hl_dist_abort(err.status == HL_ERR_IO ? 2 : 1);
     }
 }

@@ -317,7 +317,7 @@ static hl_gpt *load_model(hf_weights *w, const hl_gpt_config *cfg, hl_hf_arch ar
 {
     if (open_weights(w, err) != HL_OK)
         return NULL;
-    const uint64_t want = hl_gpt_parameter_count(cfg), have = weight_values(w);
+    const uint64_t want = hl_gpt_count_parameters(cfg), have = weight_values(w);
     if (want > 2 * have) /* have counts bytes of files in memory: no overflow */
         return hl_error_set(err, HL_ERR_FORMAT, "%s: config.json asks for %" PRIu64 " parameter "
                             "values; the weights hold %" PRIu64, w->dir, want, have), NULL;

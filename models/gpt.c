@@ -207,7 +207,7 @@ hl_status hl_gpt_config_check(const hl_gpt_config *cfg, hl_error *err)
     return size_ok(cfg, err) ? HL_OK : HL_ERR_ARG;
 }
 
-uint64_t hl_gpt_parameter_count(const hl_gpt_config *cfg) { return parameter_count(cfg); }
+uint64_t hl_gpt_count_parameters(const hl_gpt_config *cfg) { return parameter_count(cfg); }
 
 hl_gpt *hl_gpt_new(const hl_gpt_config *cfg, hl_error *err)
 {

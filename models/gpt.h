@@ -166,7 +166,7 @@ hl_gpt *hl_gpt_new(const hl_gpt_config *cfg, hl_error *err);
  * build the model (memory permitting), else the reason in err. */
 hl_status hl_gpt_config_check(const hl_gpt_config *cfg, hl_error *err);
 /* The parameter values a config that passes hl_gpt_config_check asks for. */
-uint64_t hl_gpt_parameter_count(const hl_gpt_config *cfg);
+uint64_t hl_gpt_count_parameters(const hl_gpt_config *cfg);
 void hl_gpt_free(hl_gpt *m);
 /* Every linear layer's weight and bias U(±1/√fan_in) (in-projection included),
  * embeddings N(0, emb_std), LayerNorm weight 1 and bias 0, QK-norm gains 1. */

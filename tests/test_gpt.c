@@ -658,7 +658,7 @@ END_TEST
 
 /* hl_gpt_config_check refuses what hl_gpt_new would (an epsilon that is 0 or
  * subnormal as hl_real, a rotary base the attention refuses: it passed the
- * check before), and hl_gpt_parameter_count is the values the model holds,
+ * check before), and hl_gpt_count_parameters is the values the model holds,
  * QK-norm's gains included (they were left out). */
 START_TEST(test_gpt_config_check_and_count)
 {
@@ -733,9 +733,9 @@ START_TEST(test_gpt_config_check_and_count)
         ck_assert_int_eq(hl_gpt_config_check(&cfg, &err), HL_OK);
         hl_gpt *built = hl_gpt_new(&cfg, &err);
         ck_assert_msg(built, "%s", err.message);
-        ck_assert_msg(hl_gpt_parameter_count(&cfg) == hl_params_n_values(built->params),
+        ck_assert_msg(hl_gpt_count_parameters(&cfg) == hl_params_n_values(built->params),
                       "variant %d: counted %llu, built %zu", variant,
-                      (unsigned long long)hl_gpt_parameter_count(&cfg),
+                      (unsigned long long)hl_gpt_count_parameters(&cfg),
                       hl_params_n_values(built->params));
         hl_gpt_free(built);
     }
