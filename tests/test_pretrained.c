@@ -398,6 +398,14 @@ START_TEST(test_cut)
     }
     ck_assert_uint_eq(k, n_whole);
     ck_assert_uint_gt(cuts, 20);
+    /* No place at a newline next to a Unicode space's bytes: "x\u00A0\n" ends
+     * in one piece at a part's end and in two within the whole ("\u00A0",
+     * "\n"), and "\n\u00A0\n" likewise (a vocabulary that merges them would
+     * encode the parts differently). Both were places. */
+    static const char near_spaces[] = "ab\xc2\xa0\ncd,ef\n\xc2\xa0\ngh";
+    const size_t m = sizeof near_spaces - 1;
+    ck_assert_uint_eq(hl_vocab_cut(v, (const unsigned char *)near_spaces, m, 1), m);
+    ck_assert_uint_eq(hl_vocab_cut(v, (const unsigned char *)"ab\ncd", 5, 1), 3);
     free(whole);
     free(text);
     hl_vocab_free(v);

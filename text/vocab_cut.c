@@ -5,6 +5,11 @@
 
 static int is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
+/* An ASCII byte that is no space: a byte of a multi-byte character may belong
+ * to a Unicode space (U+00A0, U+2028, U+3000, ...), which the regexes' \s
+ * takes. */
+static int is_ascii_non_space(unsigned char c) { return c < 0x80 && !is_space(c); }
+
 static int is_ascii_letter(unsigned char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
@@ -20,7 +25,9 @@ static int is_ascii_letter(unsigned char c)
  *
  * The regexes of GPT-2, Llama 3 and Qwen2 join more (`\s+(?!\S)`, Llama 3's
  * `\s*[\r\n]+`): their places are narrower, where
- *   - a lone newline sits between two non-spaces: "x\n|y", or
+ *   - a lone newline sits between two ASCII non-spaces: "x\n|y" (in "x\u00A0\n|y"
+ *     GPT-2's regex splits the space from the newline in the whole text, and
+ *     joins them at the end of the part before), or
  *   - a non-space is followed by a space and an ASCII letter: "x| the".
  * None looks behind, and none matches across either (each alternative that
  * takes a newline or a space stops before a non-space, or takes the space only
@@ -41,7 +48,8 @@ size_t hl_vocab_cut(const hl_vocab *v, const unsigned char *text, size_t n, size
     }
     for (size_t p = from < 2 ? 2 : from; p + 1 < n; p++) {
         const unsigned char before = text[p - 1], at = text[p];
-        const bool place = (before == '\n' && !is_space(at) && !is_space(text[p - 2])) ||
+        const bool place = (before == '\n' && is_ascii_non_space(at) &&
+                            is_ascii_non_space(text[p - 2])) ||
                            (!is_space(before) && at == ' ' && is_ascii_letter(text[p + 1]));
         if (place && hl_pretrained_cut_ok(v, text, n, p))
             return p;
