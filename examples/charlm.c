@@ -469,6 +469,9 @@ static options parse_options(int argc, char **argv)
                          HL_VOCAB_BYTES);
     if (o.copy_span_given && !o.copy_windows)
         hl_cli_bad_input("charlm", "--copy-span without --copy-windows F, F > 0");
+    if (o.sample && !*o.prompt)
+        hl_cli_bad_input("charlm", "--prompt is empty: sampling starts from one token at least "
+                         "(or give --sample 0)");
     if (o.vocab_given && o.resume)
         hl_cli_bad_input("charlm", "--vocab with --resume: the vocabulary comes from the "
                          "checkpoint");
@@ -945,8 +948,10 @@ static void sample_text(hl_graph *g, const hl_gpt *m, const hl_vocab *vocab, con
     for (int i = 0; i < n; i++) {
         int start = len > T ? len - T : 0, width = len - start;
         hl_tensor *logits = hl_gpt_forward(g, m, context + start, 1, width, NULL);
-        if (hl_graph_failed(g))
+        if (hl_graph_failed(g)) {
+            fprintf(stderr, "charlm: sampling: %s\n", hl_graph_message(g));
             break;
+        }
         hl_real *row = logits->data + (size_t)(width - 1) * V;
         for (int v = 0; m->cfg.softcap > 0 && v < V; v++) /* the logits the loss reads */
             row[v] = hl_gpt_logit(&m->cfg, row[v]);

@@ -939,6 +939,8 @@ START_TEST(test_charlm_bad_input)
                    "--vocab or --tokenizer with --tokens");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --tokens x", 2,
                    "--data and --tokens: give one");
+    expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --prompt ''", 2,
+                   "--prompt is empty: sampling starts from one token at least");
     expect_failure(HL_BUILD_DIR "/charlm --data tests/main.c --resume x --doc-windows "
                    "--no-doc-windows", 2, "--doc-windows and --no-doc-windows: give one");
     /* initialisation flags: the weights come from the file (they were ignored) */

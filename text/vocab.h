@@ -6,8 +6,10 @@
  * Tokens 0..255 are the bytes themselves, so every text encodes. A learnt
  * vocabulary adds pieces 256..size-1: the most frequent words of the training
  * text as the pre-tokenizer cuts it (hl_vocab_next_word): a run of letters
- * with the one space before it (" the", " LORD", "And" at a line's start), a
- * run of digits, or any other single byte. Encoding maps each word to its
+ * (ASCII letters, the apostrophe of "LORD's" and every byte >= 0x80, so that
+ * UTF-8 words stay whole, a no-break space or U+3000 among them) with the one
+ * space before it (" the", " LORD", "And" at a line's start), a run of
+ * digits, or any other single byte. Encoding maps each word to its
  * piece when the vocabulary has one, else to its bytes; decoding concatenates
  * the pieces, so decode(encode(text)) is the text, whatever its bytes.
  *
