@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <utf8proc.h>
 
 #include "files/fs.h"
+#include "text/pretrained_impl.h"
 #include "text/vocab.h"
 
 #include "tests/testutil.h"
@@ -335,6 +337,57 @@ END_TEST
 
 /* format -> parse gives the same tokenizer (same tokens on every case) and
  * the same string again. */
+/* Runs of more non-starters than utf8proc is left to order (whose sort is
+ * quadratic in a run's length) are decomposed and ordered first: the text
+ * comes out as utf8proc alone makes it, on runs of 33 to 300 marks of nine
+ * classes (U+0344 decomposes into two marks) after starters that decompose
+ * (U+1E09: c, cedilla, acute), compose (e, a), or are Hangul, and with a
+ * byte that is not UTF-8 between them. */
+START_TEST(test_nfc_long_runs_of_marks)
+{
+    static const utf8proc_int32_t starters[] = {'a', 'e', 'c', 0xE9, 0x1E09, 0xAC00, 0x1100},
+                                  marks[] = {0x301, 0x316, 0x327, 0x334, 0x345,
+                                             0x344, 0x5B0, 0xF71, 0x328};
+    enum { PIECES = 40, MOST = 300 };
+    unsigned char *text = malloc(PIECES * (MOST + 1) * 4 + PIECES);
+    uint32_t seed = 12345;
+    size_t n = 0;
+    for (int p = 0; p < PIECES; p++) {
+        seed = seed * 1664525u + 1013904223u;
+        n += (size_t)utf8proc_encode_char(starters[(seed >> 8) % 7], text + n);
+        seed = seed * 1664525u + 1013904223u;
+        const int run = 33 + (int)((seed >> 8) % (MOST - 32));
+        for (int i = 0; i < run; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            n += (size_t)utf8proc_encode_char(marks[(seed >> 8) % 9], text + n);
+        }
+        if (p == PIECES / 2)
+            text[n++] = 0xff;
+    }
+    unsigned char *got, *want;
+    size_t got_len;
+    ck_assert(hl_pretrained_normalize(text, n, &got, &got_len));
+    const size_t half = (size_t)((unsigned char *)memchr(text, 0xff, n) - text);
+    utf8proc_uint8_t *a, *b;
+    const utf8proc_ssize_t la = utf8proc_map(text, (utf8proc_ssize_t)half, &a,
+                                             UTF8PROC_STABLE | UTF8PROC_COMPOSE),
+                           lb = utf8proc_map(text + half + 1, (utf8proc_ssize_t)(n - half - 1),
+                                             &b, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+    ck_assert(la > 0 && lb > 0);
+    want = malloc((size_t)(la + 1 + lb));
+    memcpy(want, a, (size_t)la);
+    want[la] = 0xff;
+    memcpy(want + la + 1, b, (size_t)lb);
+    ck_assert_msg(got_len == (size_t)(la + 1 + lb) && !memcmp(got, want, got_len),
+                  "%zu bytes, utf8proc's %zd", got_len, la + 1 + lb);
+    free(a);
+    free(b);
+    free(want);
+    free(got);
+    free(text);
+}
+END_TEST
+
 START_TEST(test_stored_form)
 {
     const char *paths[] = {GPT2_DIR "/tokenizer.json", LLAMA3_STYLE};
@@ -866,6 +919,7 @@ Suite *pretrained_suite(void)
     tcase_add_test(tc, test_invalid_utf8);
     tcase_add_test(tc, test_llama3_style);
     tcase_add_test(tc, test_nfc_normalizer);
+    tcase_add_test(tc, test_nfc_long_runs_of_marks);
     tcase_add_test(tc, test_white_space_is_unicode);
     tcase_add_test(tc, test_stored_form);
     tcase_add_test(tc, test_post_processor_template);

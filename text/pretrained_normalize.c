@@ -37,18 +37,148 @@ enum { PIECE_BYTES = 1 << 16 };
 /* Where the piece that starts at text[i] ends: at a byte that is not UTF-8,
  * or at an ASCII byte once the piece holds PIECE_BYTES. NFC neither reorders
  * nor composes across an ASCII character (a starter that is never the second
- * of a composition pair), so the pieces composed apart make the text's NFC. */
-static size_t piece_end(const unsigned char *text, size_t n, size_t i)
+ * of a composition pair), so the pieces composed apart make the text's NFC.
+ * *marks: the longest run of non-starters (combining class above 0) in it. */
+static size_t piece_end(const unsigned char *text, size_t n, size_t i, size_t *marks)
 {
     const size_t start = i;
+    size_t run = 0;
+    *marks = 0;
     while (i < n && !(text[i] < 0x80 && i - start >= PIECE_BYTES)) {
         utf8proc_int32_t cp;
         const utf8proc_ssize_t k = utf8proc_iterate(text + i, (utf8proc_ssize_t)(n - i), &cp);
         if (k <= 0)
             break;
+        /* (no code point below U+0300 combines) */
+        run = cp >= 0x300 && utf8proc_get_property(cp)->combining_class ? run + 1 : 0;
+        if (run > *marks)
+            *marks = run;
         i += (size_t)k;
     }
     return i;
+}
+
+/* utf8proc puts the non-starters after each starter in order by a gnome
+ * sort, quadratic in a run's length: 32,000 marks of class 230 then 32,000
+ * of class 220 (128 KB) took 15.6 s. A piece with a run longer than this is
+ * decomposed here, its runs sorted (stably, by class, as NFC orders them),
+ * and only composed by utf8proc. A shorter run stays short once decomposed
+ * (a code point decomposes into at most 4), so utf8proc's sort of it costs
+ * a bounded amount a code point. */
+enum { MARKS_SORTED_BY_UTF8PROC = 32 };
+
+typedef struct {
+    utf8proc_int32_t cp;
+    utf8proc_uint8_t ccc; /* canonical combining class */
+    size_t at;            /* place in the run, so that the sort is stable */
+} mark;
+
+static int mark_order(const void *a, const void *b)
+{
+    const mark *x = a, *y = b;
+    if (x->ccc != y->ccc)
+        return x->ccc < y->ccc ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+static int combining_class(utf8proc_int32_t cp)
+{
+    return utf8proc_get_property(cp)->combining_class;
+}
+
+/* The run cp[0..n) of non-starters put in order by class, stably (NFC's
+ * canonical ordering); marks has room for n. */
+static void sort_run(utf8proc_int32_t *cp, size_t n, mark *marks)
+{
+    for (size_t i = 0; i < n; i++)
+        marks[i] = (mark){.cp = cp[i], .ccc = (utf8proc_uint8_t)combining_class(cp[i]), .at = i};
+    qsort(marks, n, sizeof *marks, mark_order);
+    for (size_t i = 0; i < n; i++)
+        cp[i] = marks[i].cp;
+}
+
+/* The piece's canonical decomposition into *out (malloc'd, *count code
+ * points) with every run of non-starters in order. false out of memory, or
+ * (*count 0) when a code point decomposes into more than utf8proc is asked
+ * to write, which Unicode's data does not have. The piece is valid UTF-8. */
+static bool decompose_sorted(const unsigned char *text, size_t n, utf8proc_int32_t **out,
+                             size_t *count)
+{
+    enum { PARTS = 8 }; /* Unicode's longest canonical decomposition has 4 */
+    size_t cap = n + PARTS, len = 0, run_cap = 0;
+    utf8proc_int32_t *cp = malloc(cap * sizeof *cp);
+    mark *marks = NULL;
+    bool ok = cp != NULL;
+    *count = 0;
+    for (size_t i = 0; ok && i < n;) {
+        utf8proc_int32_t c;
+        i += (size_t)utf8proc_iterate(text + i, (utf8proc_ssize_t)(n - i), &c);
+        if (cap - len < PARTS) {
+            utf8proc_int32_t *grown = realloc(cp, 2 * cap * sizeof *cp);
+            if (!(ok = grown != NULL))
+                break;
+            cp = grown;
+            cap *= 2;
+        }
+        int boundclass = 0;
+        const utf8proc_ssize_t k =
+            utf8proc_decompose_char(c, cp + len, PARTS, UTF8PROC_DECOMPOSE, &boundclass);
+        if (k <= 0 || k > PARTS) {
+            free(cp);
+            return true; /* *count 0: composed by utf8proc alone */
+        }
+        len += (size_t)k;
+    }
+    for (size_t i = 0; ok && i < len;) {
+        size_t end = i + 1; /* cp[i..end): a starter, or a run of non-starters */
+        if (combining_class(cp[i])) {
+            while (end < len && combining_class(cp[end]))
+                end++;
+            if (end - i > run_cap) {
+                free(marks);
+                run_cap = end - i;
+                ok = (marks = malloc(run_cap * sizeof *marks)) != NULL;
+            }
+            if (ok)
+                sort_run(cp + i, end - i, marks);
+        }
+        i = end;
+    }
+    free(marks);
+    if (!ok) {
+        free(cp);
+        return false;
+    }
+    *out = cp;
+    *count = len;
+    return true;
+}
+
+/* The NFC of one piece of valid UTF-8, appended to b. */
+static bool compose_piece(buffer *b, const unsigned char *text, size_t n, size_t marks)
+{
+    if (marks > MARKS_SORTED_BY_UTF8PROC) {
+        utf8proc_int32_t *cp;
+        size_t count;
+        if (!decompose_sorted(text, n, &cp, &count))
+            return false;
+        if (count > 0) {
+            /* Composes the code points, in order already, and writes them
+             * as UTF-8 over the same buffer (what utf8proc_map does after
+             * its own decomposition). */
+            const utf8proc_ssize_t len =
+                utf8proc_reencode(cp, (utf8proc_ssize_t)count, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+            const bool ok = len >= 0 && append(b, (const unsigned char *)cp, (size_t)len);
+            free(cp);
+            return ok;
+        }
+    }
+    utf8proc_uint8_t *composed = NULL;
+    const utf8proc_ssize_t len =
+        utf8proc_map(text, (utf8proc_ssize_t)n, &composed, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+    const bool ok = len >= 0 && append(b, composed, (size_t)len);
+    free(composed);
+    return ok;
 }
 
 bool hl_pretrained_normalize(const unsigned char *text, size_t n, unsigned char **out,
@@ -59,17 +189,14 @@ bool hl_pretrained_normalize(const unsigned char *text, size_t n, unsigned char 
     buffer b = {.data = malloc(n + 1), .cap = n + 1}; /* NFC seldom grows a text */
     bool ok = b.data != NULL;
     for (size_t i = 0; ok && i < n;) {
-        const size_t end = piece_end(text, n, i);
+        size_t marks;
+        const size_t end = piece_end(text, n, i, &marks);
         if (end == i) { /* an invalid byte */
             ok = append(&b, text + i, 1);
             i++;
             continue;
         }
-        utf8proc_uint8_t *composed = NULL;
-        const utf8proc_ssize_t len = utf8proc_map(text + i, (utf8proc_ssize_t)(end - i),
-                                                  &composed, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
-        ok = len >= 0 && append(&b, composed, (size_t)len);
-        free(composed);
+        ok = compose_piece(&b, text + i, end - i, marks);
         i = end;
     }
     if (!ok) {
