@@ -118,14 +118,39 @@ static void free_names(hl_atomic_file *a)
     a->f = NULL;
 }
 
+/* The file a write of path replaces, in *target (malloc'd; NULL out of
+ * memory): path itself, or the regular file a symbolic link there names,
+ * the link left a link. Anything else is refused: the rename would put a
+ * file where a directory, a device (/dev/null) or a FIFO was. */
+static hl_status target_of(const char *path, char **target, hl_error *err)
+{
+    struct stat st;
+    *target = NULL;
+    if (lstat(path, &st) != 0 || S_ISREG(st.st_mode)) {
+        /* new, or not to be looked at: creating the temporary says why */
+        *target = copy_string(path);
+        return HL_OK;
+    }
+    if (S_ISLNK(st.st_mode) && stat(path, &st) != 0)
+        return hl_error_set(err, HL_ERR_IO, "cannot write %s: it is a symbolic link to %s",
+                            path, errno == ENOENT ? "nothing" : strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return hl_error_set(err, HL_ERR_IO, "cannot write %s: it is %s", path,
+                            S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+    *target = realpath(path, NULL);
+    return HL_OK;
+}
+
 hl_status hl_atomic_begin(hl_atomic_file *a, const char *path, hl_error *err)
 {
     *a = (hl_atomic_file){0};
     if (!path || !*path)
         return hl_error_set(err, HL_ERR_ARG, "cannot write a file without a name");
-    remove_stale(path);
-    const size_t size = strlen(path) + 48;
-    a->path = copy_string(path);
+    if (target_of(path, &a->path, err) != HL_OK)
+        return err->status;
+    if (a->path)
+        remove_stale(a->path);
+    const size_t size = strlen(a->path ? a->path : path) + 48;
     a->tmp = malloc(size);
     if (!a->path || !a->tmp) {
         free_names(a);

@@ -3,7 +3,9 @@
  * bytes go to a temporary file beside the target ("<path>.tmp.<pid>.<n>",
  * created exclusively, a taken name skipped), which is flushed, synced and
  * renamed over the target; on any failure it is removed and the target keeps
- * its old contents.
+ * its old contents. A target that is a symbolic link to a file is written
+ * through (the file replaced, the link kept); a directory, device, FIFO or
+ * link to nothing is refused by hl_atomic_begin.
  *
  *     hl_atomic_file out;
  *     if (hl_atomic_begin(&out, "out/scores.csv", &err) != HL_OK) return err.status;

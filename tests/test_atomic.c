@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -80,6 +81,47 @@ START_TEST(test_atomic_unwritable)
     ck_assert_int_eq(hl_atomic_write(path, "y", 1, &err), HL_ERR_IO);
     ck_assert_ptr_nonnull(strstr(err.message, path));
     expect_contents(file, "x");
+    tu_remove_dir(dir);
+}
+END_TEST
+
+/* What is not a regular file is refused before anything is written, and
+ * stays as it was: a directory, a FIFO, a link to nothing. A symbolic link
+ * to a file is written through: the file gets the contents, the link stays. */
+START_TEST(test_atomic_what_it_replaces)
+{
+    tu_make_dir(dir, "atomic");
+    char sub[128], fifo[128], dangling[128], target[128], link[128];
+    in_dir("sub", sub, sizeof sub);
+    in_dir("fifo", fifo, sizeof fifo);
+    in_dir("dangling", dangling, sizeof dangling);
+    in_dir("target.csv", target, sizeof target);
+    in_dir("link.csv", link, sizeof link);
+    ck_assert_int_eq(mkdir(sub, 0777), 0);
+    ck_assert_int_eq(mkfifo(fifo, 0666), 0);
+    ck_assert_int_eq(symlink("missing.csv", dangling), 0);
+    hl_error err = {0};
+    hl_atomic_file f;
+    const char *const refused[][2] = {
+        {sub, "is a directory"}, {fifo, "is not a regular file"},
+        {dangling, "is a symbolic link to nothing"}};
+    for (int i = 0; i < 3; i++) {
+        hl_error_clear(&err);
+        ck_assert_int_eq(hl_atomic_begin(&f, refused[i][0], &err), HL_ERR_IO);
+        ck_assert_msg(strstr(err.message, refused[i][0]) && strstr(err.message, refused[i][1]),
+                      "%s", err.message);
+    }
+    struct stat st;
+    ck_assert(stat(sub, &st) == 0 && S_ISDIR(st.st_mode));
+    ck_assert(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
+    ck_assert(lstat(dangling, &st) == 0 && S_ISLNK(st.st_mode));
+    ck_assert_int_eq(count_files(), 3);
+    ck_assert_int_eq(hl_atomic_write(target, "old\n", 4, &err), HL_OK);
+    ck_assert_int_eq(symlink("target.csv", link), 0);
+    ck_assert_int_eq(hl_atomic_write(link, "new\n", 4, &err), HL_OK);
+    ck_assert(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+    expect_contents(target, "new\n");
+    ck_assert_int_eq(count_files(), 5);
     tu_remove_dir(dir);
 }
 END_TEST
@@ -213,6 +255,7 @@ Suite *atomic_suite(void)
     TCase *tc = tcase_create("atomic");
     tcase_add_test(tc, test_atomic_commit_and_abort);
     tcase_add_test(tc, test_atomic_unwritable);
+    tcase_add_test(tc, test_atomic_what_it_replaces);
     tcase_add_test(tc, test_atomic_file_size_limit);
     tcase_add_test(tc, test_atomic_removes_stale_temporaries);
     tcase_add_test(tc, test_atomic_concurrent_writers);
