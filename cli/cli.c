@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/real.h"
 #include "ops/isa.h"
@@ -264,8 +265,27 @@ void hl_cli_report_failed_run(const char *program, const char *message, const ch
                 resumed ? "; the one resumed from is as it was" : "");
 }
 
+/* At exit, standard output is flushed and closed; when a write to it failed
+ * (a full disk, a closed descriptor) the output is lost, and the exit status
+ * says so instead of success. A descriptor closed with nothing written to it
+ * loses nothing. */
+static void close_stdout(void)
+{
+    int why = fflush(stdout) != 0 ? errno : 0;
+    bool lost = why || ferror(stdout);
+    errno = 0;
+    if (fclose(stdout) != 0 && errno != EBADF && !lost)
+        why = errno, lost = true;
+    if (lost) {
+        fprintf(stderr, "headlab: cannot write standard output%s%s\n", why ? ": " : "",
+                why ? strerror(why) : "");
+        _exit(2);
+    }
+}
+
 void hl_cli_init(void)
 {
+    atexit(close_stdout);
     signal(SIGXFSZ, SIG_IGN);
     hl_error err = {0};
     if (hl_isa_init_from_env(&err) != HL_OK) {

@@ -120,7 +120,9 @@ void hl_cli_report_failed_run(const char *program, const char *message, const ch
                               int64_t saved_step, int64_t start, bool resumed);
 
 /* Process set-up: a write past a file-size limit (a full disk or quota) fails
- * as an error the writer reports, instead of SIGXFSZ killing the program; the
+ * as an error the writer reports, instead of SIGXFSZ killing the program;
+ * output that could not be written to stdout makes the exit status 2 (at
+ * exit, with a message, whatever status the program returned); the
  * kernel set HL_ISA names is checked (an unknown one, or one this CPU lacks,
  * prints a message and exits 2), and so is OMP_NUM_THREADS (over
  * HL_CLI_MAX_THREADS: the same). */

@@ -82,6 +82,23 @@ START_TEST(test_mha_run_round_trip)
 }
 END_TEST
 
+/* Output that cannot be written to stdout (a closed descriptor, a full
+ * device) is an exit status of 2 with a message, not success: gradcheck's
+ * table, a program's --help. Written to /dev/null, the same run exits 0. */
+START_TEST(test_lost_stdout_is_a_failure)
+{
+    /* (in braces: tu_run's 2>&1 would copy the closed descriptor to stderr) */
+    expect_failure("{ " HL_BUILD_DIR "/gradcheck --op softmax >&-; }", 2,
+                   "cannot write standard output");
+    expect_failure("{ " HL_BUILD_DIR "/toy_heads --help >&-; }", 2,
+                   "cannot write standard output");
+    if (access("/dev/full", W_OK) == 0)
+        expect_failure("{ " HL_BUILD_DIR "/demo_engine --steps 2 > /dev/full; }", 2,
+                       "No space left on device");
+    expect_failure(HL_BUILD_DIR "/gradcheck --op softmax > /dev/null && echo fine", 0, "fine");
+}
+END_TEST
+
 START_TEST(test_mha_run_bad_input)
 {
     tu_make_dir(temp_dir, "examples");
@@ -1096,6 +1113,7 @@ Suite *examples_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_mha_run_round_trip);
     tcase_add_test(tc, test_mha_run_bad_input);
+    tcase_add_test(tc, test_lost_stdout_is_a_failure);
     tcase_add_test(tc, test_toy_heads_short_run);
     tcase_add_test(tc, test_charlm_learns_and_resumes);
     tcase_add_test(tc, test_charlm_words);
