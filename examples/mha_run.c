@@ -5,7 +5,8 @@
  *     build/mha_run --weights W.safetensors --inputs IN.safetensors
  *                   --out OUT.safetensors --heads H [--causal] [--no-weights [--composed]]
  *
- * Exit status: 0 done, 2 bad arguments or files (a message says which).
+ * Exit status: 0 done, 1 out of memory, 2 bad arguments or files (a message
+ * says which).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +33,7 @@ static const hl_usage usage = {
     "OUT receives output (B,T,E) and attn_weights (B,H,T,S) and, with grad_output,\n"
     "  grad.query, grad.key, grad.value and grad.<weight name> for every weight.\n"
     "  Values are written as F32 (F64 from a REAL=double build).\n",
-    "Exit status 0 on success, 2 on bad arguments or files.\n",
+    "Exit status 0 on success, 1 out of memory, 2 on bad arguments or files.\n",
 };
 
 typedef struct {
@@ -197,8 +198,8 @@ int main(int argc, char **argv)
     hl_cli_init();
     options o = parse_options(argc, argv);
     hl_error err = {0};
-    int rc = run(&o, &err);
-    if (rc)
-        fprintf(stderr, "mha_run: %s\n", err.message);
-    return rc;
+    if (run(&o, &err) == 0)
+        return 0;
+    fprintf(stderr, "mha_run: %s\n", err.message);
+    return err.status == HL_ERR_NOMEM ? 1 : 2;
 }

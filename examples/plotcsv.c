@@ -33,10 +33,20 @@ static const hl_usage usage = {
     STRING_OF(HL_PLOT_MAX_SERIES) ").\n",
     "Series are labelled with each file's folder (its path where it has none or\n"
     "shares it with another file), and the column when there are several.\n"
-    "Exit status: 0 written, 2 bad input or a file that cannot be read or written.\n",
+    "Exit status: 0 written, 1 out of memory, 2 bad input or a file that cannot be read\n"
+    "or written.\n",
 };
 
 /* Whether row r passes every --where COL=VALUE (checked to exist beforehand). */
+/* A CSV that cannot be read: exit 1 out of memory, else 2 (bad input). */
+_Noreturn static void fail(const hl_error *err)
+{
+    if (err->status != HL_ERR_NOMEM)
+        hl_cli_bad_input("plotcsv", "%s", err->message);
+    fprintf(stderr, "plotcsv: %s\n", err->message);
+    exit(1);
+}
+
 static bool row_kept(const hl_csv_table *t, size_t r, const int *col, const double *value,
                      int n)
 {
@@ -96,7 +106,7 @@ int main(int argc, char **argv)
         hl_error err = {0};
         hl_csv_table *t = &tables[f];
         if (hl_csv_read(path, t, &err) != HL_OK)
-            hl_cli_bad_input("plotcsv", "%s", err.message);
+            fail(&err);
         int where_col[HL_OPT_LIST_MAX];
         double where_value[HL_OPT_LIST_MAX];
         for (int w = 0; w < o.where.n; w++) {
@@ -120,8 +130,10 @@ int main(int argc, char **argv)
                 hl_cli_bad_input("plotcsv", "%s has no column %s (--y)", path, o.ys.item[y]);
             double *x = points[n][0] = malloc(sizeof(double) * (t->n_rows + 1));
             double *v = points[n][1] = malloc(sizeof(double) * (t->n_rows + 1));
-            if (!x || !v)
-                hl_cli_bad_input("plotcsv", "out of memory");
+            if (!x || !v) {
+                fprintf(stderr, "plotcsv: out of memory\n");
+                exit(1);
+            }
             size_t kept = 0, drawn = 0;
             for (size_t r = 0; r < t->n_rows; r++)
                 if (row_kept(t, r, where_col, where_value, o.where.n)) {
@@ -167,7 +179,7 @@ int main(int argc, char **argv)
         for (int f = 0; f < o.files.n; f++)
             fprintf(stderr, "%s%s", f ? ", " : " of ", o.files.item[f]);
         fprintf(stderr, ")\n");
-        return 2;
+        return s == HL_ERR_NOMEM ? 1 : 2;
     }
     printf("wrote %s (%d series)\n", o.out, n);
     return 0;

@@ -114,6 +114,14 @@ hl_status hl_csv_parse(const char *text, size_t n, const char *name, hl_csv_tabl
     size_t next, end = line_end(text, n, 0, &next);
     if (n == 0 || end == 0)
         return hl_error_set(err, HL_ERR_FORMAT, "%s line 1: no header naming the columns", name);
+    /* A carriage return inside the header: lines ended by \r alone (classic
+     * Mac OS), which would read as one header line. */
+    if (memchr(text, '\r', end))
+        return hl_error_set(err, HL_ERR_FORMAT, "%s line 1: a carriage return inside the line; "
+                            "lines end in \\n or \\r\\n", name);
+    /* Empty lines at the end of the text are no rows. */
+    while (n > next && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+        n--;
     hl_status s = parse_header(text, end, name, t, err);
     size_t rows = 0;
     for (size_t i = next, after; s == HL_OK && i < n; i = after)

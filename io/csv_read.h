@@ -13,12 +13,13 @@
  * The first line names the columns (after a UTF-8 byte-order mark, if the
  * text starts with one); every later line holds one number a
  * column (strtod's syntax: "nan" and "inf" too; an empty field is NaN).
- * Lines end in \n or \r\n, and a last line may lack its end; an empty line
- * is a row of one empty field (NaN in a one-column table, refused in a wider
- * one). Refused
+ * Lines end in \n or \r\n, and a last line may lack its end; empty lines at
+ * the end are no rows, and one before a row is a row of one empty field (NaN
+ * in a one-column table, refused in a wider one). Refused
  * (HL_ERR_FORMAT, naming the file and the line): no header, a duplicate or
  * empty column name, a row with more or fewer fields than the header, a field
- * that is not a number, more than HL_CSV_MAX_COLS columns, a NUL byte.
+ * that is not a number, more than HL_CSV_MAX_COLS columns, a NUL byte, a
+ * header line with \r inside it (lines ended by \r alone).
  */
 #ifndef HL_CSV_READ_H
 #define HL_CSV_READ_H

@@ -31,6 +31,15 @@ START_TEST(test_csv_read_table)
     ck_assert_int_eq(hl_csv_parse("a\n1\n2\n", 6, "h.csv", &t, &err), HL_OK);
     ck_assert_uint_eq(t.n_rows, 2);
     hl_csv_table_free(&t);
+    /* Empty lines at the end are no rows (an editor's, a shell's echo >>);
+     * one before a row is, NaN in a one-column table. */
+    ck_assert_int_eq(hl_csv_parse("a,b\n1,2\n\n\r\n\n", 12, "h.csv", &t, &err), HL_OK);
+    ck_assert_uint_eq(t.n_rows, 1);
+    hl_csv_table_free(&t);
+    ck_assert_int_eq(hl_csv_parse("a\n\n2\n\n", 6, "h.csv", &t, &err), HL_OK);
+    ck_assert_uint_eq(t.n_rows, 2);
+    ck_assert(isnan(hl_csv_value(&t, 0, 0)) && hl_csv_value(&t, 1, 0) == 2);
+    hl_csv_table_free(&t);
     /* The longest number the programs write (%.6f of -DBL_MAX, 317 bytes). */
     char big[512];
     const int n = snprintf(big, sizeof big, "a\n%.6f\n", -DBL_MAX);
@@ -58,6 +67,8 @@ START_TEST(test_csv_read_refusals)
         {"a,b\n1,2,3\n", "bad.csv line 2: 3 fields, the header has 2"},
         {"a,b\n1,x2\n", "bad.csv line 2: field 2 \"x2\" is not a number"},
         {"a,b\n1,\"2\"\n", "bad.csv line 2: field 2 \"\"2\"\" is not a number"},
+        {"a,b\n\n1,2\n", "bad.csv line 2: 1 fields, the header has 2"},
+        {"a,b\r1,2\r", "bad.csv line 1: a carriage return inside the line"},
     };
     hl_csv_table t;
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
