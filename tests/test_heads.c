@@ -800,6 +800,12 @@ START_TEST(test_program_names_heads_as_trained)
     ck_assert_msg(is_png(path), "%s missing", path);
     snprintf(path, sizeof path, "%s/n/attn_L0H1.png", work);
     ck_assert_int_eq(access(path, F_OK), -1);
+    snprintf(path, sizeof path, "%s/n/maps.csv", work); /* the heads drawn, no others */
+    csv = slurp(path, &size);
+    csv[size] = '\0';
+    ck_assert_msg(strstr(csv, "\nL0H2,5,") && !strstr(csv, "\nL0H0,") && !strstr(csv, "\nL1H"),
+                  "maps.csv: %s", csv);
+    free(csv);
     snprintf(command, sizeof command,
              HEADS "maps --model %s --text '1 2 3' --heads 0.1 --out %s/n2", model, work);
     ck_assert_int_eq(tu_run(command, out, sizeof out), 2);
@@ -878,7 +884,16 @@ START_TEST(test_program_bad_input)
         {"ablate --model %s/toy/model.safetensors --windows 4", "for text models"},
         {"ablate --model %s/char/checkpoint.safetensors --data " GPL_TEXT " --seed 4",
          "for toy models"},
+        /* a list ending in a comma, refused as --heads 1.3, is */
+        {"patch --model %s/toy/model.safetensors --clean \"1 2 3 4\" --corrupt \"1 2 5 4\" "
+         "--positions 1,", "not \"1,\""},
+        {"patch --model %s/toy/model.safetensors --act z,", "\"z,\" ends in a comma"},
+        /* the toy model reads its BOS (16) but never predicts it */
+        {"eval --model %s/toy/model.safetensors --token-ids %s/bos.txt",
+         "place 2: token 16 is one the model reads but cannot predict"},
     };
+    snprintf(command, sizeof command, "printf '1 16 2\\n' > %s/bos.txt", work);
+    ck_assert_int_eq(system(command), 0);
     /* A truncated copy of the model, and a model whose record does not fit. */
     snprintf(command, sizeof command, "head -c 1000 %s > %s/cut.safetensors", model, work);
     ck_assert_int_eq(system(command), 0);
@@ -892,7 +907,7 @@ START_TEST(test_program_bad_input)
     hl_gpt_free(m);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[512];
-        snprintf(args, sizeof args, cases[i].args, work);
+        snprintf(args, sizeof args, cases[i].args, work, work);
         snprintf(command, sizeof command, HEADS "%s --out %s", args, out_dir);
         expect_failure(command, cases[i].fragment);
     }
@@ -913,6 +928,11 @@ START_TEST(test_program_bad_input)
     snprintf(command, sizeof command, HEADS "importance --model %s --out %s/ablation.csv/x",
              model, out_dir);
     expect_failure(command, "cannot create");
+    /* A file that cannot be written once the work is done is exit 2 too. */
+    snprintf(command, sizeof command,
+             "mkdir -p %s/blocked/pruned.safetensors && " HEADS "prune --model %s --sequences 20 "
+             "--heads 0.0 --timing-runs 1 --out %s/blocked", work, model, work);
+    expect_failure(command, "pruned.safetensors: it is a directory");
 
     /* A text model of one position: the induction probe does not fit in it,
      * bad input found before a report's folder is made. */

@@ -300,12 +300,10 @@ int heads_run_prune_curve(const options *o, study *s)
             exit(1);
         }
     }
-    if (!rc && (write_curve_csv(s->set, pts, n, o->out) ||
-                write_curve_plot(s, pts, n, o->finetune, o->out, &err))) {
-        if (err.message[0])
-            fprintf(stderr, "heads: %s\n", err.message);
-        rc = 1;
-    } else if (!rc) {
+    /* A file that cannot be written exits 2, as in every command. */
+    if (!rc && (rc = write_curve_csv(s->set, pts, n, o->out)) == 0) {
+        if (write_curve_plot(s, pts, n, o->finetune, o->out, &err))
+            heads_fail(&err);
         printf("wrote %s/prune_curve.csv, %s/prune_curve.png\n", o->out, o->out);
     }
     free(raw);

@@ -29,7 +29,7 @@ static model_in open_model(const options *o)
     model_in in = {0};
     hl_error err = {0};
     if (!(in.m = hl_gpt_load_meta(o->model, &in.meta, &err)))
-        heads_bad_input("%s", err.message);
+        heads_refuse(&err);
     const hl_gpt_config *c = &in.m->cfg;
     if (c->n_heads > HL_HEADS_MAX)
         heads_bad_input("%s has %d heads per layer; this program handles up to %d", o->model,
@@ -190,7 +190,7 @@ static int32_t *map_input(const options *o, const model_in *in, int *T)
     const int max = in->m->cfg.n_ctx;
     int32_t *x = malloc(sizeof *x * (size_t)max);
     if (!x)
-        heads_bad_input("out of memory");
+        heads_out_of_memory();
     int n = 0;
     if (o->data) {
         size_t size;
@@ -235,8 +235,10 @@ static void csv_text(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* maps.csv: each query's top key for the heads drawn (which, or every head
+ * when NULL). */
 static int write_maps_csv(const options *o, const hl_gpt *m, const hl_tensor *maps,
-                          const int32_t *x, const hl_vocab *vocab)
+                          const int32_t *x, const hl_vocab *vocab, const hl_head_set *which)
 {
     text_out csv;
     FILE *f = heads_text_begin(&csv);
@@ -244,6 +246,8 @@ static int write_maps_csv(const options *o, const hl_gpt *m, const hl_tensor *ma
     fprintf(f, "head,query,query_token,top_key,top_key_token,attention\n");
     for (int l = 0; l < m->cfg.n_layers; l++)
         for (int h = 0; h < hl_gpt_layer_heads(&m->cfg, l); h++) {
+            if (which && !which->on[l][h])
+                continue;
             const hl_real *a = maps->data + (size_t)hl_gpt_head_index(&m->cfg, l, h) * T * T;
             for (int t = 0; t < T; t++) {
                 int best = 0;
@@ -274,7 +278,7 @@ int heads_run_maps(const options *o)
     if (hl_maps_write(o->out, in.m, maps, x, in.meta.vocab, o->heads ? &which : NULL, NULL,
                       &err) != HL_OK)
         heads_fail(&err);
-    int rc = write_maps_csv(o, in.m, maps, x, in.meta.vocab);
+    int rc = write_maps_csv(o, in.m, maps, x, in.meta.vocab, o->heads ? &which : NULL);
     if (!rc)
         printf("%d tokens; wrote %s/attn_L<l>H<h>.png (%d heads), %s/maps_grid.png, "
                "%s/maps.csv\n", T, o->out, o->heads ? hl_head_set_count(&which)
@@ -374,7 +378,7 @@ int heads_run_circuits(const options *o)
     for (int k = 0; k < HL_COMPOSE_KINDS; k++)
         comp[k] = malloc(sizeof *comp[k] * (size_t)N * N);
     if (!s || !comp[0] || !comp[1] || !comp[2])
-        heads_bad_input("out of memory");
+        heads_out_of_memory();
     heads_make_out_dir(o);
     write_composition(o, in.m, comp, base, &err);
     hl_ablation_effect *rows;
@@ -416,7 +420,7 @@ static int32_t *report_input(const options *o, const model_in *in, const study *
         return map_input(o, in, T);
     int32_t *x = malloc(sizeof *x * (size_t)in->m->cfg.n_ctx);
     if (!x)
-        heads_bad_input("out of memory");
+        heads_out_of_memory();
     if (s && s->toy) {
         *T = s->set->T;
         memcpy(x, s->set->tokens, sizeof *x * (size_t)*T);

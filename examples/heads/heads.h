@@ -54,6 +54,11 @@ _Noreturn void heads_bad_input(const char *fmt, ...) __attribute__((format(print
 /* Prints "heads: <message>" and exits 2 for a file that cannot be read or
  * written (HL_ERR_IO), 1 for another failure while running. */
 _Noreturn void heads_fail(const hl_error *err);
+/* Prints "heads: <message>" and exits 1 when err is out of memory, else 2
+ * (the input did not fit). */
+_Noreturn void heads_refuse(const hl_error *err);
+/* Prints "heads: out of memory" and exits 1. */
+_Noreturn void heads_out_of_memory(void);
 
 /* Loads the model and builds its evaluation set; exits 2 on bad input. */
 study heads_open_study(const options *o);

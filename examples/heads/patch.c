@@ -47,8 +47,11 @@ static void induction_task(const options *o, patch_in *in)
                                  : (c->vocab_in < c->vocab_out ? c->vocab_in : c->vocab_out);
     hl_error err = {0};
     if (hl_patch_induction_task(in->m, o->sequences, toy ? HL_TOY_BOS : -1, lo, hi,
-                                (uint64_t)o->seed, &in->t, &in->buf, &err) != HL_OK)
+                                (uint64_t)o->seed, &in->t, &in->buf, &err) != HL_OK) {
+        if (err.status == HL_ERR_NOMEM)
+            heads_out_of_memory();
         heads_bad_input("%s: %s", o->model, err.message);
+    }
     const int half = (in->t.T - (toy ? 1 : 0)) / 2;
     snprintf(in->what, sizeof in->what, "induction task: %d sequences of %d random tokens "
              "repeated%s; corrupted: the first half's tokens at even offsets drawn again; "
@@ -59,6 +62,9 @@ static void induction_task(const options *o, patch_in *in)
 /* "3,7" -> the positions, each in 0..T-2 (a next byte to read). */
 static void parse_positions(const char *list, int T, bool *at)
 {
+    const size_t n = strlen(list);
+    if (n && list[n - 1] == ',') /* as --heads and a --pairs file */
+        heads_bad_input("--positions wants numbers separated by commas, not \"%s\"", list);
     for (const char *p = list; *p;) {
         char *end;
         long t = strtol(p, &end, 10);
@@ -120,7 +126,7 @@ static void text_task(const options *o, patch_in *in)
     in->buf = malloc(sizeof *in->buf * (size_t)max * 4);
     at = calloc((size_t)max, sizeof *at);
     if (!at || !in->buf)
-        heads_bad_input("out of memory");
+        heads_out_of_memory();
     int32_t *clean = in->buf, *corrupt = clean + max;
     const int T = input_tokens("clean", o->clean, in, clean);
     const int T2 = input_tokens("corrupt", o->corrupt, in, corrupt);
@@ -208,7 +214,7 @@ static patch_in open_patch_model(const options *o)
     static patch_in in;
     hl_error err = {0};
     if (!(in.m = hl_gpt_load_meta(o->model, &in.meta, &err)))
-        heads_bad_input("%s", err.message);
+        heads_refuse(&err);
     if (o->pairs)
         pairs_task(o, &in);
     else if (o->clean)
@@ -221,7 +227,7 @@ static patch_in open_patch_model(const options *o)
      * wrong tokens): two runs that score the same leave it its work. */
     if (hl_patch_baselines(in.m, &in.t, &clean, &corrupt, &err) != HL_OK &&
         !(o->cmd == CMD_LOGIT_LENS && !isnan(clean) && !isnan(corrupt)))
-        heads_bad_input("%s", err.message);
+        heads_refuse(&err);
     printf("%s\n%s\n%s: clean %.4f, corrupted %.4f (scores: 0 = as corrupted, 1 = as clean)\n",
            o->model, in.what, o->metric_diff ? "logit difference" : "loss", clean, corrupt);
     if (fabs(clean - corrupt) < 0.05 && o->cmd != CMD_LOGIT_LENS)
@@ -238,7 +244,7 @@ static void write_pairs_csv(const options *o, const patch_in *in)
     const hl_patch_task *t = &in->t;
     double *clean = malloc(sizeof *clean * 2 * (size_t)t->B), *corrupt = clean + t->B;
     if (!clean)
-        heads_bad_input("out of memory");
+        heads_out_of_memory();
     hl_error err = {0};
     if (hl_patch_sequence_metrics(in->m, t, clean, corrupt, &err) != HL_OK)
         heads_fail(&err);
@@ -309,8 +315,8 @@ static int parse_acts(const char *list, const hl_act *allowed, int n_allowed, hl
                 heads_bad_input("--act: \"%.*s\" named twice", (int)len, p);
         acts[n++] = allowed[found]; /* at most n_allowed, all different */
         p += len;
-        if (*p)
-            p++;
+        if (*p && !*++p)
+            heads_bad_input("--act: \"%s\" ends in a comma", list);
     }
     if (!n)
         heads_bad_input("--act names no activation");
@@ -345,7 +351,7 @@ static const char **flat_names(const hl_gpt *m, char (**store)[HL_HEAD_NAME_MAX]
     *store = malloc(sizeof **store * (size_t)N);
     const char **names = malloc(sizeof *names * (size_t)N);
     if (!*store || !names)
-        heads_bad_input("out of memory");
+        heads_out_of_memory();
     for (int l = 0, i = 0; l < m->cfg.n_layers; l++)
         for (int h = 0; h < hl_gpt_layer_heads(&m->cfg, l); h++, i++)
             names[i] = hl_head_name(m, l, h, (*store)[i]);
@@ -358,7 +364,7 @@ static double *flat_values(const hl_gpt *m, const double *v, int per)
     const int N = hl_gpt_total_heads(&m->cfg);
     double *f = malloc(sizeof *f * (size_t)N * per);
     if (!f)
-        heads_bad_input("out of memory");
+        heads_out_of_memory();
     for (int l = 0, i = 0; l < m->cfg.n_layers; l++)
         for (int h = 0; h < hl_gpt_layer_heads(&m->cfg, l); h++, i++)
             memcpy(f + (size_t)i * per, v + ((size_t)l * m->cfg.n_heads + h) * per,
@@ -415,7 +421,7 @@ int heads_run_patch(const options *o)
         if (act == HL_ACT_RESID_PRE) {
             double *v = malloc(sizeof *v * (size_t)(L + 1) * T);
             if (!v)
-                heads_bad_input("out of memory");
+                heads_out_of_memory();
             const double t0 = hl_seconds();
             fail_if(hl_patch_resid(m, &in.t, v, &err), &err);
             printf("\nresidual stream (entering each layer; layer %d = after the last), one "
@@ -440,7 +446,7 @@ int heads_run_patch(const options *o)
         const int per = o->per_position ? T : 1;
         double *v = malloc(sizeof *v * (size_t)L * m->cfg.n_heads * per);
         if (!v)
-            heads_bad_input("out of memory");
+            heads_out_of_memory();
         const double t0 = hl_seconds();
         fail_if(hl_patch_heads(m, &in.t, act, o->per_position, v, &err), &err);
         const double seconds = hl_seconds() - t0;
@@ -506,7 +512,7 @@ int heads_run_paths(const options *o)
     const char **names = flat_names(m, &store);
     double *v = malloc(sizeof *v * (size_t)N * N);
     if (!v)
-        heads_bad_input("out of memory");
+        heads_out_of_memory();
     hl_error err = {0};
     for (int a = 0; a < n_acts; a++) {
         const double t0 = hl_seconds();
@@ -588,7 +594,7 @@ int heads_run_attrib(const options *o)
     double *patched = malloc(sizeof *patched * (size_t)cells);
     double *attrib = malloc(sizeof *attrib * (size_t)cells);
     if (!patched || !attrib)
-        heads_bad_input("out of memory");
+        heads_out_of_memory();
     hl_error err = {0};
     for (int a = 0; a < n_acts; a++) {
         double t0 = hl_seconds();
@@ -637,7 +643,7 @@ int heads_run_logit_lens(const options *o)
     double *dla = malloc(sizeof *dla * (size_t)L * m->cfg.n_heads);
     int32_t *top = malloc(sizeof *top * (size_t)(L + 1) * T * LENS_TOP);
     if (!metric || !dla || !top)
-        heads_bad_input("out of memory");
+        heads_out_of_memory();
     hl_error err = {0};
     fail_if(hl_patch_logit_lens(m, &in.t, LENS_TOP, metric, top, &err), &err);
     fail_if(hl_patch_logit_attribution(m, &in.t, dla, &err), &err);

@@ -87,7 +87,7 @@ int heads_run_eval(const options *o)
     study s = {0};
     hl_error err = {0};
     if (!(s.m = hl_gpt_load_meta(o->model, &s.meta, &err)))
-        heads_bad_input("%s", err.message);
+        heads_refuse(&err);
     int B, T;
     int32_t *ids = o->token_ids ? read_id_lines(o->token_ids, s.m->cfg.vocab_in, &B, &T)
                                 : encode_text(&s, o->text, &B, &T);
@@ -104,10 +104,21 @@ int heads_run_eval(const options *o)
     if (T < 2)
         heads_bad_input("--text \"%s\" is one token; eval needs at least 2 (each predicts the "
                         "next)", o->text);
+    /* Every token but a sequence's first is a target: the model must be
+     * able to predict it (a toy model reads its BOS, never predicts it). */
+    for (size_t i = 0; i < (size_t)B * T; i++)
+        if (i % (size_t)T && ids[i] >= s.m->cfg.vocab_out) {
+            const int token = ids[i];
+            free(ids);
+            heads_bad_input("%s: sequence %zu, place %zu: token %d is one the model reads but "
+                            "cannot predict (its outputs are 0..%d); only a sequence's first "
+                            "token may be", o->token_ids ? o->token_ids : "--text",
+                            i / (size_t)T + 1, i % (size_t)T + 1, token, s.m->cfg.vocab_out - 1);
+        }
     heads_make_out_dir(o);
     int32_t *targets = malloc((size_t)B * T * sizeof *targets);
     if (!targets)
-        heads_bad_input("out of memory");
+        heads_out_of_memory();
     for (size_t i = 0; i < (size_t)B * T; i++) /* position t predicts t + 1 */
         targets[i] = (i + 1) % (size_t)T ? ids[i + 1] : -1;
     hl_graph *g = hl_graph_new(0);
@@ -138,7 +149,7 @@ int heads_run_export(const options *o)
     hl_gpt_meta meta;
     hl_gpt *m = hl_gpt_load_meta(o->model, &meta, &err);
     if (!m)
-        heads_bad_input("%s", err.message);
+        heads_refuse(&err);
     char why[300];
     if (hl_hf_arch_for(&m->cfg, why, sizeof why) == HL_HF_ARCHS)
         heads_bad_input("%s: no Hugging Face architecture expresses this model: %s", o->model,
@@ -180,7 +191,7 @@ int heads_run_generate(const options *o)
     hl_gpt_meta meta;
     hl_gpt *m = hl_gpt_load_meta(o->model, &meta, &err);
     if (!m)
-        heads_bad_input("%s", err.message);
+        heads_refuse(&err);
     if (!meta.vocab)
         heads_bad_input("%s has no vocabulary to read --prompt with%s%s%s", o->model,
                         meta.vocab_note[0] ? " (" : "", meta.vocab_note,

@@ -31,10 +31,8 @@ static int save_pruned(const options *o, const hl_gpt *m, const hl_gpt_meta *met
     hl_error err = {0};
     char path[4200];
     snprintf(path, sizeof path, "%s/pruned.safetensors", o->out);
-    if (hl_gpt_save_meta(path, m, meta, &err) != HL_OK) {
-        fprintf(stderr, "heads: %s\n", err.message);
-        return 1;
-    }
+    if (hl_gpt_save_meta(path, m, meta, &err) != HL_OK)
+        heads_fail(&err); /* 2 for a file that cannot be written */
     printf("wrote %s\n", path);
     return 0;
 }

@@ -34,6 +34,18 @@ void heads_fail(const hl_error *err)
     exit(exit_status(err));
 }
 
+void heads_refuse(const hl_error *err)
+{
+    fprintf(stderr, "heads: %s\n", err->message);
+    exit(err->status == HL_ERR_NOMEM ? 1 : 2);
+}
+
+void heads_out_of_memory(void)
+{
+    fprintf(stderr, "heads: out of memory\n");
+    exit(1);
+}
+
 /* A place that cannot be written is bad input, found early. */
 void heads_make_out_dir(const options *o)
 {
@@ -179,7 +191,7 @@ study heads_open_study(const options *o)
     hl_error err = {0};
     s.m = hl_gpt_load_meta(o->model, &s.meta, &err);
     if (!s.m)
-        heads_bad_input("%s", err.message);
+        heads_refuse(&err);
     const hl_gpt_config *c = &s.m->cfg;
     if (c->n_heads > HL_HEADS_MAX)
         heads_bad_input("%s has %d heads per layer; this program handles up to %d", o->model,
