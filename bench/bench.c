@@ -180,6 +180,9 @@ static void parse_threads(options *o, const char *list)
         if (end == p || errno || n < 1 || n > 256 || o->n_threads == MAX_THREAD_COUNTS ||
             (*end && *end != ','))
             bad_option("--threads needs up to 8 counts in 1..256 like 1,2, got %s", list);
+        for (int i = 0; i < o->n_threads; i++)
+            if (o->threads[i] == n)
+                bad_option("--threads %s: a count named twice", list);
         o->threads[o->n_threads++] = (int)n;
         p = *end ? end + 1 : end;
     }
@@ -228,8 +231,11 @@ static void parse_isas(options *o, const char *list)
         const size_t n = strcspn(p, ",");
         snprintf(name, sizeof name, "%.*s", (int)(n < 15 ? n : 15), p);
         hl_isa isa;
-        if (!hl_isa_parse(name, &isa) || o->n_isas == HL_ISA_COUNT)
+        if (!hl_isa_parse(name, &isa))
             bad_option("--isa takes some of avx512,avx2,portable, got %s", list);
+        for (int i = 0; i < o->n_isas; i++)
+            if (o->isas[i] == isa)
+                bad_option("--isa %s: a kernel set named twice", list);
         if (!hl_isa_supported(isa)) {
             char have[64];
             fprintf(stderr, "bench: --isa %s: this CPU lacks it (it has: %s)\n", name,

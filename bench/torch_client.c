@@ -3,6 +3,7 @@
 #define _DEFAULT_SOURCE /* wait4 */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -127,6 +128,11 @@ int bench_torch_call(bench_torch *t, const char *command, double *values, int ma
         values[n] = strtod(p, &end);
         if (end == p || errno)
             break;
+        /* seconds a call: a worker that sends anything else is broken */
+        if (!isfinite(values[n]) || values[n] <= 0) {
+            snprintf(why, why_size, "the worker sent a time of %g s", values[n]);
+            return -1;
+        }
     }
     return n;
 }
