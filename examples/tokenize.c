@@ -333,8 +333,20 @@ static options parse_options(int argc, char **argv, int first)
             hl_cli_usage(stdout, &usage, opts);
             exit(0);
         }
-    /* Never HL_CLI_HELP: --help was found above. */
-    if (hl_cli_parse(program, opts, first, argc, argv, stderr) != HL_CLI_OK)
+    /* Never HL_CLI_HELP: --help was found above. A word after the flags is
+     * most likely a text file put after them: say where the files go. */
+    char *said = NULL;
+    size_t said_len = 0;
+    FILE *errors = open_memstream(&said, &said_len);
+    const bool parsed = hl_cli_parse(program, opts, first, argc, argv, errors ? errors : stderr) ==
+                        HL_CLI_OK;
+    if (errors && fclose(errors) == 0 && said_len)
+        fputs(said, stderr);
+    if (!parsed && said && strstr(said, "unexpected argument"))
+        fprintf(stderr, "%s: the text files come first, before every flag (tokenize TEXT... "
+                "[options] --out DIR)\n", program);
+    free(said);
+    if (!parsed)
         exit(2);
     if (o.print && (first > 1 || o.out || o.learn))
         hl_cli_bad_input(program, "--print FILE encodes that one file: no TEXT files, --out or "

@@ -306,6 +306,8 @@ START_TEST(test_bad_token_files)
     expect_failure(HL_BUILD_DIR "/tokenize /nonexistent.txt --out /tmp/x", 2,
                    "/nonexistent.txt");
     expect_failure(HL_BUILD_DIR "/tokenize tests/main.c", 2, "--out");
+    expect_failure(HL_BUILD_DIR "/tokenize --out /tmp/x tests/main.c", 2,
+                   "the text files come first, before every flag");
     expect_failure(HL_BUILD_DIR "/tokenize tests/main.c --out /tmp/x --tokenizer bpe", 2,
                    "--learn");
     expect_failure(HL_BUILD_DIR "/tokenize tests/main.c --out /tmp/x --learn 100", 2,
