@@ -91,9 +91,8 @@ static hl_tensor *input(const hl_safetensors *f, const char *path, const char *n
     if (!e || hl_error_failed(err))
         return NULL;
     const bool is_mask = !strcmp(name, "key_padding_mask"), additive = !strcmp(name, "attn_mask");
-    const bool is_float = e->dtype == HL_DTYPE_F32 || e->dtype == HL_DTYPE_F64 ||
-                          e->dtype == HL_DTYPE_F16 || e->dtype == HL_DTYPE_BF16;
-    if (is_mask ? e->dtype != HL_DTYPE_U8 && e->dtype != HL_DTYPE_BOOL : !is_float) {
+    if (is_mask ? e->dtype != HL_DTYPE_U8 && e->dtype != HL_DTYPE_BOOL
+                : !hl_dtype_is_float(e->dtype)) {
         hl_error_set(err, HL_ERR_FORMAT, "%s: tensor \"%s\" is %s; %s", path, name,
                      hl_dtype_name(e->dtype), is_mask ? "a padding mask is U8 or BOOL (1 = padding)"
                                                       : "it must be a float tensor");

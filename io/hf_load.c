@@ -147,8 +147,7 @@ static hl_status check_weight(const hf_weights *w, int f, const hl_safetensors_e
 {
     char file[HF_PATH_MAX];
     snprintf(file, sizeof file, "%s/%s", w->dir, w->names[f]);
-    if (e->dtype != HL_DTYPE_F32 && e->dtype != HL_DTYPE_F16 && e->dtype != HL_DTYPE_BF16 &&
-        e->dtype != HL_DTYPE_F64)
+    if (!hl_dtype_is_float(e->dtype))
         return hl_error_set(err, HL_ERR_FORMAT, "%s: tensor \"%s\" is %s; weights are read "
                             "from F32, F16, BF16 or F64", file, e->name,
                             hl_dtype_name(e->dtype));

@@ -66,6 +66,12 @@ hl_status hl_mha_load(hl_mha *m, hl_params *p, const hl_safetensors *f, const ch
     const size_t n = sizeof tensors / sizeof tensors[0];
     for (size_t i = 0; i < n; i++) {
         hl_tensor *t = tensors[i];
+        /* (an integer tensor would load as numbers that were never weights) */
+        const hl_safetensors_entry_info *e = t ? hl_safetensors_find(f, t->name) : NULL;
+        if (e && !hl_dtype_is_float(e->dtype))
+            return hl_error_set(err, HL_ERR_FORMAT, "%s: tensor \"%s\" is %s; weights are "
+                                "float tensors", hl_safetensors_what(f), t->name,
+                                hl_dtype_name(e->dtype));
         if (t && (hl_io_check_tensor(f, hl_safetensors_what(f), t->name, t, HL_IO_FINITE,
                                      err) != HL_OK ||
                   hl_safetensors_copy_to(f, t->name, t, err) != HL_OK))

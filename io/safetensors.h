@@ -64,6 +64,9 @@ typedef enum hl_dtype {
 const char *hl_dtype_name(hl_dtype dtype);
 /* Bytes per element, or 0 for a value outside the enum. */
 size_t hl_dtype_size(hl_dtype dtype);
+/* Whether a dtype holds floating-point numbers (F32, F64, F16, BF16): the
+ * ones weights and data are read from. */
+bool hl_dtype_is_float(hl_dtype dtype);
 
 /* Largest rank a file may hold (headlab tensors themselves stop at 4). */
 #define HL_ST_MAX_RANK 8

@@ -54,6 +54,12 @@ size_t hl_dtype_size(hl_dtype dtype)
     return (unsigned)dtype < HL_DTYPE_COUNT ? dtypes[dtype].size : 0;
 }
 
+bool hl_dtype_is_float(hl_dtype dtype)
+{
+    return dtype == HL_DTYPE_F32 || dtype == HL_DTYPE_F64 || dtype == HL_DTYPE_F16 ||
+           dtype == HL_DTYPE_BF16;
+}
+
 bool hl_safetensors_utf8_valid(const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;

@@ -628,6 +628,36 @@ START_TEST(test_mha_load_errors)
             hl_tensor_free(held[j]);
         hl_safetensors_free(f);
     }
+    /* An integer tensor would load as numbers that were never weights. */
+    err = (hl_error){0};
+    hl_safetensors *f = read_fixture("self", "weights");
+    hl_safetensors_writer *w = hl_safetensors_writer_new();
+    hl_tensor *held[8];
+    const size_t n = hl_safetensors_count(f);
+    int64_t ints[18 * 6] = {0};
+    for (size_t j = 0; j < n; j++) {
+        held[j] = load(f, hl_safetensors_entry(f, j)->name, false);
+        if (strcmp(held[j]->name, "in_proj_weight"))
+            ck_assert_int_eq(
+                hl_safetensors_writer_add(w, held[j]->name, held[j], HL_DTYPE_F32, &err), HL_OK);
+        else
+            ck_assert_int_eq(hl_safetensors_writer_add_raw(w, held[j]->name, HL_DTYPE_I64, 2,
+                                                           (int64_t[]){18, 6}, ints, &err),
+                             HL_OK);
+    }
+    ck_assert_int_eq(hl_safetensors_writer_save(w, path, &err), HL_OK);
+    hl_safetensors *bad = NULL;
+    ck_assert_int_eq(hl_safetensors_read(path, &bad, &err), HL_OK);
+    p = hl_params_new();
+    ck_assert_int_eq(hl_mha_load(&m, p, bad, "", 2, &err), HL_ERR_FORMAT);
+    ck_assert_msg(strstr(err.message, "\"in_proj_weight\" is I64; weights are float tensors"),
+                  "%s", err.message);
+    hl_params_free(p);
+    hl_safetensors_free(bad);
+    hl_safetensors_writer_free(w);
+    for (size_t j = 0; j < n; j++)
+        hl_tensor_free(held[j]);
+    hl_safetensors_free(f);
     tu_remove_dir(dir);
 }
 END_TEST
