@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "io/csv_log.h"
 
 static const char *const impl_names[BENCH_IMPLS] = {"headlab", "openblas", "torch"};
 
@@ -196,24 +197,13 @@ static void csv_number(FILE *f, bool have, double v)
         fputc(',', f);
 }
 
-/* A text field in double quotes, a quote inside written twice (RFC 4180):
- * names and variants hold commas ("4x4 heads, d 128", "step, Muon"). */
-static void csv_text(FILE *f, const char *s)
-{
-    fputs(",\"", f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 static void csv_row(FILE *f, const bench_row *row)
 {
-    fprintf(f, "%s,%s", hl_isa_name(hl_isa_active()), row->section);
-    csv_text(f, row->name);
-    csv_text(f, row->variant);
+    /* names and variants hold commas ("4x4 heads, d 128", "step, Muon") */
+    fprintf(f, "%s,%s,", hl_isa_name(hl_isa_active()), row->section);
+    hl_csv_log_quote(f, row->name);
+    fputc(',', f);
+    hl_csv_log_quote(f, row->variant);
     fprintf(f, ",%d,%d,%.6g", row->threads, row->stats[BENCH_HEADLAB].runs, row->flops);
     bool timed = strcmp(row->section, "rss") != 0;
     for (int i = 0; i < BENCH_IMPLS; i++) {

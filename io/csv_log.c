@@ -77,3 +77,14 @@ FILE *hl_csv_log_open(const char *path, int64_t resume_step, const char *header,
     }
     return log;
 }
+
+void hl_csv_log_quote(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}

@@ -26,4 +26,8 @@
 FILE *hl_csv_log_open(const char *path, int64_t resume_step, const char *header,
                       hl_error *err);
 
+/* Writes s to f as one CSV field: in double quotes, a quote inside written
+ * twice (RFC 4180), so a comma or quote in a name stays in its field. */
+void hl_csv_log_quote(FILE *f, const char *s);
+
 #endif

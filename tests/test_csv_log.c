@@ -1,6 +1,7 @@
 /* Tests for io/csv_log.c: a new log starts with its header; a resumed one
  * keeps exactly the rows up to the checkpoint's step, whatever was written
- * after it (rows, a row cut by a kill), and refuses another program's file. */
+ * after it (rows, a row cut by a kill), and refuses another program's file;
+ * a text field is quoted as RFC 4180 says. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -89,12 +90,32 @@ START_TEST(test_csv_log_refuses_another_header)
 }
 END_TEST
 
+/* A comma stays inside the quotes, a quote inside is written twice, an
+ * empty text is an empty quoted field (RFC 4180). */
+START_TEST(test_csv_log_quote)
+{
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&text, &n);
+    ck_assert_ptr_nonnull(f);
+    hl_csv_log_quote(f, "4x4 heads, d 128");
+    fputc(',', f);
+    hl_csv_log_quote(f, "say \"hi\"");
+    fputc(',', f);
+    hl_csv_log_quote(f, "");
+    fclose(f);
+    ck_assert_str_eq(text, "\"4x4 heads, d 128\",\"say \"\"hi\"\"\",\"\"");
+    free(text);
+}
+END_TEST
+
 Suite *csv_log_suite(void)
 {
     Suite *s = suite_create("csv_log");
     TCase *tc = tcase_create("csv_log");
     tcase_add_test(tc, test_csv_log_new_and_resumed);
     tcase_add_test(tc, test_csv_log_refuses_another_header);
+    tcase_add_test(tc, test_csv_log_quote);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -13,6 +13,7 @@
 #include "analysis/head_maps.h"
 #include "analysis/roles.h"
 #include "examples/heads/heads.h"
+#include "io/csv_log.h"
 #include "report/head_files.h"
 #include "report/head_report.h"
 #include "tasks/probe.h"
@@ -223,18 +224,6 @@ static int32_t *map_input(const options *o, const model_in *in, int *T)
     return x;
 }
 
-/* s as one CSV field: quoted, each quote inside doubled. */
-static void csv_text(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 /* maps.csv: each query's top key for the heads drawn (which, or every head
  * when NULL). */
 static int write_maps_csv(const options *o, const hl_gpt *m, const hl_tensor *maps,
@@ -255,9 +244,9 @@ static int write_maps_csv(const options *o, const hl_gpt *m, const hl_tensor *ma
                     best = a[t * T + j] > a[t * T + best] ? j : best;
                 char name[HL_HEAD_NAME_MAX], label[HL_TOKEN_LABEL_MAX];
                 fprintf(f, "%s,%d,", hl_head_name(m, l, h, name), t);
-                csv_text(f, hl_token_label(x[t], vocab, label));
+                hl_csv_log_quote(f, hl_token_label(x[t], vocab, label));
                 fprintf(f, ",%d,", best);
-                csv_text(f, hl_token_label(x[best], vocab, label));
+                hl_csv_log_quote(f, hl_token_label(x[best], vocab, label));
                 fprintf(f, ",%.6f\n", a[t * T + best]);
             }
         }
