@@ -37,7 +37,6 @@ static const hl_usage usage = {
     "or written.\n",
 };
 
-/* Whether row r passes every --where COL=VALUE (checked to exist beforehand). */
 /* A CSV that cannot be read: exit 1 out of memory, else 2 (bad input). */
 _Noreturn static void fail(const hl_error *err)
 {
@@ -47,6 +46,7 @@ _Noreturn static void fail(const hl_error *err)
     exit(1);
 }
 
+/* Whether row r passes every --where COL=VALUE (checked to exist beforehand). */
 static bool row_kept(const hl_csv_table *t, size_t r, const int *col, const double *value,
                      int n)
 {

@@ -132,13 +132,18 @@ static hl_status target_of(const char *path, char **target, hl_error *err)
         return HL_OK;
     }
     if (S_ISLNK(st.st_mode) && stat(path, &st) != 0)
-        return hl_error_set(err, HL_ERR_IO, "cannot write %s: it is a symbolic link to %s",
-                            path, errno == ENOENT ? "nothing" : strerror(errno));
+        return errno == ENOENT
+                   ? hl_error_set(err, HL_ERR_IO, "cannot write %s: it is a symbolic link to "
+                                  "nothing", path)
+                   : hl_error_set(err, HL_ERR_IO, "cannot write %s: cannot follow its symbolic "
+                                  "link: %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode))
         return hl_error_set(err, HL_ERR_IO, "cannot write %s: it is %s", path,
                             S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
-    *target = realpath(path, NULL);
-    return HL_OK;
+    if (!(*target = realpath(path, NULL)) && errno != ENOMEM)
+        return hl_error_set(err, HL_ERR_IO, "cannot write %s: cannot follow its symbolic link: "
+                            "%s", path, strerror(errno));
+    return HL_OK; /* *target NULL: out of memory, said by the caller */
 }
 
 hl_status hl_atomic_begin(hl_atomic_file *a, const char *path, hl_error *err)

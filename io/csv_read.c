@@ -153,7 +153,8 @@ hl_status hl_csv_read(const char *path, hl_csv_table *t, hl_error *err)
     size_t size;
     char *text = (char *)hl_fs_read_file(path, &size);
     if (!text)
-        return hl_error_set(err, HL_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+        return hl_error_set(err, errno == ENOMEM ? HL_ERR_NOMEM : HL_ERR_IO, "cannot read %s: %s",
+                            path, strerror(errno));
     const hl_status s = hl_csv_parse(text, size, path, t, err);
     free(text);
     return s;

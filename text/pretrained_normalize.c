@@ -34,11 +34,40 @@ static bool append(buffer *b, const unsigned char *bytes, size_t n)
  * composed in one call.) */
 enum { PIECE_BYTES = 1 << 16 };
 
+/* Decomposed code point cp continues a run of non-starters (combining
+ * class above 0) of length *run, or ends it: *run as it stands after cp. A
+ * code point of class 0 may still decompose into non-starters (U+0F73 into
+ * U+0F71 U+0F72) or end with some (U+00E9 into e U+0301). */
+static void count_marks(utf8proc_int32_t cp, size_t *run)
+{
+    if (cp < 0x300) { /* nothing below U+0300 combines or decomposes into marks */
+        *run = 0;
+        return;
+    }
+    const utf8proc_property_t *p = utf8proc_get_property(cp);
+    if (p->combining_class) {
+        ++*run;
+        return;
+    }
+    utf8proc_int32_t parts[8];
+    int boundclass = 0;
+    const utf8proc_ssize_t k =
+        p->decomp_seqindex != UINT16_MAX && !p->decomp_type
+            ? utf8proc_decompose_char(cp, parts, 8, UTF8PROC_DECOMPOSE, &boundclass)
+            : 0;
+    if (k <= 0 || k > 8) {
+        *run = 0;
+        return;
+    }
+    for (utf8proc_ssize_t j = 0; j < k; j++)
+        *run = utf8proc_get_property(parts[j])->combining_class ? *run + 1 : 0;
+}
+
 /* Where the piece that starts at text[i] ends: at a byte that is not UTF-8,
  * or at an ASCII byte once the piece holds PIECE_BYTES. NFC neither reorders
  * nor composes across an ASCII character (a starter that is never the second
  * of a composition pair), so the pieces composed apart make the text's NFC.
- * *marks: the longest run of non-starters (combining class above 0) in it. */
+ * *marks: the longest run of non-starters in it once decomposed. */
 static size_t piece_end(const unsigned char *text, size_t n, size_t i, size_t *marks)
 {
     const size_t start = i;
@@ -49,8 +78,7 @@ static size_t piece_end(const unsigned char *text, size_t n, size_t i, size_t *m
         const utf8proc_ssize_t k = utf8proc_iterate(text + i, (utf8proc_ssize_t)(n - i), &cp);
         if (k <= 0)
             break;
-        /* (no code point below U+0300 combines) */
-        run = cp >= 0x300 && utf8proc_get_property(cp)->combining_class ? run + 1 : 0;
+        count_marks(cp, &run);
         if (run > *marks)
             *marks = run;
         i += (size_t)k;
@@ -62,9 +90,9 @@ static size_t piece_end(const unsigned char *text, size_t n, size_t i, size_t *m
  * sort, quadratic in a run's length: 32,000 marks of class 230 then 32,000
  * of class 220 (128 KB) took 15.6 s. A piece with a run longer than this is
  * decomposed here, its runs sorted (stably, by class, as NFC orders them),
- * and only composed by utf8proc. A shorter run stays short once decomposed
- * (a code point decomposes into at most 4), so utf8proc's sort of it costs
- * a bounded amount a code point. */
+ * and only composed by utf8proc. A piece whose runs are all shorter is
+ * left to utf8proc, whose sort of them costs a bounded amount a code point
+ * (the runs are counted after decomposition, as utf8proc sorts them). */
 enum { MARKS_SORTED_BY_UTF8PROC = 32 };
 
 typedef struct {
