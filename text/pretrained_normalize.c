@@ -34,6 +34,25 @@ static bool append(buffer *b, const unsigned char *bytes, size_t n)
  * composed in one call.) */
 enum { PIECE_BYTES = 1 << 16 };
 
+static int combining_class(utf8proc_int32_t cp)
+{
+    return utf8proc_get_property(cp)->combining_class;
+}
+
+/* Room for one code point's canonical decomposition: Unicode's longest has
+ * 4 code points. */
+enum { PARTS = 8 };
+
+/* cp's canonical decomposition into parts (room for PARTS): how many code
+ * points, or 0 when it would need more room. */
+static int decompose(utf8proc_int32_t cp, utf8proc_int32_t *parts)
+{
+    int boundclass = 0;
+    const utf8proc_ssize_t k =
+        utf8proc_decompose_char(cp, parts, PARTS, UTF8PROC_DECOMPOSE, &boundclass);
+    return k > 0 && k <= PARTS ? (int)k : 0;
+}
+
 /* Decomposed code point cp continues a run of non-starters (combining
  * class above 0) of length *run, or ends it: *run as it stands after cp. A
  * code point of class 0 may still decompose into non-starters (U+0F73 into
@@ -49,18 +68,12 @@ static void count_marks(utf8proc_int32_t cp, size_t *run)
         ++*run;
         return;
     }
-    utf8proc_int32_t parts[8];
-    int boundclass = 0;
-    const utf8proc_ssize_t k =
-        p->decomp_seqindex != UINT16_MAX && !p->decomp_type
-            ? utf8proc_decompose_char(cp, parts, 8, UTF8PROC_DECOMPOSE, &boundclass)
-            : 0;
-    if (k <= 0 || k > 8) {
+    utf8proc_int32_t parts[PARTS];
+    const int k = p->decomp_seqindex != UINT16_MAX && !p->decomp_type ? decompose(cp, parts) : 0;
+    if (!k)
         *run = 0;
-        return;
-    }
-    for (utf8proc_ssize_t j = 0; j < k; j++)
-        *run = utf8proc_get_property(parts[j])->combining_class ? *run + 1 : 0;
+    for (int j = 0; j < k; j++)
+        *run = combining_class(parts[j]) ? *run + 1 : 0;
 }
 
 /* Where the piece that starts at text[i] ends: at a byte that is not UTF-8,
@@ -109,11 +122,6 @@ static int mark_order(const void *a, const void *b)
     return x->at < y->at ? -1 : x->at > y->at;
 }
 
-static int combining_class(utf8proc_int32_t cp)
-{
-    return utf8proc_get_property(cp)->combining_class;
-}
-
 /* The run cp[0..n) of non-starters put in order by class, stably (NFC's
  * canonical ordering); marks has room for n. */
 static void sort_run(utf8proc_int32_t *cp, size_t n, mark *marks)
@@ -132,7 +140,6 @@ static void sort_run(utf8proc_int32_t *cp, size_t n, mark *marks)
 static bool decompose_sorted(const unsigned char *text, size_t n, utf8proc_int32_t **out,
                              size_t *count)
 {
-    enum { PARTS = 8 }; /* Unicode's longest canonical decomposition has 4 */
     size_t cap = n + PARTS, len = 0, run_cap = 0;
     utf8proc_int32_t *cp = malloc(cap * sizeof *cp);
     mark *marks = NULL;
@@ -148,10 +155,8 @@ static bool decompose_sorted(const unsigned char *text, size_t n, utf8proc_int32
             cp = grown;
             cap *= 2;
         }
-        int boundclass = 0;
-        const utf8proc_ssize_t k =
-            utf8proc_decompose_char(c, cp + len, PARTS, UTF8PROC_DECOMPOSE, &boundclass);
-        if (k <= 0 || k > PARTS) {
+        const int k = decompose(c, cp + len);
+        if (!k) {
             free(cp);
             return true; /* *count 0: composed by utf8proc alone */
         }
