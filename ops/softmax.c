@@ -36,7 +36,7 @@ hl_tensor *hl_softmax(hl_graph *g, hl_tensor *x)
     return hl_graph_failed(g) ? &g->poison : out;
 }
 
-/* dx (+)= y ⊙ (dy - Σ dy·y), per row; the dot product is summed in order. */
+/* dx (+)= y ⊙ (dy - Σ dy·y), per row; the dot product in double (hl_vmath_dot). */
 void hl_softmax_backward(hl_graph *g, hl_node *n)
 {
     bool overwrite;
@@ -51,9 +51,7 @@ void hl_softmax_backward(hl_graph *g, hl_node *n)
     for (size_t r = 0; r < rows; r++) {
         const hl_real *yr = y + r * cols, *dyr = dy + r * cols;
         hl_real *dxr = dx + r * cols;
-        double dot = 0;
-        for (int j = 0; j < cols; j++)
-            dot += (double)dyr[j] * (double)yr[j];
-        hl_vmath_softmax_grad(yr, dyr, dot, 1, dxr, (size_t)cols, overwrite);
+        hl_vmath_softmax_grad(yr, dyr, hl_vmath_dot(dyr, yr, (size_t)cols), 1, dxr, (size_t)cols,
+                              overwrite);
     }
 }

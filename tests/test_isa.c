@@ -355,6 +355,11 @@ static size_t compute_rows(hl_real *out, size_t cap)
         memcpy(out + used, dy, n * sizeof *dy);
         hl_vmath_softmax_grad(dy, x, -2.5, 1, out + used, n, false);
         used += n;
+        /* The dot product in double, whole: its rounding to hl_real and the rest. */
+        ck_assert(used + 2 <= cap);
+        const double dot = hl_vmath_dot(x, dy, n);
+        out[used++] = (hl_real)dot;
+        out[used++] = (hl_real)(dot - (double)(hl_real)dot);
         /* exp_sum of two rows at once (x and dy, a row stride past n), in
          * place, with their sums. */
         ck_assert(used + 2 * n + 3 <= cap);

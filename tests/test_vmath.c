@@ -207,6 +207,38 @@ START_TEST(test_vmath_rows)
 }
 END_TEST
 
+/* The dot product against a long double sum, at every length up to three
+ * vectors of partial sums and a long row, on values of mixed sign and scale:
+ * within a few roundings of a double sum (the float build's products are
+ * exact in double), and nothing past the row counted. */
+START_TEST(test_vmath_dot)
+{
+    enum { MAX = 1000 };
+    static hl_real x[MAX + 1], y[MAX + 1];
+    hl_rng rng;
+    hl_rng_seed(&rng, 13);
+    for (size_t n = 0; n <= MAX; n = n < 50 ? n + 1 : MAX) {
+        long double want = 0, size = 0;
+        for (size_t i = 0; i < n; i++) {
+            x[i] = (hl_real)((2 * hl_rng_uniform(&rng) - 1) * pow(10, 3 * hl_rng_uniform(&rng)));
+            y[i] = (hl_real)(2 * hl_rng_uniform(&rng) - 1);
+            want += (long double)x[i] * y[i];
+            size += fabsl((long double)x[i] * y[i]);
+        }
+        x[n] = (hl_real)1e30; /* past the row: must not count */
+        y[n] = 1;
+        const double got = hl_vmath_dot(x, y, n);
+        ck_assert_msg(fabsl(got - want) <= 1e-14L * size * (n + 1), "n=%zu: %.17g, want %.17Lg",
+                      n, got, want);
+        ck_assert(hl_vmath_dot(y, x, n) == got);
+        if (n == MAX)
+            break;
+    }
+    x[0] = NAN;
+    ck_assert(isnan(hl_vmath_dot(x, y, 20)));
+}
+END_TEST
+
 /* Cross-entropy's gradient row against hl_vmath_exp and the formula element
  * by element, bit for bit, with the one-hot at every position of rows of every
  * length up to three vectors, stored and added, and nothing written past the
@@ -293,6 +325,7 @@ Suite *vmath_suite(void)
     tcase_add_test(tc, test_vmath_exp);
     tcase_add_test(tc, test_vmath_erf);
     tcase_add_test(tc, test_vmath_rows);
+    tcase_add_test(tc, test_vmath_dot);
     tcase_add_test(tc, test_vmath_xent_grad_and_add);
     tcase_add_test(tc, test_vmath_softcap_tanh);
     suite_add_tcase(s, tc);

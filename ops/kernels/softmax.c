@@ -1,5 +1,5 @@
 /* Softmax's row kernels whose arithmetic is in double (see HL_VMATH_KERNELS:
- * mul_double, softmax_grad), compiled once per kernel set. Plain C, which
+ * mul_double, dot, softmax_grad), compiled once per kernel set. Plain C, which
  * each set's compilation vectorises: every element is the same few roundings
  * on every set (FMA contraction is off for the whole build), so every set
  * gives the same bits. */
@@ -9,6 +9,21 @@ void HL_SIMD_FN(hl_vmath_mul_double)(const hl_real *x, double s, hl_real *y, siz
 {
     for (size_t i = 0; i < n; i++)
         y[i] = (hl_real)((double)x[i] * s);
+}
+
+/* HL_SUM_LANES running sums instead of one: a chain of dependent adds in
+ * double ran at one element per add's latency (softmax's backward over 256
+ * keys spent most of its time there). */
+double HL_SIMD_FN(hl_vmath_dot)(const hl_real *x, const hl_real *y, size_t n)
+{
+    double lanes[HL_SUM_LANES] = {0};
+    size_t i = 0;
+    for (; i + HL_SUM_LANES <= n; i += HL_SUM_LANES)
+        for (int l = 0; l < HL_SUM_LANES; l++)
+            lanes[l] += (double)x[i + l] * (double)y[i + l];
+    for (int l = 0; i < n; i++, l++)
+        lanes[l] += (double)x[i] * (double)y[i];
+    return hl_sum_lanes_total(lanes);
 }
 
 void HL_SIMD_FN(hl_vmath_softmax_grad)(const hl_real *p, const hl_real *dp, double dot,
