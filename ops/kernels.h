@@ -136,8 +136,8 @@ typedef void hl_tile_gemm_fn(int m, int n, int k, const hl_real *a, size_t a_row
     /* y[i] = x[i]·s, the product in double, then rounded (y may be x): a                        \
      * softmax row's normalisation by 1/Σ. */                                                    \
     P(mul_double, (const hl_real *x, double s, hl_real *y, size_t n), (x, s, y, n))              \
-    /* Σ x[i]·y[i], each product and the sum in double, element i in partial sum                \
-     * i mod HL_SUM_LANES (ops/simd.h): the same bits whatever the vector width. */               \
+    /* Σ x[i]·y[i], each product and the sum in double, element i in partial sum                 \
+     * i mod HL_SUM_LANES (ops/simd.h): the same bits whatever the vector width. */              \
     F(dot, double, (const hl_real *x, const hl_real *y, size_t n), (x, y, n))                    \
     /* Softmax's backward on a row of probabilities p: dx[i] (+)= scale·(p[i]·(dp[i]             \
      * - dot)), the difference and product in double, rounded before scale (dx                   \

@@ -355,11 +355,15 @@ static size_t compute_rows(hl_real *out, size_t cap)
         memcpy(out + used, dy, n * sizeof *dy);
         hl_vmath_softmax_grad(dy, x, -2.5, 1, out + used, n, false);
         used += n;
-        /* The dot product in double, whole: its rounding to hl_real and the rest. */
-        ck_assert(used + 2 <= cap);
-        const double dot = hl_vmath_dot(x, dy, n);
-        out[used++] = (hl_real)dot;
-        out[used++] = (hl_real)(dot - (double)(hl_real)dot);
+        /* The dot product in double, whole: its rounding to hl_real and the
+         * rest; of x past its -inf (at 3) with dy, and of dy with itself. */
+        ck_assert(used + 4 <= cap);
+        const double dots[2] = {hl_vmath_dot(x + 4, dy + 4, n > 4 ? n - 4 : 0),
+                                hl_vmath_dot(dy, dy, n)};
+        for (int d = 0; d < 2; d++) {
+            out[used++] = (hl_real)dots[d];
+            out[used++] = (hl_real)(dots[d] - (double)(hl_real)dots[d]);
+        }
         /* exp_sum of two rows at once (x and dy, a row stride past n), in
          * place, with their sums. */
         ck_assert(used + 2 * n + 3 <= cap);
