@@ -39,8 +39,10 @@
  *     masked tiles, and past 256×256 scores a head it never holds the
  *     (B,H,T,S) probabilities, so memory grows with T, not T².
  * The run picks (hl_mha_path): a trace or a pattern patch takes the composed
- * ops; otherwise HL_MHA_AUTO takes the fused op, as fast as the composed ops
- * or faster at every size measured (`make bench`, MHA rows).
+ * ops; otherwise HL_MHA_AUTO takes the fused op: faster than the composed ops
+ * at most sizes measured, level or a few percent behind on one head of 1,024
+ * keys (docs/performance.md, `make bench`'s MHA rows), and without their
+ * (B,H,T,S) probabilities past 256×256 scores a head.
  * HL_MHA_COMPOSED and HL_MHA_FUSED force a path.
  * Both agree to rounding (tests/test_attention.c), and the gate and offset
  * apply to the head outputs on either. Neither has attention dropout.
